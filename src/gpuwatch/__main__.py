@@ -1,0 +1,7 @@
+"""`python -m gpuwatch`."""
+
+import sys
+
+from gpuwatch.cli import main
+
+sys.exit(main())

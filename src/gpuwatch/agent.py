@@ -1,0 +1,136 @@
+"""The agent: sample on a schedule, publish snapshots, serve them.
+
+`Agent.tick()` is one sampling pass (used directly by tests and `gpuwatch status`);
+`Agent.start()` adds the APScheduler jobs and the HTTP server for `gpuwatch run`.
+Under `--simulate --speed X` the scheduler fires every `interval / X` real seconds
+(at least 50 ms apart) so that each sample covers one simulated interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from gpuwatch.clock import Clock
+from gpuwatch.collectors.nvml import NvmlCollector
+from gpuwatch.config import Config, parse_listen_address
+from gpuwatch.export.collector import SnapshotCollector, build_registry
+from gpuwatch.export.families import ExportOptions
+from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
+from gpuwatch.nvml import NvmlSampler
+from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.store import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+MIN_REAL_INTERVAL_SECONDS = 0.05
+
+
+class Agent:
+    """One host's agent; `nv` is the real pynvml module or the simulated stand-in."""
+
+    def __init__(self, config: Config, nv: Any, clock: Clock, *, speed: float = 1.0) -> None:
+        self.config = config
+        self.clock = clock
+        self.speed = speed
+        self.store = SnapshotStore()
+        self.sampler = NvmlSampler(nv, clock, retry_max_seconds=config.agent.nvml_retry_max_seconds)
+        self.nvml = NvmlCollector(self.sampler, clock)
+        self.hostname = config.agent.hostname or socket.gethostname()
+        self.collector = SnapshotCollector(
+            self.store,
+            ExportOptions(per_process_metrics=config.agent.per_process_metrics),
+            dcgm_compat=config.exporter.dcgm_compat,
+            hostname=self.hostname,
+        )
+        self.registry = build_registry(self.collector)
+        self._scheduler: BackgroundScheduler | None = None
+        self._server: MetricsServer | None = None
+
+    def open(self) -> None:
+        """Initialise NVML (raises NvmlNotFoundError when there is no driver)."""
+        self.sampler.open()
+
+    def tick(self) -> FleetSnapshot:
+        """Sample every GPU once and publish the snapshot."""
+        gpus, results = self.nvml.collect()
+        snapshot = FleetSnapshot(
+            timestamp_seconds=self.clock.time(),
+            driver=self.sampler.driver,
+            gpus=gpus,
+            collectors=tuple(results),
+        )
+        self.store.publish(snapshot)
+        return snapshot
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready once a snapshot exists and is fresh (within 5 intervals)."""
+        snapshot = self.store.latest()
+        if snapshot is None:
+            return False, "no sample yet"
+        age = self.clock.time() - snapshot.timestamp_seconds
+        if age > 5 * max(self.config.agent.interval_seconds, 1.0) * max(self.speed, 1.0):
+            return False, f"last sample is {age:.0f} s old"
+        return True, "ready"
+
+    def start(self) -> None:
+        """Take the first sample, then start the scheduler and the HTTP server."""
+        self.tick()
+        agent_cfg = self.config.agent
+        scheduler = BackgroundScheduler(daemon=True)
+        scheduler.add_job(
+            self.tick,
+            "interval",
+            seconds=self._real(agent_cfg.interval_seconds),
+            id="sample",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+        )
+        scheduler.add_job(
+            self.nvml.collect_slow,
+            "interval",
+            seconds=self._real(agent_cfg.slow_interval_seconds),
+            id="sample_slow",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+        )
+        scheduler.start()
+        self._scheduler = scheduler
+        exporter = self.config.exporter
+        host, port = parse_listen_address(exporter.listen)
+        tls = None
+        if exporter.tls_cert_file and exporter.tls_key_file:
+            tls = TlsFiles(exporter.tls_cert_file, exporter.tls_key_file)
+        auth = None
+        if exporter.basic_auth_username and exporter.basic_auth_password_file:
+            auth = BasicAuth.from_file(
+                exporter.basic_auth_username, exporter.basic_auth_password_file
+            )
+        self._server = MetricsServer(host, port, self.registry, self.readiness, tls=tls, auth=auth)
+        self._server.start()
+        log.info("serving metrics on %s:%d", host, self._server.port)
+
+    @property
+    def port(self) -> int:
+        """The HTTP port actually bound."""
+        if self._server is None:
+            raise RuntimeError("the agent is not serving")
+        return self._server.port
+
+    def _real(self, simulated_seconds: float) -> float:
+        return max(simulated_seconds / self.speed, MIN_REAL_INTERVAL_SECONDS)
+
+    def stop(self) -> None:
+        """Stop serving and sampling, then shut NVML down."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=True)
+            self._scheduler = None
+        self.sampler.close()

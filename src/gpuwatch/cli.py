@@ -1,0 +1,190 @@
+"""The `gpuwatch` command line: run, status, check-config.
+
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. Errors a user can fix
+are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from gpuwatch import __version__
+from gpuwatch.clock import Clock, ScaledClock, SystemClock
+from gpuwatch.config import Config, ConfigError, load_config, parse_listen_address, render_config
+from gpuwatch.logsetup import configure_logging
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+NVML_NOT_FOUND = (
+    "gpuwatch: NVML was not found ({reason}): is the NVIDIA driver installed? "
+    "To try gpuwatch without a GPU, run: gpuwatch run --simulate demo"
+)
+
+
+class UsageError(Exception):
+    """A mistake in the command line or config: one line, exit 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuwatch", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the agent daemon")
+    run.add_argument("--config", type=Path, help="TOML config file")
+    run.add_argument("--simulate", metavar="SCENARIO", help="run on a simulated fleet")
+    run.add_argument("--speed", type=float, help="simulated seconds per real second")
+    run.add_argument("--listen", metavar="ADDR:PORT", help="override exporter.listen")
+
+    status = commands.add_parser("status", help="print the GPUs once")
+    status.add_argument("--config", type=Path, help="TOML config file")
+    status.add_argument("--simulate", metavar="SCENARIO", help="read a simulated fleet")
+    status.add_argument(
+        "--at",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="simulated time into the scenario (with --simulate)",
+    )
+    status.add_argument("--json", action="store_true", help="print JSON")
+
+    check = commands.add_parser("check-config", help="validate a config file")
+    check.add_argument("file", type=Path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `gpuwatch` command."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "check-config":
+            return _check_config(args.file)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "status":
+            return _status(args)
+    except ConfigError as exc:
+        for line in exc.errors:
+            print(f"gpuwatch: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as exc:
+        print(f"gpuwatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    raise AssertionError(args.command)  # argparse only lets known commands through
+
+
+def _check_config(path: Path) -> int:
+    config = load_config(path)
+    print(render_config(config), end="")
+    return EXIT_OK
+
+
+def _nvml(simulate: str | None, speed: float | None, at: float = 0.0) -> tuple[Any, Clock]:
+    """The pynvml module to use (real, or the stand-in for a scenario) and its clock."""
+    if simulate is None:
+        if speed is not None:
+            raise UsageError("--speed needs --simulate")
+        from gpuwatch.nvml import load_nvml  # noqa: PLC0415 - keep startup light
+
+        return load_nvml(), SystemClock()
+    if speed is not None and speed <= 0:
+        raise UsageError("--speed must be positive")
+    from gpuwatch.simulate import SimulatedNvml, load_scenario  # noqa: PLC0415
+    from gpuwatch.simulate.scenario import ScenarioError  # noqa: PLC0415
+
+    try:
+        scenario = load_scenario(simulate)
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    clock = ScaledClock(speed or 1.0)
+    return SimulatedNvml(scenario, clock=clock, start_time=clock.time() - at), clock
+
+
+def _with_listen(config: Config, listen: str | None) -> Config:
+    if listen is None:
+        return config
+    try:
+        parse_listen_address(listen)
+    except ValueError as exc:
+        raise UsageError(f"--listen: {exc}") from None
+    exporter = config.exporter.model_copy(update={"listen": listen})
+    return config.model_copy(update={"exporter": exporter})
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gpuwatch.agent import Agent  # noqa: PLC0415
+    from gpuwatch.nvml import NvmlNotFoundError  # noqa: PLC0415
+
+    config = _with_listen(load_config(args.config), args.listen)
+    configure_logging(config.logging.level, config.logging.format)
+    nv, clock = _nvml(args.simulate, args.speed)
+    agent = Agent(config, nv, clock, speed=args.speed or 1.0)
+    try:
+        agent.open()
+    except NvmlNotFoundError as exc:
+        print(NVML_NOT_FOUND.format(reason=exc), file=sys.stderr)
+        return EXIT_FAILURE
+    stop = threading.Event()
+
+    def _on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        agent.start()
+    except OSError as exc:
+        print(
+            f"gpuwatch: cannot listen on {config.exporter.listen}: {exc.strerror}", file=sys.stderr
+        )
+        agent.stop()
+        return EXIT_FAILURE
+    while not stop.wait(0.5):
+        pass
+    agent.stop()
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from rich.console import Console  # noqa: PLC0415
+
+    from gpuwatch.agent import Agent  # noqa: PLC0415
+    from gpuwatch.nvml import NvmlNotFoundError  # noqa: PLC0415
+    from gpuwatch.status import render_json, render_table  # noqa: PLC0415
+
+    config = load_config(args.config)
+    configure_logging("error", config.logging.format)
+    nv, clock = _nvml(args.simulate, None, args.at)
+    agent = Agent(config, nv, clock)
+    try:
+        agent.open()
+    except NvmlNotFoundError as exc:
+        print(
+            NVML_NOT_FOUND.format(reason=exc).replace("run --simulate", "status --simulate"),
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    try:
+        agent.tick()
+        time.sleep(0.15)  # GPM needs two samples at least 100 ms apart
+        snapshot = agent.tick()
+    finally:
+        agent.stop()
+    if not snapshot.collectors[0].success:
+        print(f"gpuwatch: NVML failed: {agent.sampler.last_error}", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.json:
+        print(render_json(snapshot))
+    else:
+        render_table(snapshot, Console())
+    return EXIT_OK

@@ -1,0 +1,195 @@
+"""Configuration: the TOML file, `GPUWATCH_<SECTION>__<KEY>` overrides, validation.
+
+Every section is a pydantic model that forbids unknown keys, so a typo is an error
+with its dotted path (`exporter.listen: ...`) instead of a silently ignored option.
+Secrets are never config text: they are read from files named here or from the
+environment, and never logged. `config.example.toml` documents every option.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_PORT = 9842
+"""Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
+
+ENV_PREFIX = "GPUWATCH_"
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; `errors` holds one `path: message` line each."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_listen_address(value: str) -> tuple[str, int]:
+    """Split `HOST:PORT` (or `[V6]:PORT`) into host and port; raises ValueError."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is outside 0-65535")
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - an exporter listens on all interfaces by default
+    return host, port
+
+
+class AgentConfig(_Section):
+    """[agent]: sampling and local state."""
+
+    interval_seconds: float = Field(default=1.0, ge=0.05, le=60.0)
+    slow_interval_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
+    state_dir: Path = Path("/var/lib/gpuwatch")
+    hostname: str | None = None
+    per_process_metrics: bool = False
+    nvml_retry_max_seconds: float = Field(default=60.0, ge=1.0, le=3600.0)
+
+
+class ExporterConfig(_Section):
+    """[exporter]: the Prometheus endpoint."""
+
+    listen: str = f"0.0.0.0:{DEFAULT_PORT}"
+    dcgm_compat: bool = False
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    basic_auth_username: str | None = None
+    basic_auth_password_file: Path | None = None
+
+    @field_validator("listen")
+    @classmethod
+    def _valid_listen(cls, value: str) -> str:
+        parse_listen_address(value)
+        return value
+
+    @model_validator(mode="after")
+    def _pairs_complete(self) -> ExporterConfig:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file must be set together")
+        if (self.basic_auth_username is None) != (self.basic_auth_password_file is None):
+            raise ValueError(
+                "basic_auth_username and basic_auth_password_file must be set together"
+            )
+        return self
+
+
+class LoggingConfig(_Section):
+    """[logging]: where the one line per failure goes."""
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["text", "json"] = "text"
+
+
+class Config(_Section):
+    """The whole agent configuration."""
+
+    agent: AgentConfig = AgentConfig()
+    exporter: ExporterConfig = ExporterConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+
+def _parse_env_value(raw: str) -> Any:
+    """Read an override as a TOML value (`true`, `2.5`, `"x"`), else as a plain string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Return `data` with every `GPUWATCH_A__B[__C]=value` set at path a.b[.c].
+
+    Variables without a double underscore (such as `GPUWATCH_SLACK_WEBHOOK_URL`) are not
+    config overrides and are left alone.
+    """
+    merged: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        path = [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
+        target = merged
+        for part in path[:-1]:
+            child = target.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                target[part] = child
+            else:
+                child = dict(child)
+                target[part] = child
+            target = child
+        target[path[-1]] = _parse_env_value(environ[name])
+    return merged
+
+
+def _format_errors(exc: ValidationError, origin: str) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown option (check the spelling against config.example.toml)"
+        lines.append(f"{path}: {message} [{origin}]")
+    return lines
+
+
+def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Config:
+    """Load and validate the config at `path` (defaults when None) plus env overrides.
+
+    Raises ConfigError listing every problem, each with its dotted path.
+    """
+    env = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    origin = "defaults"
+    if path is not None:
+        origin = str(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError([f"{path}: no such file"]) from None
+        except OSError as exc:
+            raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
+        except UnicodeDecodeError:
+            raise ConfigError([f"{path}: not UTF-8 text"]) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError([f"{path}: not valid TOML: {exc}"]) from None
+    data = apply_env_overrides(data, env)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, origin)) from None
+
+
+def render_config(config: Config) -> str:
+    """The effective config as TOML text (None values omitted)."""
+    lines: list[str] = []
+    for section, values in config.model_dump(mode="json").items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            if value is None:
+                lines.append(f"# {key} is not set")
+            else:
+                lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'

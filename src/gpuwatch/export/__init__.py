@@ -1,0 +1,1 @@
+"""Prometheus exposition: metric families, the DCGM-compatible set, the HTTP server."""

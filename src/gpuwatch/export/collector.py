@@ -1,0 +1,46 @@
+"""The prometheus-client collector: renders the latest snapshot, never calls NVML.
+
+Registered on the agent's own `CollectorRegistry` (no global registry, no global
+gauges). Each scrape yields fresh families from whatever snapshot is newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from gpuwatch.export.dcgm import dcgm_families
+from gpuwatch.export.families import ExportOptions, gpuwatch_families
+from gpuwatch.store import SnapshotStore
+
+
+class SnapshotCollector(Collector):
+    """Yields the gpuwatch (and optionally DCGM-compatible) families of the latest snapshot."""
+
+    def __init__(
+        self,
+        store: SnapshotStore,
+        options: ExportOptions,
+        *,
+        dcgm_compat: bool = False,
+        hostname: str = "",
+    ) -> None:
+        self._store = store
+        self._options = options
+        self._dcgm_compat = dcgm_compat
+        self._hostname = hostname
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = self._store.latest()
+        yield from gpuwatch_families(snapshot, self._options)
+        if self._dcgm_compat:
+            yield from dcgm_families(snapshot, self._hostname)
+
+
+def build_registry(collector: SnapshotCollector) -> CollectorRegistry:
+    """A fresh registry holding only the snapshot collector."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry

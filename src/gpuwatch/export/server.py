@@ -1,0 +1,156 @@
+"""The HTTP endpoint: `/metrics`, `/healthz`, `/readyz`, optional TLS and basic auth.
+
+A scrape renders the registry (which renders the latest snapshot); nothing here
+touches NVML. `/healthz` and `/readyz` are exempt from basic auth so kubelet probes
+work without credentials; they reveal nothing but liveness.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import logging
+import ssl
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
+
+log = logging.getLogger(__name__)
+
+Readiness = Callable[[], tuple[bool, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class BasicAuth:
+    """Expected credentials; the password is read from a file, never from config text."""
+
+    username: str
+    password: str = ""
+
+    def __repr__(self) -> str:  # never print the password
+        return f"BasicAuth(username={self.username!r}, password=<redacted>)"
+
+    @classmethod
+    def from_file(cls, username: str, password_file: Path) -> BasicAuth:
+        """Read the password from `password_file` (trailing newline stripped)."""
+        return cls(username, password_file.read_text(encoding="utf-8").rstrip("\r\n"))
+
+    def accepts(self, header: str | None) -> bool:
+        """True when an `Authorization: Basic ...` header carries these credentials."""
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        user, sep, password = decoded.partition(":")
+        ok_user = hmac.compare_digest(user.encode(), self.username.encode())
+        ok_password = hmac.compare_digest(password.encode(), self.password.encode())
+        return bool(sep) and ok_user and ok_password
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    registry: CollectorRegistry
+    readiness: Readiness
+    auth: BasicAuth | None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    server_version = "gpuwatch"
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/healthz":
+            self._reply(200, b"ok\n")
+        elif path == "/readyz":
+            ready, reason = self.server.readiness()
+            self._reply(200 if ready else 503, reason.encode() + b"\n")
+        elif not self._authorized():
+            self._reply(401, b"unauthorized\n", {"WWW-Authenticate": 'Basic realm="gpuwatch"'})
+        elif path == "/metrics":
+            encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+            self._reply(200, encoder(self.server.registry), {"Content-Type": content_type})
+        elif path == "/":
+            self._reply(200, b"gpuwatch: see /metrics, /healthz, /readyz\n")
+        else:
+            self._reply(404, b"not found\n")
+
+    def _authorized(self) -> bool:
+        auth = self.server.auth
+        return auth is None or auth.accepts(self.headers.get("Authorization"))
+
+    def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        merged = {"Content-Type": "text/plain; charset=utf-8", **(headers or {})}
+        for name, value in merged.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """A PEM certificate chain and its key."""
+
+    cert_file: Path
+    key_file: Path
+
+
+class MetricsServer:
+    """Serves the registry over HTTP(S) from a background thread."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        registry: CollectorRegistry,
+        readiness: Readiness,
+        *,
+        tls: TlsFiles | None = None,
+        auth: BasicAuth | None = None,
+    ) -> None:
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.registry = registry
+        self._httpd.readiness = readiness
+        self._httpd.auth = auth
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when asked for port 0)."""
+        return int(self._httpd.server_address[1])
+
+    def start(self) -> None:
+        """Serve in a daemon thread."""
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="gpuwatch-http",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)

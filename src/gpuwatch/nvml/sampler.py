@@ -1,0 +1,209 @@
+"""The NVML sampler: initialise once, sample every device each tick, recover from driver errors.
+
+`NvmlSampler.sample()` returns the GPU part of a snapshot. A lost GPU is reported
+`up=False` while the others keep reporting; a driver-level failure (for example
+`LibRmVersionMismatch` after a driver upgrade) marks every known GPU down and
+re-initialises NVML with exponential backoff on the injected clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from gpuwatch.clock import Clock
+from gpuwatch.nvml import parse
+from gpuwatch.nvml.device import NvmlDevice
+from gpuwatch.nvml.errors import (
+    DriverError,
+    NvmlErrorKind,
+    NvmlNotFoundError,
+    classify,
+    describe,
+)
+from gpuwatch.nvml.xid import XidWatcher
+from gpuwatch.snapshot import DriverInfo, GpuIdentity, GpuSample
+
+log = logging.getLogger(__name__)
+
+_NOT_INSTALLED = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")
+
+
+class NvmlSampler:
+    """Owns NVML's lifetime for the agent and reads every GPU once per tick."""
+
+    def __init__(
+        self,
+        nv: Any,
+        clock: Clock,
+        *,
+        retry_initial_seconds: float = 1.0,
+        retry_max_seconds: float = 60.0,
+        watch_xid: bool = True,
+    ) -> None:
+        self._nv = nv
+        self._clock = clock
+        self._retry_initial = retry_initial_seconds
+        self._retry_max = retry_max_seconds
+        self._watch_xid = watch_xid
+        self._lock = threading.Lock()
+        self._devices: list[NvmlDevice] = []
+        self._known: list[GpuIdentity] = []
+        self._xid: XidWatcher | None = None
+        self._initialized = False
+        self._retry_delay = retry_initial_seconds
+        self._next_retry = 0.0
+        self.driver = DriverInfo(None, None, None)
+        self.last_error: str | None = None
+
+    @property
+    def initialized(self) -> bool:
+        """True while NVML is initialised and the devices are enumerated."""
+        return self._initialized
+
+    def open(self) -> None:
+        """Initialise NVML and enumerate the GPUs.
+
+        Raises NvmlNotFoundError when there is no NVIDIA driver at all. Any other
+        failure is remembered and retried with backoff by `sample()`.
+        """
+        try:
+            self._init()
+        except self._nv.NVMLError as exc:
+            if type(exc).__name__ in _NOT_INSTALLED:
+                raise NvmlNotFoundError(describe(exc)) from exc
+            self._fail(describe(exc))
+        except DriverError as exc:
+            self._fail(str(exc))
+
+    def _init(self) -> None:
+        nv = self._nv
+        nv.nvmlInit()
+        try:
+            self.driver = DriverInfo(
+                driver_version=_optional_text(nv, nv.nvmlSystemGetDriverVersion),
+                cuda_driver_version=_optional_cuda(nv),
+                nvml_version=_optional_text(nv, nv.nvmlSystemGetNVMLVersion),
+            )
+            count = int(nv.nvmlDeviceGetCount())
+            devices = [NvmlDevice(nv, index, self._clock) for index in range(count)]
+        except BaseException:
+            _shutdown_quietly(nv)
+            raise
+        self._devices = devices
+        self._known = [d.identity for d in devices]
+        for device in devices:
+            self._sample_slow_device(device)
+        if self._watch_xid:
+            self._xid = XidWatcher(nv, {d.identity.uuid: d.handle for d in devices})
+            if not self._xid.start():
+                self._xid = None
+        self._initialized = True
+        self._retry_delay = self._retry_initial
+        self.last_error = None
+        log.info("NVML initialised: %d GPU(s), driver %s", len(devices), self.driver.driver_version)
+
+    def _fail(self, reason: str) -> None:
+        """Drop NVML after a driver-level error and schedule a retry."""
+        log.error("NVML failed, retrying in %.0f s: %s", self._retry_delay, reason)
+        self.last_error = reason
+        self._teardown()
+        self._next_retry = self._clock.monotonic() + self._retry_delay
+        self._retry_delay = min(self._retry_delay * 2, self._retry_max)
+
+    def _teardown(self) -> None:
+        if self._xid is not None:
+            self._xid.stop()
+            self._xid = None
+        for device in self._devices:
+            device.close()
+        self._devices = []
+        if self._initialized:
+            _shutdown_quietly(self._nv)
+        self._initialized = False
+
+    def sample(self) -> tuple[GpuSample, ...]:
+        """Read every GPU; while NVML is down, every known GPU is `up=False`.
+
+        Raises DriverError when NVML is unusable this tick (the caller records the
+        collector failure); the GPUs are then reported down by `down_samples()`.
+        """
+        with self._lock:
+            if not self._initialized:
+                self._maybe_retry()
+                if not self._initialized:
+                    raise DriverError(self.last_error or "NVML is not initialised")
+            try:
+                return tuple(self._sample_device(d) for d in self._devices)
+            except DriverError as exc:
+                self._fail(str(exc))
+                raise
+
+    def _sample_device(self, device: NvmlDevice) -> GpuSample:
+        xid = self._xid.counts_for(device.identity.uuid) if self._xid else ()
+        return device.sample(xid)
+
+    def down_samples(self) -> tuple[GpuSample, ...]:
+        """Every GPU known from the last successful enumeration, reported down."""
+        reason = self.last_error or "NVML unavailable"
+        return tuple(GpuSample(identity=i, up=False, error=reason) for i in self._known)
+
+    def _maybe_retry(self) -> None:
+        if self._clock.monotonic() < self._next_retry:
+            return
+        try:
+            self._init()
+        except self._nv.NVMLError as exc:
+            self._fail(describe(exc))
+        except DriverError as exc:
+            self._fail(str(exc))
+
+    def sample_slow(self) -> None:
+        """Refresh the slow readings (PCIe, ECC, remapped rows, MIG) of every device."""
+        with self._lock:
+            devices = list(self._devices) if self._initialized else []
+        for device in devices:
+            self._sample_slow_device(device)
+
+    def _sample_slow_device(self, device: NvmlDevice) -> None:
+        try:
+            device.sample_slow()
+        except (DriverError, RuntimeError, self._nv.NVMLError) as exc:
+            log.debug("GPU %d: slow readings failed: %s", device.index, exc)
+            device.mark_slow_failed()
+
+    @property
+    def xid_healthy(self) -> bool:
+        """False once the XID event wait itself has failed."""
+        return self._xid is None or self._xid.healthy
+
+    def close(self) -> None:
+        """Stop the XID thread and shut NVML down."""
+        with self._lock:
+            self._teardown()
+
+
+def _optional_text(nv: Any, fn: Any) -> str | None:
+    try:
+        return parse.text(fn())
+    except nv.NVMLError as exc:
+        if classify(exc) is NvmlErrorKind.DRIVER:
+            raise
+        return None
+
+
+def _optional_cuda(nv: Any) -> str | None:
+    try:
+        return parse.format_cuda_version(int(nv.nvmlSystemGetCudaDriverVersion()))
+    except nv.NVMLError as exc:
+        if classify(exc) is NvmlErrorKind.DRIVER:
+            raise
+        return None
+
+
+def _shutdown_quietly(nv: Any) -> None:
+    try:
+        nv.nvmlShutdown()
+    except nv.NVMLError as exc:
+        log.debug("nvmlShutdown failed: %s", describe(exc))

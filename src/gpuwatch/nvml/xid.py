@@ -1,0 +1,104 @@
+"""XID critical-error events, read by a thread that waits on an NVML event set.
+
+NVML delivers XIDs only through `nvmlEventSetWait`, which blocks; so one thread waits
+with a timeout and counts events per (GPU uuid, xid code). The sampler copies the
+counts into each snapshot. Devices that cannot register for XID events are skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+from gpuwatch.nvml import parse
+from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
+
+log = logging.getLogger(__name__)
+
+WAIT_TIMEOUT_MS = 500
+
+
+class XidWatcher:
+    """Counts XID critical errors per GPU uuid in a background thread."""
+
+    def __init__(self, nv: Any, handles_by_uuid: dict[str, Any]) -> None:
+        self._nv = nv
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, int]] = Counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._event_set: Any = None
+        self.healthy = True
+        self._handles_by_uuid = handles_by_uuid
+
+    def start(self) -> bool:
+        """Register every device that supports XID events; False when none does."""
+        nv = self._nv
+        try:
+            self._event_set = nv.nvmlEventSetCreate()
+        except nv.NVMLError as exc:
+            log.info("XID events unavailable: %s", describe(exc))
+            return False
+        registered = 0
+        for uuid, handle in self._handles_by_uuid.items():
+            try:
+                nv.nvmlDeviceRegisterEvents(
+                    handle, nv.nvmlEventTypeXidCriticalError, self._event_set
+                )
+                registered += 1
+            except nv.NVMLError as exc:
+                log.debug("GPU %s: XID events not registered: %s", uuid, describe(exc))
+        if not registered:
+            self._free()
+            return False
+        self._thread = threading.Thread(target=self._run, name="gpuwatch-xid", daemon=True)
+        self._thread.start()
+        return True
+
+    def _run(self) -> None:
+        nv = self._nv
+        while not self._stop.is_set():
+            try:
+                data = nv.nvmlEventSetWait(self._event_set, WAIT_TIMEOUT_MS)
+            except nv.NVMLError as exc:
+                name = type(exc).__name__
+                if name == "NVMLError_Timeout":
+                    continue
+                if classify(exc) is NvmlErrorKind.DRIVER or name == "NVMLError_Unknown":
+                    log.error("XID event wait failed, XID counting stops: %s", describe(exc))
+                    self.healthy = False
+                    return
+                continue
+            if int(data.eventType) != int(nv.nvmlEventTypeXidCriticalError):
+                continue
+            try:
+                uuid = parse.text(nv.nvmlDeviceGetUUID(data.device))
+            except nv.NVMLError:
+                uuid = ""
+            xid = int(data.eventData)
+            log.warning("GPU %s: XID %d", uuid, xid)
+            with self._lock:
+                self._counts[(uuid, xid)] += 1
+
+    def counts_for(self, uuid: str) -> tuple[tuple[int, int], ...]:
+        """(xid code, count) pairs seen on this GPU, sorted by code."""
+        with self._lock:
+            return tuple(sorted((xid, n) for (u, xid), n in self._counts.items() if u == uuid))
+
+    def stop(self) -> None:
+        """Stop the thread (within one wait timeout) and free the event set."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=WAIT_TIMEOUT_MS / 1000 * 4)
+        self._free()
+
+    def _free(self) -> None:
+        if self._event_set is None:
+            return
+        try:
+            self._nv.nvmlEventSetFree(self._event_set)
+        except self._nv.NVMLError as exc:
+            log.debug("event set free failed: %s", describe(exc))
+        self._event_set = None

@@ -1,0 +1,130 @@
+"""Immutable per-tick snapshots: the one shape that flows from sources to consumers.
+
+Sources (the NVML sampler, later attribution, token and billing collectors) build a
+new `FleetSnapshot` each tick; consumers (the exporter, analysis, alerts, history)
+only read them. A value the GPU cannot give is `None`, never 0: the exporter leaves
+such a series out. Units are base units and are named in every field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """The Kubernetes pod a GPU or process is attributed to (filled by attribution)."""
+
+    namespace: str
+    pod: str
+    container: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """One process using a GPU, as NVML reports it."""
+
+    pid: int
+    name: str
+    kind: str  # "compute" or "graphics" ("compute+graphics" when both)
+    memory_used_bytes: int | None
+    sm_utilization_ratio: float | None = None
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    pod: PodRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MigInstanceSample:
+    """One MIG device (GPU instance + compute instance) of a MIG-enabled GPU."""
+
+    uuid: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    memory_total_bytes: int | None
+    memory_used_bytes: int | None
+    sm_active_ratio: float | None = None
+    sm_occupancy_ratio: float | None = None
+    dram_bandwidth_ratio: float | None = None
+    tensor_active_ratio: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuIdentity:
+    """What does not change while the driver is loaded."""
+
+    index: int
+    uuid: str
+    name: str
+    serial: str | None
+    pci_bus_id: str
+    memory_total_bytes: int | None
+    power_limit_watts: float | None
+    gpm_supported: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """Everything read from one GPU in one tick."""
+
+    identity: GpuIdentity
+    up: bool
+    memory_used_bytes: int | None = None
+    memory_free_bytes: int | None = None
+    memory_reserved_bytes: int | None = None
+    utilization_ratio: float | None = None
+    memory_busy_ratio: float | None = None
+    sm_active_ratio: float | None = None
+    sm_occupancy_ratio: float | None = None
+    dram_bandwidth_ratio: float | None = None
+    tensor_active_ratio: float | None = None
+    power_watts: float | None = None
+    energy_joules_total: float | None = None
+    temperature_celsius: float | None = None
+    clock_sm_hertz: float | None = None
+    clock_memory_hertz: float | None = None
+    throttle_reasons: tuple[str, ...] | None = None
+    pcie_tx_bytes_per_second: float | None = None
+    pcie_rx_bytes_per_second: float | None = None
+    nvlink_tx_bytes_total: float | None = None
+    nvlink_rx_bytes_total: float | None = None
+    ecc_uncorrected_errors_total: int | None = None
+    ecc_corrected_errors_total: int | None = None
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    mig_enabled: bool | None = None
+    mig_instances: tuple[MigInstanceSample, ...] = ()
+    processes: tuple[ProcessSample, ...] | None = None
+    xid_errors_total: tuple[tuple[int, int], ...] = ()  # (xid code, count), sorted by code
+    pod: PodRef | None = None
+    error: str | None = None  # why `up` is False, short, no secrets
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorResult:
+    """How one collector did on its last run (exported per collector)."""
+
+    name: str
+    success: bool
+    duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class DriverInfo:
+    """Host-wide NVML facts."""
+
+    driver_version: str | None
+    cuda_driver_version: str | None
+    nvml_version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSnapshot:
+    """One host's GPUs at one instant of (possibly simulated) time."""
+
+    timestamp_seconds: float
+    driver: DriverInfo
+    gpus: tuple[GpuSample, ...]
+    collectors: tuple[CollectorResult, ...] = field(default=())
