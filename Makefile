@@ -1,0 +1,36 @@
+# The two commands of the README's quick start:
+#   make demo   install gpuwatch into .venv and run the agent on the simulated demo fleet
+#   make test   install the test dependencies (Python and Debian's prometheus) and run every check
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+LISTEN ?= 127.0.0.1:9842
+
+.PHONY: demo test lint typecheck unit bench prometheus
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+demo: $(BIN)/python
+	$(BIN)/python -m pip install --quiet .
+	@echo "gpuwatch: metrics at http://$(LISTEN)/metrics (Ctrl-C stops)"
+	$(BIN)/gpuwatch run --simulate demo --listen $(LISTEN)
+
+# Debian's prometheus gives both prometheus and promtool; tests use the real binaries.
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+test: $(BIN)/python prometheus
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python bench/run_all.py
