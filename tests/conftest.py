@@ -1,0 +1,72 @@
+"""Shared fixtures: simulated fleets on a manual clock, free ports, the real Prometheus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwatch.agent import Agent
+from gpuwatch.clock import ManualClock
+from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.simulate import SimulatedNvml, load_scenario
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's GPUWATCH_* variables."""
+    for name in list(os.environ):
+        if name.startswith("GPUWATCH_"):
+            monkeypatch.delenv(name)
+
+
+def simulated(scenario: str, clock: ManualClock | None = None) -> tuple[Any, ManualClock]:
+    """A fresh stand-in for `scenario` on a manual clock."""
+    clock = clock or ManualClock()
+    return SimulatedNvml(load_scenario(scenario), clock=clock), clock
+
+
+def make_agent(
+    scenario: str = "demo",
+    *,
+    dcgm_compat: bool = False,
+    per_process_metrics: bool = False,
+    clock: ManualClock | None = None,
+) -> tuple[Agent, ManualClock]:
+    """An opened agent on a simulated fleet, not yet sampled."""
+    nv, clock = simulated(scenario, clock)
+    config = Config(
+        agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics),
+        exporter=ExporterConfig(dcgm_compat=dcgm_compat),
+    )
+    agent = Agent(config, nv, clock)
+    agent.open()
+    return agent, clock
+
+
+@pytest.fixture
+def demo_agent() -> Iterator[tuple[Agent, ManualClock]]:
+    agent, clock = make_agent("demo", dcgm_compat=True, per_process_metrics=True)
+    yield agent, clock
+    agent.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def require_binary(name: str) -> str:
+    """Path of a binary the suite needs; fails (never skips) when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: run `make test` (installs Debian's prometheus)")
+    return path

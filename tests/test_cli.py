@@ -1,0 +1,92 @@
+"""The `gpuwatch` command as a user runs it: real subprocesses, real signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.agent_process import fetch, start_agent
+from tests.conftest import free_port
+
+
+def gpuwatch(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuwatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_run_without_nvidia_driver_exits_1_with_one_line() -> None:
+    result = gpuwatch("run", "--listen", f"127.0.0.1:{free_port()}")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "NVML was not found" in lines[0]
+    assert "--simulate demo" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_status_json_lists_every_simulated_gpu() -> None:
+    result = gpuwatch("status", "--simulate", "demo", "--json")
+    assert result.returncode == 0, result.stderr
+    gpus = json.loads(result.stdout)
+    assert [g["index"] for g in gpus] == [0, 1, 2, 3]
+    for gpu in gpus:
+        for key in ("uuid", "name", "memory_used_bytes", "memory_total_bytes",
+                    "utilization_ratio", "processes"):
+            assert key in gpu
+        assert gpu["name"] == "NVIDIA H100 80GB HBM3"
+    assert gpus[1]["processes"] == []
+    assert len(gpus[2]["processes"]) == 1
+
+
+def test_status_table_names_the_gpus() -> None:
+    result = gpuwatch("status", "--simulate", "demo")
+    assert result.returncode == 0, result.stderr
+    assert "H100" in result.stdout
+
+
+def test_unknown_scenario_is_a_usage_error() -> None:
+    result = gpuwatch("status", "--simulate", "no-such-scenario")
+    assert result.returncode == 2
+    assert "no-such-scenario" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_speed_without_simulate_is_a_usage_error() -> None:
+    result = gpuwatch("run", "--speed", "10")
+    assert result.returncode == 2
+
+
+def test_bad_listen_is_a_usage_error() -> None:
+    result = gpuwatch("run", "--simulate", "demo", "--listen", "nonsense")
+    assert result.returncode == 2
+    assert "--listen" in result.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_the_agent_cleanly(signum: signal.Signals) -> None:
+    port = free_port()
+    proc = start_agent(["--simulate", "demo", "--speed", "30"], port)
+    assert "gpuwatch_gpu_up" in fetch(f"http://127.0.0.1:{port}/metrics")
+    start = time.monotonic()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=10)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, err.decode()
+    assert elapsed < 5.0
+    assert b"Traceback" not in err
+
+
+def test_python_dash_m_and_console_script_agree() -> None:
+    result = gpuwatch("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("gpuwatch ")
