@@ -1,0 +1,54 @@
+"""The README's metric reference stays in step with what the exporter really exports."""
+
+from __future__ import annotations
+
+import re
+
+from gpuwatch.export.dcgm import dcgm_families
+from gpuwatch.export.families import ExportOptions, gpuwatch_families
+from gpuwatch.snapshot import FleetSnapshot
+from tests.conftest import REPO_ROOT, make_agent
+
+
+def exported_names(snapshot: FleetSnapshot) -> set[str]:
+    names = set()
+    for family in gpuwatch_families(snapshot, ExportOptions(per_process_metrics=True)):
+        suffix = {"counter": "_total", "info": "_info"}.get(family.type, "")
+        names.add(family.name + suffix)
+    return names
+
+
+def snapshots() -> list[FleetSnapshot]:
+    """Demo and faults fleets, far enough in that every kind of series has appeared."""
+    taken = []
+    for scenario in ("demo", "faults"):
+        agent, clock = make_agent(scenario)
+        try:
+            for _ in range(90):
+                clock.advance(1.0)
+                taken.append(agent.tick())
+        finally:
+            agent.stop()
+    return taken
+
+
+def readme_section(marker: str) -> str:
+    text = (REPO_ROOT / "README.md").read_text()
+    start = text.index(f"<!-- {marker}:start -->")
+    end = text.index(f"<!-- {marker}:end -->")
+    return text[start:end]
+
+
+def test_readme_lists_exactly_the_exported_gpuwatch_metrics() -> None:
+    documented = set(re.findall(r"^\| `(gpuwatch_[a-z_]+)`", readme_section("metric-reference"), re.M))
+    exported: set[str] = set()
+    for snapshot in snapshots():
+        exported |= exported_names(snapshot)
+    assert documented - exported == set(), "documented but never exported"
+    assert exported - documented == set(), "exported but not in the README"
+
+
+def test_readme_lists_exactly_the_dcgm_families() -> None:
+    documented = set(re.findall(r"`(DCGM_FI_[A-Z_]+)`", readme_section("dcgm-reference")))
+    exported = {family.name for family in dcgm_families(snapshots()[-91], "host")}
+    assert documented == exported
