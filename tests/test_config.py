@@ -1,0 +1,556 @@
+"""gpuwatch.config: TOML files, GPUWATCH_<SECTION>__<KEY> overrides, validation, rendering.
+
+Every invalid case is one file under tests/configs/invalid/, mapped in INVALID_CASES to the
+dotted path its error line must start with. Environment overrides are always passed as
+`environ=`; os.environ is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from gpuwatch.cli import main
+from gpuwatch.config import (
+    DEFAULT_PORT,
+    AgentConfig,
+    Config,
+    ConfigError,
+    ExporterConfig,
+    LoggingConfig,
+    apply_env_overrides,
+    load_config,
+    parse_listen_address,
+    render_config,
+)
+
+TESTS = Path(__file__).resolve().parent
+REPO_ROOT = TESTS.parent
+VALID_DIR = TESTS / "configs" / "valid"
+INVALID_DIR = TESTS / "configs" / "invalid"
+EXAMPLE = REPO_ROOT / "config.example.toml"
+
+FILE = "<the file itself>"
+"""Path marker for errors that are about the file (syntax), not about one option."""
+
+# file name -> (dotted path the error line starts with, text the message must contain)
+INVALID_CASES: dict[str, tuple[str, str]] = {
+    "unknown_section.toml": ("alerts", "unknown option"),
+    "unknown_exporter_key.toml": ("exporter.listen_address", "unknown option"),
+    "unknown_agent_key.toml": ("agent.interval", "unknown option"),
+    "listen_without_port.toml": ("exporter.listen", "HOST:PORT"),
+    "listen_port_too_large.toml": ("exporter.listen", "70000"),
+    "listen_port_not_numeric.toml": ("exporter.listen", "HOST:PORT"),
+    "listen_not_a_string.toml": ("exporter.listen", "string"),
+    "interval_zero.toml": ("agent.interval_seconds", "greater than or equal"),
+    "slow_interval_too_large.toml": ("agent.slow_interval_seconds", "less than or equal"),
+    "nvml_retry_negative.toml": ("agent.nvml_retry_max_seconds", "greater than or equal"),
+    "hostname_not_a_string.toml": ("agent.hostname", "string"),
+    # The pair checks are model-level, so their path is the section; the message names both.
+    "tls_cert_without_key.toml": ("exporter", "tls_key_file"),
+    "tls_key_without_cert.toml": ("exporter", "tls_cert_file"),
+    "basic_auth_without_password_file.toml": ("exporter", "basic_auth_password_file"),
+    "basic_auth_password_file_without_username.toml": ("exporter", "basic_auth_username"),
+    "logging_level_verbose.toml": ("logging.level", "info"),
+    "logging_format_xml.toml": ("logging.format", "json"),
+    "dcgm_compat_wrong_type.toml": ("exporter.dcgm_compat", "boolean"),
+    "per_process_metrics_wrong_type.toml": ("agent.per_process_metrics", "boolean"),
+    "section_not_a_table.toml": ("agent", "dictionary"),
+    "syntax_error_unterminated_string.toml": (FILE, "not valid TOML"),
+    "syntax_error_bad_header.toml": (FILE, "not valid TOML"),
+    "syntax_error_duplicate_key.toml": (FILE, "not valid TOML"),
+}
+
+VALID_FILES = sorted(VALID_DIR.glob("*.toml"))
+INVALID_FILES = sorted(INVALID_DIR.glob("*.toml"))
+
+
+def _load_errors(path: Path | None, environ: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={} if environ is None else environ)
+    errors = info.value.errors
+    assert errors, "a ConfigError must carry at least one error line"
+    assert str(info.value) == "\n".join(errors)
+    return errors
+
+
+def _starts_with_path(line: str, path: str) -> bool:
+    return line.startswith(f"{path}: ")
+
+
+# --- fixture files ---------------------------------------------------------------------
+
+
+def test_every_invalid_fixture_is_in_the_table() -> None:
+    on_disk = {p.name for p in INVALID_FILES}
+    assert on_disk == set(INVALID_CASES), (
+        f"not in INVALID_CASES: {sorted(on_disk - set(INVALID_CASES))}; "
+        f"missing files: {sorted(set(INVALID_CASES) - on_disk)}"
+    )
+
+
+def test_there_are_valid_fixtures() -> None:
+    assert len(VALID_FILES) >= 3
+
+
+@pytest.mark.parametrize("path", VALID_FILES, ids=lambda p: p.name)
+def test_valid_file_loads(path: Path) -> None:
+    config = load_config(path, environ={})
+    assert isinstance(config, Config)
+
+
+@pytest.mark.parametrize("path", INVALID_FILES, ids=lambda p: p.name)
+def test_invalid_file_reports_its_path(path: Path) -> None:
+    expected_path, fragment = INVALID_CASES[path.name]
+    errors = _load_errors(path)
+    if expected_path == FILE:
+        assert len(errors) == 1
+        assert _starts_with_path(errors[0], str(path)), errors
+    else:
+        assert any(_starts_with_path(line, expected_path) for line in errors), errors
+    matching = [line for line in errors if fragment in line]
+    assert matching, f"no error mentions {fragment!r}: {errors}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in INVALID_FILES if INVALID_CASES.get(p.name, (FILE,))[0] != FILE],
+    ids=lambda p: p.name,
+)
+def test_validation_error_names_the_file_as_origin(path: Path) -> None:
+    for line in _load_errors(path):
+        assert line.endswith(f"[{path}]"), line
+
+
+def test_full_file_sets_every_value() -> None:
+    config = load_config(VALID_DIR / "full.toml", environ={})
+    assert config.agent.interval_seconds == 2.5
+    assert config.agent.slow_interval_seconds == 30.0
+    assert config.agent.state_dir == Path("/srv/gpuwatch/state")
+    assert config.agent.hostname == "gpu-node-7"
+    assert config.agent.per_process_metrics is True
+    assert config.agent.nvml_retry_max_seconds == 120.0
+    assert config.exporter.listen == "[::1]:19842"
+    assert config.exporter.dcgm_compat is True
+    assert config.exporter.tls_cert_file == Path("/etc/gpuwatch/tls.crt")
+    assert config.exporter.tls_key_file == Path("/etc/gpuwatch/tls.key")
+    assert config.exporter.basic_auth_username == "prometheus"
+    assert config.exporter.basic_auth_password_file == Path("/etc/gpuwatch/metrics-password")
+    assert config.logging.level == "debug"
+    assert config.logging.format == "json"
+
+
+def test_empty_file_and_no_file_give_defaults() -> None:
+    assert load_config(VALID_DIR / "empty.toml", environ={}) == Config()
+    assert load_config(None, environ={}) == Config()
+
+
+def test_integers_are_accepted_for_floats() -> None:
+    config = load_config(VALID_DIR / "integers_for_floats.toml", environ={})
+    assert config.agent.interval_seconds == 5.0
+    assert config.agent.slow_interval_seconds == 60.0
+
+
+def test_partial_section_keeps_other_defaults() -> None:
+    config = load_config(VALID_DIR / "minimal.toml", environ={})
+    assert config.exporter.listen == "127.0.0.1:9842"
+    assert config.exporter.dcgm_compat is False
+    assert config.agent == AgentConfig()
+    assert config.logging == LoggingConfig()
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    errors = _load_errors(missing)
+    assert errors == [f"{missing}: no such file"]
+
+
+def test_non_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'[agent]\nhostname = "caf\xe9"\n')
+    assert _load_errors(path) == [f"{path}: not UTF-8 text"]
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    errors = _load_errors(tmp_path)
+    assert len(errors) == 1
+    assert _starts_with_path(errors[0], str(tmp_path)), errors
+
+
+def test_every_error_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "two_bad.toml"
+    path.write_text(
+        '[agent]\ninterval_seconds = 0\n[logging]\nlevel = "verbose"\n', encoding="utf-8"
+    )
+    errors = _load_errors(path)
+    assert len(errors) == 2, errors
+    assert any(_starts_with_path(e, "agent.interval_seconds") for e in errors), errors
+    assert any(_starts_with_path(e, "logging.level") for e in errors), errors
+
+
+def test_errors_from_file_and_environment_are_all_reported(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[exporter]\nlisten = "nowhere"\nbogus = 1\n', encoding="utf-8")
+    errors = _load_errors(path, {"GPUWATCH_AGENT__INTERVAL_SECONDS": "0"})
+    assert len(errors) == 3, errors
+    for expected in ("exporter.listen", "exporter.bogus", "agent.interval_seconds"):
+        assert any(_starts_with_path(e, expected) for e in errors), (expected, errors)
+
+
+def test_errors_without_file_name_defaults_as_origin() -> None:
+    errors = _load_errors(None, {"GPUWATCH_LOGGING__LEVEL": "loud"})
+    assert len(errors) == 1
+    assert _starts_with_path(errors[0], "logging.level")
+    assert errors[0].endswith("[defaults]")
+
+
+# --- environment overrides -------------------------------------------------------------
+
+
+def test_env_overrides_without_file() -> None:
+    config = load_config(
+        None,
+        environ={
+            "GPUWATCH_EXPORTER__LISTEN": "127.0.0.1:9000",
+            "GPUWATCH_AGENT__INTERVAL_SECONDS": "5",
+            "GPUWATCH_EXPORTER__DCGM_COMPAT": "true",
+            "GPUWATCH_AGENT__HOSTNAME": "node-1",
+            "GPUWATCH_AGENT__STATE_DIR": "/tmp/gpuwatch-state",
+            "GPUWATCH_LOGGING__FORMAT": '"json"',
+        },
+    )
+    assert config.exporter.listen == "127.0.0.1:9000"
+    assert config.agent.interval_seconds == 5.0
+    assert config.exporter.dcgm_compat is True
+    assert config.agent.hostname == "node-1"
+    assert config.agent.state_dir == Path("/tmp/gpuwatch-state")
+    assert config.logging.format == "json"
+
+
+def test_env_override_wins_over_file_and_keeps_other_file_values(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[exporter]\nlisten = "127.0.0.1:1111"\ndcgm_compat = true\n'
+        "[agent]\ninterval_seconds = 2.0\n",
+        encoding="utf-8",
+    )
+    config = load_config(
+        path,
+        environ={"GPUWATCH_EXPORTER__LISTEN": "127.0.0.1:2222", "GPUWATCH_AGENT__HOSTNAME": "h"},
+    )
+    assert config.exporter.listen == "127.0.0.1:2222"
+    assert config.exporter.dcgm_compat is True
+    assert config.agent.interval_seconds == 2.0
+    assert config.agent.hostname == "h"
+
+
+def test_env_override_names_are_case_insensitive_after_prefix() -> None:
+    config = load_config(None, environ={"GPUWATCH_Logging__Level": "debug"})
+    assert config.logging.level == "debug"
+
+
+def test_env_override_completes_a_pair_from_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[exporter]\ntls_cert_file = "/c.pem"\n', encoding="utf-8")
+    config = load_config(path, environ={"GPUWATCH_EXPORTER__TLS_KEY_FILE": "/k.pem"})
+    assert config.exporter.tls_key_file == Path("/k.pem")
+
+
+def test_variables_without_double_underscore_are_ignored() -> None:
+    environ = {
+        "GPUWATCH_SLACK_WEBHOOK_URL": "https://hooks.slack.example/services/T/B/X",
+        "GPUWATCH_CONFIG": "/etc/gpuwatch.toml",
+        "GPUWATCH_": "x",
+        "OTHER__THING": "1",
+        "EXPORTER__LISTEN": "nowhere",
+    }
+    assert load_config(None, environ=environ) == Config()
+    assert apply_env_overrides({}, environ) == {}
+
+
+def test_env_override_with_unknown_key_is_an_error_with_its_path() -> None:
+    errors = _load_errors(None, {"GPUWATCH_EXPORTER__LISTN": "127.0.0.1:9000"})
+    assert len(errors) == 1, errors
+    assert _starts_with_path(errors[0], "exporter.listn"), errors
+    assert "unknown option" in errors[0]
+
+
+def test_env_override_with_unknown_section_is_an_error_with_its_path() -> None:
+    errors = _load_errors(None, {"GPUWATCH_ALERTS__SLACK_CHANNEL": "#gpu"})
+    assert len(errors) == 1, errors
+    assert _starts_with_path(errors[0], "alerts"), errors
+
+
+def test_env_override_with_invalid_value_is_an_error_with_its_path() -> None:
+    errors = _load_errors(None, {"GPUWATCH_EXPORTER__LISTEN": "0.0.0.0:70000"})
+    assert len(errors) == 1, errors
+    assert _starts_with_path(errors[0], "exporter.listen"), errors
+
+
+def test_apply_env_overrides_values_are_read_as_toml_or_as_text() -> None:
+    merged = apply_env_overrides(
+        {},
+        {
+            "GPUWATCH_A__INT": "3",
+            "GPUWATCH_A__FLOAT": "2.5",
+            "GPUWATCH_A__BOOL": "false",
+            "GPUWATCH_A__QUOTED": '"hello"',
+            "GPUWATCH_A__BARE": "hello world",
+            "GPUWATCH_A__ADDR": "[::1]:9842",
+            "GPUWATCH_A__EMPTY": "",
+        },
+    )
+    assert merged == {
+        "a": {
+            "int": 3,
+            "float": 2.5,
+            "bool": False,
+            "quoted": "hello",
+            "bare": "hello world",
+            "addr": "[::1]:9842",
+            "empty": "",
+        }
+    }
+
+
+def test_apply_env_overrides_does_not_mutate_its_input() -> None:
+    data = {"exporter": {"listen": "127.0.0.1:1"}, "agent": {"nested": {"x": 1}}}
+    snapshot = {"exporter": {"listen": "127.0.0.1:1"}, "agent": {"nested": {"x": 1}}}
+    merged = apply_env_overrides(
+        data,
+        {
+            "GPUWATCH_EXPORTER__LISTEN": "127.0.0.1:2",
+            "GPUWATCH_AGENT__NESTED__Y": "2",
+        },
+    )
+    assert data == snapshot
+    assert merged == {
+        "exporter": {"listen": "127.0.0.1:2"},
+        "agent": {"nested": {"x": 1, "y": 2}},
+    }
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+def _round_trip(config: Config) -> Config:
+    text = render_config(config)
+    return Config.model_validate(tomllib.loads(text))
+
+
+def test_render_round_trips_defaults() -> None:
+    assert _round_trip(Config()) == Config()
+
+
+@pytest.mark.parametrize("path", VALID_FILES, ids=lambda p: p.name)
+def test_render_round_trips_valid_files(path: Path, tmp_path: Path) -> None:
+    config = load_config(path, environ={})
+    assert _round_trip(config) == config
+    rendered = tmp_path / "rendered.toml"
+    rendered.write_text(render_config(config), encoding="utf-8")
+    assert load_config(rendered, environ={}) == config
+
+
+def test_render_round_trips_quotes_and_backslashes() -> None:
+    config = Config(
+        agent=AgentConfig(hostname='node "7" \\ east', state_dir=Path("/srv/dir with space"))
+    )
+    assert _round_trip(config) == config
+
+
+def test_render_round_trips_a_newline_in_a_string_value() -> None:
+    # A TOML file may legally contain `hostname = "a\nb"`; check-config prints the
+    # effective config, which must itself be valid TOML.
+    config = Config(agent=AgentConfig(hostname="a\nb"))
+    text = render_config(config)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        pytest.fail(
+            "BUG config.py _toml_value: control characters (newline) are not escaped, "
+            f"so render_config produces invalid TOML: {exc}"
+        )
+    assert Config.model_validate(data) == config
+
+
+def test_render_comments_out_unset_options() -> None:
+    text = render_config(Config())
+    assert "# hostname is not set" in text
+    assert "# tls_cert_file is not set" in text
+    assert not re.search(r"^hostname\s*=", text, flags=re.MULTILINE)
+    assert set(tomllib.loads(text)) == set(Config.model_fields)
+
+
+# --- listen addresses and the default port ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("0.0.0.0:9842", ("0.0.0.0", 9842)),
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        ("localhost:65535", ("localhost", 65535)),
+        ("gpu-node-1.example.com:80", ("gpu-node-1.example.com", 80)),
+        ("[::1]:9842", ("::1", 9842)),
+        ("[::]:9842", ("::", 9842)),
+        ("[fe80::1]:1", ("fe80::1", 1)),
+        (":9842", ("0.0.0.0", 9842)),
+    ],
+)
+def test_parse_listen_address(value: str, expected: tuple[str, int]) -> None:
+    assert parse_listen_address(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "0.0.0.0", "host:", "host:http", "host:-1", "host:70000", "[::1]", "9842", "host: 80"],
+)
+def test_parse_listen_address_rejects(value: str) -> None:
+    with pytest.raises(ValueError, match=r"HOST:PORT|outside 0-65535"):
+        parse_listen_address(value)
+
+
+def test_default_port_clashes_with_no_other_gpu_exporter() -> None:
+    assert DEFAULT_PORT not in {9400, 9835}  # dcgm-exporter, nvidia_gpu_exporter
+    host, port = parse_listen_address(Config().exporter.listen)
+    assert port == DEFAULT_PORT
+    assert host == "0.0.0.0"
+
+
+def test_sections_are_frozen() -> None:
+    config = Config()
+    with pytest.raises(ValueError, match="frozen"):
+        config.exporter.listen = "127.0.0.1:1"  # type: ignore[misc]
+    assert ExporterConfig().listen == f"0.0.0.0:{DEFAULT_PORT}"
+
+
+# --- the check-config command ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", INVALID_FILES, ids=lambda p: p.name)
+def test_check_config_invalid_file_exits_2(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check-config", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert lines, "check-config printed nothing on stderr"
+    assert all(line.startswith("gpuwatch: ") for line in lines), lines
+    expected_path, _ = INVALID_CASES[path.name]
+    if expected_path == FILE:
+        expected_path = str(path)
+    assert any(line.startswith(f"gpuwatch: {expected_path}: ") for line in lines), lines
+    # Same lines as the library reports (the command reads the real environment).
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert lines == [f"gpuwatch: {e}" for e in info.value.errors]
+    assert "Traceback" not in err
+
+
+def test_check_config_reports_every_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "two_bad.toml"
+    path.write_text('[exporter]\nlisten = "x"\ndcgm_compat = "yes please"\n', encoding="utf-8")
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert any(line.startswith("gpuwatch: exporter.listen: ") for line in err.splitlines()), err
+    assert any(line.startswith("gpuwatch: exporter.dcgm_compat: ") for line in err.splitlines())
+
+
+def test_check_config_missing_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.toml"
+    assert main(["check-config", str(missing)]) == 2
+    assert capsys.readouterr().err == f"gpuwatch: {missing}: no such file\n"
+
+
+@pytest.mark.parametrize("path", VALID_FILES, ids=lambda p: p.name)
+def test_check_config_valid_file_prints_effective_config(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["check-config", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert err == ""
+    assert out == render_config(load_config(path))
+    assert Config.model_validate(tomllib.loads(out)) == load_config(path)
+
+
+def test_check_config_without_file_argument_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["check-config"])
+    assert info.value.code == 2
+    assert "file" in capsys.readouterr().err
+
+
+# --- config.example.toml ---------------------------------------------------------------
+
+
+def _section_models() -> dict[str, type[BaseModel]]:
+    models: dict[str, type[BaseModel]] = {}
+    for name, field in Config.model_fields.items():
+        model = field.annotation
+        assert isinstance(model, type), (name, model)
+        assert issubclass(model, BaseModel), (name, model)
+        models[name] = model
+    return models
+
+
+def _documented_options(text: str) -> dict[str, set[str]]:
+    """Keys shown in each section, set (`key = ...`) or commented out (`# key = ...`)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    section: str | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        header = re.fullmatch(r"\[([A-Za-z0-9_]+)\]", stripped)
+        if header:
+            section = header.group(1)
+            continue
+        option = re.match(r"#?\s*([a-z_][a-z0-9_]*)\s*=", stripped)
+        if option and section is not None:
+            found[section].add(option.group(1))
+    return found
+
+
+def test_example_config_exists() -> None:
+    assert EXAMPLE.is_file(), f"{EXAMPLE} is missing"
+
+
+def test_example_config_loads_and_shows_the_defaults() -> None:
+    config = load_config(EXAMPLE, environ={})
+    assert config == Config(), "config.example.toml should show every option at its default"
+
+
+def test_example_config_documents_every_option() -> None:
+    models = _section_models()
+    assert set(models) == {"agent", "exporter", "logging"}
+    documented = _documented_options(EXAMPLE.read_text(encoding="utf-8"))
+    assert set(documented) == set(models), "sections of config.example.toml != Config's"
+    for section, model in models.items():
+        fields = set(model.model_fields)
+        assert fields, section
+        missing = fields - documented[section]
+        assert not missing, f"[{section}] options missing from config.example.toml: {missing}"
+        stale = documented[section] - fields
+        assert not stale, f"[{section}] of config.example.toml shows unknown options: {stale}"
+
+
+def test_example_config_commented_options_are_the_unset_ones() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    active = tomllib.loads(text)
+    for section, model in _section_models().items():
+        defaults = model()
+        for key in model.model_fields:
+            if getattr(defaults, key) is None:
+                assert key not in active.get(section, {}), (section, key)
+            else:
+                assert key in active.get(section, {}), f"[{section}] {key} is not set"
