@@ -202,11 +202,11 @@ def test_errors_from_file_and_environment_are_all_reported(tmp_path: Path) -> No
         assert any(_starts_with_path(e, expected) for e in errors), (expected, errors)
 
 
-def test_errors_without_file_name_defaults_as_origin() -> None:
+def test_errors_from_an_env_override_name_the_variable() -> None:
     errors = _load_errors(None, {"GPUWATCH_LOGGING__LEVEL": "loud"})
     assert len(errors) == 1
     assert _starts_with_path(errors[0], "logging.level")
-    assert errors[0].endswith("[defaults]")
+    assert errors[0].endswith("[GPUWATCH_LOGGING__LEVEL]")
 
 
 # --- environment overrides -------------------------------------------------------------

@@ -8,6 +8,7 @@ environment, and never logged. `config.example.toml` documents every option.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -132,14 +133,31 @@ def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dic
     return merged
 
 
-def _format_errors(exc: ValidationError, origin: str) -> list[str]:
+def env_override_paths(environ: Mapping[str, str]) -> dict[str, str]:
+    """Dotted config path -> the `GPUWATCH_...` variable that sets it."""
+    return {
+        ".".join(part.lower() for part in name[len(ENV_PREFIX) :].split("__")): name
+        for name in environ
+        if name.startswith(ENV_PREFIX) and "__" in name
+    }
+
+
+def _format_errors(exc: ValidationError, origin: str, env_paths: Mapping[str, str]) -> list[str]:
     lines = []
     for err in exc.errors():
         path = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        source = next(
+            (
+                var
+                for env_path, var in env_paths.items()
+                if path == env_path or path.startswith(env_path + ".")
+            ),
+            origin,
+        )
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown option (check the spelling against config.example.toml)"
-        lines.append(f"{path}: {message} [{origin}]")
+        lines.append(f"{path}: {message} [{source}]")
     return lines
 
 
@@ -167,7 +185,7 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_errors(exc, origin)) from None
+        raise ConfigError(_format_errors(exc, origin, env_override_paths(env))) from None
 
 
 def render_config(config: Config) -> str:
@@ -191,5 +209,4 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
+    return json.dumps(str(value))  # a JSON string is a valid TOML basic string

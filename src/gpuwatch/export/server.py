@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
@@ -54,18 +55,45 @@ class BasicAuth:
         return bool(sep) and ok_user and ok_password
 
 
+HANDSHAKE_TIMEOUT_SECONDS = 5.0
+
+
 class _Server(ThreadingHTTPServer):
+    """Accepts plain sockets; TLS is negotiated in each connection's own thread.
+
+    Wrapping the listening socket would run the handshake inside `accept()` on the
+    serving thread, so one client that connects and sends nothing would block every
+    scrape.
+    """
+
     daemon_threads = True
     allow_reuse_address = True
     registry: CollectorRegistry
     readiness: Readiness
     auth: BasicAuth | None
+    tls_context: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls_context is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
+        try:
+            tls_socket = self.tls_context.wrap_socket(request, server_side=True)
+        except OSError as exc:  # ssl.SSLError is an OSError
+            log.debug("TLS handshake with %s failed: %s", client_address, exc)
+            return
+        try:
+            super().finish_request(tls_socket, client_address)
+        finally:
+            tls_socket.close()
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
     server_version = "gpuwatch"
+    timeout = 30.0  # seconds a connection may sit idle
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
@@ -130,7 +158,7 @@ class MetricsServer:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
-            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            self._httpd.tls_context = context
         self._thread: threading.Thread | None = None
 
     @property

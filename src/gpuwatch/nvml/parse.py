@@ -124,11 +124,12 @@ def merge_processes(compute: Iterable[Any], graphics: Iterable[Any]) -> tuple[Ra
             ci = getattr(entry, "computeInstanceId", _NO_INSTANCE)
             previous = merged.get(pid)
             if previous is not None:
-                total = _add_optional(previous.memory_used_bytes, used_bytes)
+                # the same pid twice: in both lists, or once per MIG instance in one list
+                both = previous.kind not in (kind, "compute+graphics")
                 merged[pid] = RawProcess(
                     pid,
-                    "compute+graphics",
-                    total,
+                    "compute+graphics" if both else previous.kind,
+                    _add_optional(previous.memory_used_bytes, used_bytes),
                     previous.gpu_instance_id,
                     previous.compute_instance_id,
                 )
