@@ -7,7 +7,6 @@ is `None` in the snapshot and its series is left out, never exported as 0.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -129,10 +128,8 @@ _GPU_COUNTERS: tuple[tuple[str, str, GaugeReader], ...] = (
 
 def gpuwatch_families(snapshot: FleetSnapshot | None, options: ExportOptions) -> Iterator[Metric]:
     """Every gpuwatch_* family for one snapshot (only build info before the first one)."""
-    build = InfoMetricFamily(
-        "gpuwatch_build", "gpuwatch version and Python runtime.", labels=("version", "python")
-    )
-    build.add_metric([__version__, platform.python_version()], {})
+    build = InfoMetricFamily("gpuwatch_build", "gpuwatch version.", labels=("version",))
+    build.add_metric([__version__], {})
     yield build
     if snapshot is None:
         return
