@@ -1,0 +1,362 @@
+"""Simulated GPUs and MIG devices: what each reports at a scenario time.
+
+Built once from a `Scenario` (`build_devices`); the stand-in turns these plain values
+into pynvml structs. Reported values are the noise-free timeline plus a small jitter
+redrawn every simulated second; counters (energy, NVLink) integrate the noise-free
+values exactly, so they depend only on the time they are read at.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwatch.simulate.faults import FaultPlan
+from gpuwatch.simulate.noise import hex_digits, signed, stable_seed
+from gpuwatch.simulate.presets import MIB, DevicePreset
+from gpuwatch.simulate.scenario import GpuConfig, MigInstanceConfig, ProcessConfig, Scenario
+from gpuwatch.simulate.timeline import (
+    Act,
+    ActivitySource,
+    Aggregate,
+    Timeline,
+    average,
+    integrate,
+)
+
+NO_INSTANCE = 0xFFFFFFFF
+"""gpuInstanceId/computeInstanceId of a process on a GPU without MIG."""
+BASE_USED_BYTES = 1 * MIB
+"""v2 `used` of a GPU with nothing on it (what nvidia-smi shows as 1MiB)."""
+MIG_BASE_USED_BYTES = 13 * MIB
+"""`used` of an empty MIG device."""
+PROCESS_SAMPLE_PERIOD_S = 1.0
+"""The driver records one process-utilization sample per process every second."""
+UNCORRECTED_ECC_XIDS = frozenset({48, 94, 95})
+"""XIDs that count as an uncorrectable ECC error (and a pending row remap)."""
+_DGX_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+_IDLE_THRESHOLD = 0.005
+_CLOCK_STEP_MHZ = 15
+
+
+@dataclass(frozen=True, slots=True)
+class SimProcess:
+    """A process on a GPU or MIG device; times in scenario seconds."""
+
+    pid: int
+    name: str
+    kind: str
+    memory_bytes: int
+    start: float
+    end: float
+    share: float
+    memory_visible: bool
+    gpu_instance_id: int = NO_INSTANCE
+    compute_instance_id: int = NO_INSTANCE
+
+    def running(self, t: float) -> bool:
+        """True while the process exists."""
+        return self.start <= t < self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A device's readings at one instant."""
+
+    act: Act
+    """Activity with jitter (fractions 0-1, rates MiB/s)."""
+    power_mw: int
+    temperature_c: int
+    sm_clock_mhz: int
+    mem_clock_mhz: int
+    clock_event_reasons: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessUtilization:
+    """One process-utilization sample (percentages, timestamp in scenario seconds)."""
+
+    pid: int
+    tick: float
+    sm_percent: int
+    mem_percent: int
+
+
+def _processes(
+    configs: tuple[ProcessConfig, ...], usable: int, gi: int = NO_INSTANCE, ci: int = NO_INSTANCE
+) -> tuple[SimProcess, ...]:
+    return tuple(
+        SimProcess(
+            pid=p.pid,
+            name=p.name,
+            kind=p.kind,
+            memory_bytes=p.memory_bytes(usable),
+            start=p.start,
+            end=math.inf if p.end is None else p.end,
+            share=p.share,
+            memory_visible=p.memory_visible,
+            gpu_instance_id=gi,
+            compute_instance_id=ci,
+        )
+        for p in configs
+    )
+
+
+def _uuid(prefix: str, *parts: str | int) -> str:
+    h = hex_digits(32, *parts)
+    return f"{prefix}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def process_utilization(
+    processes: tuple[SimProcess, ...], source: ActivitySource, tick: float
+) -> list[ProcessUtilization]:
+    """Samples for the period ending at `tick`: each active process's share of activity.
+
+    Processes with 0 % SM and 0 % memory in the period have no sample, as in NVML.
+    """
+    start = tick - PROCESS_SAMPLE_PERIOD_S
+    alive = [p for p in processes if p.running(start + PROCESS_SAMPLE_PERIOD_S / 2)]
+    total_share = sum(p.share for p in alive)
+    if total_share <= 0:
+        return []
+    act = average(source, start, tick)
+    samples = []
+    for proc in alive:
+        fraction = proc.share / total_share
+        sm = round(100.0 * act.util * fraction)
+        mem = round(100.0 * act.dram * fraction)
+        if sm > 0 or mem > 0:
+            samples.append(ProcessUtilization(proc.pid, tick, min(sm, 100), min(mem, 100)))
+    return samples
+
+
+class _Readable:
+    """Shared by GPUs and MIG devices: jittered activity from a source."""
+
+    source: ActivitySource
+    seed: int
+    jitter: float
+
+    def __init__(self) -> None:
+        self._noise: tuple[int, tuple[float, ...]] = (-1, ())
+
+    def factors(self, t: float) -> tuple[float, ...]:
+        """Per-second jitter factors: 9 activity metrics, then power and temperature."""
+        second = math.floor(t)
+        cached_second, cached = self._noise
+        if cached_second == second:
+            return cached
+        j = self.jitter
+        factors = (
+            *(1.0 + j * signed(self.seed, second, k) for k in range(10)),
+            signed(self.seed, second, 10),
+        )
+        self._noise = (second, factors)
+        return factors
+
+    def noisy(self, act: Act, t: float) -> Act:
+        """`act` with the jitter of second floor(t); fractions stay within 0-1."""
+        if self.jitter == 0:
+            return act
+        f = self.factors(t)
+        return Act(
+            min(act.util * f[0], 1.0),
+            min(act.sm * f[1], 1.0),
+            min(act.occupancy * f[2], 1.0),
+            min(act.tensor * f[3], 1.0),
+            min(act.dram * f[4], 1.0),
+            act.pcie_tx * f[5],
+            act.pcie_rx * f[6],
+            act.nvlink_tx * f[7],
+            act.nvlink_rx * f[8],
+            act.power_w,
+        )
+
+    def average(self, t0: float, t1: float) -> Act:
+        """Jittered time-average activity over [t0, t1] (the GPM view)."""
+        return self.noisy(average(self.source, t0, t1), t1)
+
+
+class MigDevice(_Readable):
+    """A MIG device: one GPU instance with one compute instance."""
+
+    def __init__(self, parent: GpuDevice, position: int, config: MigInstanceConfig) -> None:
+        super().__init__()
+        self.parent = parent
+        self.position = position
+        self.profile = config.profile
+        self.slices = config.slices
+        self.gpu_instance_id = config.gpu_instance_id or position + 1
+        self.compute_instance_id = config.compute_instance_id
+        self.name = f"{parent.preset.name} MIG {config.profile}"
+        self.uuid = config.uuid or _uuid("MIG", parent.scenario_name, "mig", parent.index, position)
+        self.memory_total = config.memory_bytes()
+        self.seed = stable_seed(parent.seed, "mig", position)
+        self.source = Timeline(config.activity, self.seed)
+        self.jitter = config.activity.jitter
+        self.processes = _processes(
+            config.processes,
+            self.memory_total,
+            self.gpu_instance_id,
+            self.compute_instance_id,
+        )
+        self.handle_struct: Any = None
+
+    @property
+    def gpu_index(self) -> int:
+        """Index of the GPU this MIG device is part of."""
+        return self.parent.index
+
+    def memory(self, t: float) -> tuple[int, int, int]:
+        """(total, reserved, used) in bytes; v2 semantics (used excludes reserved)."""
+        used = MIG_BASE_USED_BYTES + sum(p.memory_bytes for p in self.processes if p.running(t))
+        return self.memory_total, 0, used
+
+
+class GpuDevice(_Readable):
+    """A physical GPU."""
+
+    def __init__(
+        self, scenario: Scenario, index: int, config: GpuConfig, faults: FaultPlan
+    ) -> None:
+        super().__init__()
+        preset = config.device
+        self.index = index
+        self.scenario_name = scenario.name
+        self.preset: DevicePreset = preset
+        self.uuid = config.uuid or _uuid("GPU", scenario.name, "gpu", index)
+        digits = int(hex_digits(12, scenario.name, "serial", index), 16) % 10**9
+        self.serial = config.serial or f"1654{digits:09d}"
+        self.pci_domain = index // len(_DGX_BUSES)
+        self.pci_bus = _DGX_BUSES[index % len(_DGX_BUSES)]
+        self.pci_bus_id = config.pci_bus_id or f"{self.pci_domain:08X}:{self.pci_bus:02X}:00.0"
+        if config.pci_bus_id:
+            self.pci_domain = int(config.pci_bus_id[:8], 16)
+            self.pci_bus = int(config.pci_bus_id[9:11], 16)
+        self.power_limit_w = config.power_limit_w or preset.power_limit_w
+        self.seed = stable_seed(scenario.name, scenario.seed, "gpu", index)
+        self.jitter = config.activity.jitter
+        self.usable_bytes = preset.memory_bytes - preset.reserved_bytes
+        self.mig_enabled = config.mig_enabled
+        self.mig = [MigDevice(self, k, m) for k, m in enumerate(config.mig)]
+        self.processes = _processes(config.processes, self.usable_bytes)
+        if self.mig_enabled:
+            self.source: ActivitySource = Aggregate([(m.source, m.slices / 7) for m in self.mig])
+        else:
+            self.source = Timeline(config.activity, self.seed)
+        self.ecc_base = config.ecc_errors
+        self.ecc_xid_times = sorted(
+            x.at for x in faults.xids if x.gpu == index and x.xid in UNCORRECTED_ECC_XIDS
+        )
+        self.handle_struct: Any = None
+        self._lock = threading.Lock()
+        self._snapshot: tuple[float, Snapshot | None] = (-1.0, None)
+        self._acc_t = 0.0
+        self._acc = [0.0, 0.0, 0.0]  # J, NVLink TX MiB, NVLink RX MiB
+
+    @property
+    def gpu_index(self) -> int:
+        """This GPU's index."""
+        return self.index
+
+    # -- power, temperature, clocks ----------------------------------------------------
+
+    def raw_power_w(self, act: Act) -> float:
+        """Power the activity asks for (W), before the power cap."""
+        if act.power_w is not None:
+            return act.power_w
+        p = self.preset
+        load = 0.7 * act.sm + 0.3 * act.tensor + 0.25 * act.dram
+        return p.idle_power_w + (p.power_limit_w - p.idle_power_w) * load
+
+    def power_w(self, act: Act) -> float:
+        """Board power (W): the raw power capped at the enforced limit."""
+        return min(self.raw_power_w(act), self.power_limit_w)
+
+    def snapshot(self, t: float) -> Snapshot:
+        """Readings at scenario time `t` (cached for repeated calls at the same t)."""
+        cached_t, cached = self._snapshot
+        if cached is not None and cached_t == t:
+            return cached
+        snap = self._compute(t)
+        self._snapshot = (t, snap)
+        return snap
+
+    def _compute(self, t: float) -> Snapshot:
+        p = self.preset
+        act = self.source.at(t)
+        factors = self.factors(t)
+        raw = self.raw_power_w(act)
+        capped = raw >= 0.98 * self.power_limit_w
+        power = min(raw * (1.0 + (factors[9] - 1.0) / 2.0), self.power_limit_w)
+        span = max(p.power_limit_w - p.idle_power_w, 1.0)
+        heat = min(max((min(raw, self.power_limit_w) - p.idle_power_w) / span, 0.0), 1.0)
+        temperature = p.temp_idle_c + (p.temp_load_c - p.temp_idle_c) * heat + 0.5 * factors[10]
+        idle = act.util < _IDLE_THRESHOLD and act.sm < _IDLE_THRESHOLD
+        if idle:
+            sm_clock, mem_clock = p.idle_sm_clock_mhz, p.idle_mem_clock_mhz
+            reasons = 0x1  # nvmlClocksEventReasonGpuIdle
+        else:
+            scale = math.sqrt(self.power_limit_w / raw) if raw > self.power_limit_w else 1.0
+            sm_clock = _step(p.max_sm_clock_mhz * scale, p.max_sm_clock_mhz)
+            mem_clock = p.max_mem_clock_mhz
+            reasons = 0x0
+        if capped:
+            reasons |= 0x4  # nvmlClocksEventReasonSwPowerCap
+        return Snapshot(
+            act=self.noisy(act, t),
+            power_mw=round(power * 1000),
+            temperature_c=round(temperature),
+            sm_clock_mhz=sm_clock,
+            mem_clock_mhz=mem_clock,
+            clock_event_reasons=reasons,
+        )
+
+    # -- counters --------------------------------------------------------------------
+
+    def counters(self, t: float) -> tuple[int, int, int]:
+        """(energy mJ, NVLink TX KiB, NVLink RX KiB) accumulated from t = 0 to `t`."""
+        with self._lock:
+            if t > self._acc_t:
+                step = integrate(
+                    self.source,
+                    self._acc_t,
+                    t,
+                    lambda act: (self.power_w(act), act.nvlink_tx, act.nvlink_rx),
+                )
+                for i in range(3):
+                    self._acc[i] += step[i]
+                self._acc_t = t
+            joules, tx_mib, rx_mib = self._acc
+        return int(joules * 1000), int(tx_mib * 1024), int(rx_mib * 1024)
+
+    # -- memory and processes ------------------------------------------------------------
+
+    def memory(self, t: float) -> tuple[int, int, int]:
+        """(total, reserved, used) in bytes; v2 semantics (used excludes reserved)."""
+        if self.mig_enabled:
+            used = BASE_USED_BYTES + sum(m.memory(t)[2] for m in self.mig)
+        else:
+            used = BASE_USED_BYTES + sum(p.memory_bytes for p in self.processes if p.running(t))
+        return self.preset.memory_bytes, self.preset.reserved_bytes, used
+
+    def all_processes(self) -> tuple[SimProcess, ...]:
+        """Every process of this GPU, MIG devices' included."""
+        if not self.mig_enabled:
+            return self.processes
+        return tuple(p for m in self.mig for p in m.processes)
+
+    def ecc_errors(self, t: float) -> tuple[int, int]:
+        """(uncorrected since t = 0, corrected since t = 0) from the scenario's XIDs."""
+        return sum(1 for at in self.ecc_xid_times if at <= t), 0
+
+
+def _step(mhz: float, maximum: int) -> int:
+    return min(round(mhz / _CLOCK_STEP_MHZ) * _CLOCK_STEP_MHZ, maximum)
+
+
+def build_devices(scenario: Scenario, faults: FaultPlan) -> list[GpuDevice]:
+    """The scenario's GPUs, in index order."""
+    return [GpuDevice(scenario, i, gpu, faults) for i, gpu in enumerate(scenario.gpus)]

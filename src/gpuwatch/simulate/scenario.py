@@ -1,0 +1,428 @@
+"""Scenarios: a simulated fleet described in TOML, validated by pydantic.
+
+A scenario is data only. `load_scenario("demo")` reads a built-in one (shipped in
+``gpuwatch/simulate/scenarios/*.toml``; `scenario_names()` lists them); any other
+argument is a path to a ``.toml`` file. Errors raise `ScenarioError` (a `ValueError`)
+naming the file and the offending field, e.g.
+``demo.toml: gpus[0].processes[1].memory: ...``.
+
+Scenario format
+===============
+
+Times are seconds of scenario time (0 = when the stand-in starts), fractions are
+0-1, rates are MiB/s, sizes are bytes or strings with a unit (``"30 GiB"``,
+``"512 MiB"``, ``"72 GB"``; ``KiB/MiB/GiB/TiB`` are binary, ``KB/MB/GB/TB`` decimal)::
+
+    name = "demo"                      # optional: defaults to the file name
+    description = "what this fleet shows"
+    seed = 0                           # changes every jittered/drawn value
+
+    [driver]                           # optional; these are the defaults
+    version = "570.133.20"             # nvmlSystemGetDriverVersion
+    nvml_version = "12.570.133.20"     # nvmlSystemGetNVMLVersion
+    cuda_version = 12080               # nvmlSystemGetCudaDriverVersion (12.8)
+
+    [[gpus]]                           # one table per GPU, in index order
+    preset = "h100-sxm"                # a key of presets.toml (`PRESETS`)
+    # optional identity overrides; by default derived from the scenario name + index:
+    # uuid = "GPU-1b2c...", serial = "1654...", pci_bus_id = "00000000:18:00.0"
+    # power_limit_w = 500              # enforced limit (default: the preset's)
+    # ecc_errors = { corrected = 0, uncorrected = 0 }   # aggregate counts at t = 0
+
+    [gpus.activity]                    # default: idle
+    levels = { util = 0.97, sm = 0.9, occupancy = 0.5, tensor = 0.6, dram = 0.5,
+               pcie_tx_mib_s = 600, pcie_rx_mib_s = 2400,
+               nvlink_tx_mib_s = 0, nvlink_rx_mib_s = 0 }  # power_w = 300 pins power
+    vary_every = 60                    # seconds per draw of a [lo, hi] level
+    jitter = 0.02                      # ±2 % noise, redrawn every simulated second
+
+    [[gpus.activity.periodic]]         # a 120 s pause every 1200 s, first at 1080 s
+    every = 1200
+    duration = 120
+    offset = 1080
+    levels = { pcie_rx_mib_s = 150 }   # unspecified levels are 0
+
+    [[gpus.activity.segments]]         # replaces the top level in [start, end)
+    start = 3600
+    end = 7200                         # omit for "until the end"
+    levels = { util = [0.3, 0.8], sm = [0.1, 0.35] }   # drawn per vary_every window
+    # periodic = [...]                 # a segment can have its own periodic windows
+
+    [[gpus.processes]]
+    pid = 4242
+    name = "python3 train.py"          # nvmlSystemGetProcessName
+    kind = "compute"                   # or "graphics"
+    memory = "72 GiB"                  # or memory_fraction = 0.9 (of total - reserved)
+    start = 0                          # running in [start, end)
+    # end = 3600
+    share = 1.0                        # its weight in the GPU's activity (0: holds memory only)
+    # memory_visible = false           # usedGpuMemory None, as without privileges
+
+    # MIG (A100/H100/H200 only): instances replace GPU-level activity and processes.
+    [[gpus.mig]]
+    profile = "3g.40gb"                # "<slices>g.<GB>gb"; memory defaults from it
+    gpu_instance_id = 2                # default: position + 1
+    compute_instance_id = 0
+    # memory = "39 GiB", uuid = "MIG-..."
+    [gpus.mig.activity]                # same format as gpus.activity
+    levels = { util = 0.8, sm = 0.6 }
+    [[gpus.mig.processes]]             # same format as gpus.processes
+    pid = 7001
+    name = "python3 finetune.py"
+    memory = "30 GiB"
+
+    [faults]                           # all optional
+    function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]   # C symbols the driver lacks
+    [[faults.gpu_lost]]                # every call on the GPU fails from `at` (to `until`)
+    gpu = 3
+    at = 120
+    error = "gpu_is_lost"              # or "unknown"
+    [[faults.not_supported]]           # also [[faults.no_permission]]
+    gpu = 1                            # omit: every GPU (and system calls)
+    functions = ["nvmlDeviceGetTotalEnergyConsumption"]
+    # start = 0, end = ...             # optional window
+    [[faults.slow_calls]]
+    function = "nvmlDeviceGetPcieThroughput"
+    seconds = 0.5
+    gpu = 1                            # optional
+    [[faults.driver_error]]            # LibRmVersionMismatch on every call, nvmlInit too
+    start = 300
+    end = 330
+    requires_reinit = true             # after `end`, fail until nvmlInit succeeds again
+    [[faults.xid]]                     # delivered through nvmlEventSetWait
+    gpu = 0
+    at = 60
+    xid = 48
+
+How values follow activity: power goes from the preset's idle floor toward its limit
+with ``0.7 sm + 0.3 tensor + 0.25 dram`` (capped at the enforced limit, which then
+sets SwPowerCap), temperature follows power, clocks are the idle clocks when nothing
+runs and the maximum otherwise. See `gpuwatch.simulate.stand_in` for each call.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from gpuwatch.simulate.faults import Faults
+from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
+from gpuwatch.simulate.timeline import Activity
+
+
+class ScenarioError(ValueError):
+    """A scenario could not be found, read or validated; the message says where."""
+
+
+_UNITS = {
+    "B": 1,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+    "TiB": 1024**4,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$")
+
+
+def parse_bytes(value: Any) -> Any:
+    """An int (bytes) or a string such as ``"30 GiB"`` to bytes; others pass through."""
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match is None:
+            raise ValueError(f"{value!r} is not a size (e.g. 1073741824, '30 GiB', '72 GB')")
+        number, unit = match.groups()
+        return int(float(number) * _UNITS[unit or "B"])
+    return value
+
+
+ByteSize = Annotated[int, BeforeValidator(parse_bytes), Field(ge=0)]
+_UUID_HEX = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_PROFILE = re.compile(r"^([1-7])g\.(\d+)gb(\+me)?$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DriverInfo(_Model):
+    """What the system-level calls report."""
+
+    version: str = "570.133.20"
+    nvml_version: str = "12.570.133.20"
+    cuda_version: int = Field(default=12080, gt=0)
+
+
+class ProcessConfig(_Model):
+    """A process holding memory on a GPU (or MIG instance) while it runs."""
+
+    pid: int = Field(ge=1, le=0xFFFFFFFF)
+    name: str = Field(min_length=1)
+    kind: Literal["compute", "graphics"] = "compute"
+    memory: ByteSize | None = None
+    memory_fraction: float | None = Field(default=None, gt=0, le=1)
+    start: float = Field(default=0.0, ge=0)
+    end: float | None = None
+    share: float = Field(default=1.0, ge=0)
+    memory_visible: bool = True
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProcessConfig:
+        if (self.memory is None) == (self.memory_fraction is None):
+            raise ValueError("give exactly one of memory and memory_fraction")
+        if self.end is not None and self.end <= self.start:
+            raise ValueError("end must be after start")
+        return self
+
+    def memory_bytes(self, usable: int) -> int:
+        """Memory held in bytes; a fraction is of `usable` (total - reserved), in whole MiB."""
+        if self.memory is not None:
+            return self.memory
+        return int((self.memory_fraction or 0.0) * usable) // MIB * MIB
+
+    def running(self, t: float) -> bool:
+        """True while the process exists (start <= t < end)."""
+        return self.start <= t and (self.end is None or t < self.end)
+
+
+class EccCounts(_Model):
+    """Aggregate ECC error counts the GPU starts with."""
+
+    corrected: int = Field(default=0, ge=0)
+    uncorrected: int = Field(default=0, ge=0)
+
+
+class MigInstanceConfig(_Model):
+    """One MIG device (a GPU instance with one compute instance)."""
+
+    profile: str
+    gpu_instance_id: int | None = Field(default=None, ge=0)
+    compute_instance_id: int = Field(default=0, ge=0)
+    memory: ByteSize | None = None
+    uuid: str | None = Field(default=None, pattern=rf"^MIG-{_UUID_HEX}$")
+    activity: Activity = Activity()
+    processes: tuple[ProcessConfig, ...] = ()
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, profile: str) -> str:
+        if not _PROFILE.match(profile):
+            raise ValueError(f"{profile!r} is not a MIG profile such as '1g.10gb' or '3g.40gb'")
+        return profile
+
+    @property
+    def slices(self) -> int:
+        """Compute slices (the N of Ng.XXgb), out of 7."""
+        match = _PROFILE.match(self.profile)
+        return int(match.group(1)) if match else 1
+
+    def memory_bytes(self) -> int:
+        """Instance memory: `memory`, else about the profile's GB as nvidia-smi shows it."""
+        if self.memory is not None:
+            return self.memory
+        match = _PROFILE.match(self.profile)
+        gigabytes = int(match.group(2)) if match else 10
+        return gigabytes * 1000 * MIB - 256 * MIB
+
+
+class GpuConfig(_Model):
+    """One GPU of the fleet."""
+
+    preset: str
+    uuid: str | None = Field(default=None, pattern=rf"^GPU-{_UUID_HEX}$")
+    serial: str | None = Field(default=None, min_length=1, max_length=29)
+    pci_bus_id: str | None = Field(
+        default=None, pattern=r"^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$"
+    )
+    power_limit_w: float | None = Field(default=None, gt=0)
+    ecc_errors: EccCounts = EccCounts()
+    mig_mode: bool | None = None
+    mig: tuple[MigInstanceConfig, ...] = ()
+    activity: Activity = Activity()
+    processes: tuple[ProcessConfig, ...] = ()
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, preset: str) -> str:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
+        return preset
+
+    @property
+    def device(self) -> DevicePreset:
+        """The preset this GPU is."""
+        return PRESETS[self.preset]
+
+    @property
+    def mig_enabled(self) -> bool:
+        """MIG mode: `mig_mode`, else on exactly when instances are listed."""
+        return bool(self.mig) if self.mig_mode is None else self.mig_mode
+
+
+class Scenario(_Model):
+    """A simulated fleet: GPUs with workloads over time, and faults."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    seed: int = 0
+    driver: DriverInfo = DriverInfo()
+    gpus: tuple[GpuConfig, ...] = ()
+    faults: Faults = Faults()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        problems = list(self._problems())
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _problems(self) -> Iterator[str]:
+        for path, index in self.faults.gpu_indices():
+            if index >= len(self.gpus):
+                yield f"{path}: GPU {index} does not exist (the scenario has {len(self.gpus)})"
+        uuids: set[str] = set()
+        names_by_pid: dict[int, str] = {}
+        for i, gpu in enumerate(self.gpus):
+            where = f"gpus[{i}]"
+            yield from _gpu_problems(where, gpu)
+            for uuid in [gpu.uuid, *(m.uuid for m in gpu.mig)]:
+                if uuid is not None and uuid in uuids:
+                    yield f"{where}: uuid {uuid} is used twice"
+                uuids.add(uuid or "")
+            for path, proc in _all_processes(where, gpu):
+                known = names_by_pid.setdefault(proc.pid, proc.name)
+                if known != proc.name:
+                    yield f"{path}.name: pid {proc.pid} is already named {known!r}"
+
+
+def _all_processes(where: str, gpu: GpuConfig) -> Iterator[tuple[str, ProcessConfig]]:
+    for j, proc in enumerate(gpu.processes):
+        yield f"{where}.processes[{j}]", proc
+    for k, mig in enumerate(gpu.mig):
+        for j, proc in enumerate(mig.processes):
+            yield f"{where}.mig[{k}].processes[{j}]", proc
+
+
+def _gpu_problems(where: str, gpu: GpuConfig) -> Iterator[str]:
+    preset = gpu.device
+    usable = preset.memory_bytes - preset.reserved_bytes
+    if gpu.mig_enabled:
+        if preset.mig_max == 0:
+            yield f"{where}.mig: {preset.name} has no MIG"
+            return
+        if len(gpu.mig) > preset.mig_max:
+            yield f"{where}.mig: at most {preset.mig_max} MIG devices"
+        if gpu.processes:
+            yield f"{where}.processes: with MIG on, list processes under gpus.mig"
+        if sum(m.slices for m in gpu.mig) > 7:
+            yield f"{where}.mig: more than 7 compute slices in all"
+        if sum(m.memory_bytes() for m in gpu.mig) > usable:
+            yield f"{where}.mig: instance memory exceeds the GPU's"
+        ids = [m.gpu_instance_id or k + 1 for k, m in enumerate(gpu.mig)]
+        if len(set(ids)) != len(ids):
+            yield f"{where}.mig: gpu_instance_id values must be unique"
+        for k, mig in enumerate(gpu.mig):
+            yield from _memory_problems(f"{where}.mig[{k}]", mig.processes, mig.memory_bytes())
+    elif gpu.mig:
+        yield f"{where}.mig: instances listed but mig_mode is false"
+    else:
+        yield from _memory_problems(where, gpu.processes, usable)
+
+
+def _memory_problems(where: str, processes: Iterable[ProcessConfig], usable: int) -> Iterator[str]:
+    procs = list(processes)
+    for proc in procs:
+        held = sum(p.memory_bytes(usable) for p in procs if p.running(proc.start))
+        if held > usable:
+            yield (
+                f"{where}.processes: {held // MIB} MiB held at t={proc.start:g} s exceeds "
+                f"the {usable // MIB} MiB available"
+            )
+            return
+
+
+# -- loading ---------------------------------------------------------------------------
+
+
+def _builtin_dir() -> Any:
+    return resources.files("gpuwatch.simulate").joinpath("scenarios")
+
+
+def scenario_names() -> list[str]:
+    """The built-in scenario names, sorted."""
+    return sorted(
+        entry.name.removesuffix(".toml")
+        for entry in _builtin_dir().iterdir()
+        if entry.name.endswith(".toml")
+    )
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """A built-in scenario by name, or a scenario file by path; raises ScenarioError."""
+    text_name = str(name_or_path)
+    if text_name in scenario_names():
+        entry = _builtin_dir().joinpath(f"{text_name}.toml")
+        return parse_scenario(entry.read_text("utf-8"), source=f"{text_name}.toml")
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ScenarioError(
+            f"unknown scenario {text_name!r}: not a built-in ({', '.join(scenario_names())}) "
+            "and no such file"
+        )
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc}") from exc
+    return parse_scenario(text, source=str(path), default_name=path.stem)
+
+
+def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "") -> Scenario:
+    """A scenario from TOML text; `source` names it in error messages."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{source}: not valid TOML: {exc}") from exc
+    if "name" not in raw and default_name:
+        raw["name"] = default_name
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise ScenarioError(_describe(source, exc)) from exc
+
+
+def _describe(source: str, exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False):
+        path = _path(error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"{source}: {path + ': ' if path else ''}{message}")
+    return "\n".join(lines)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith(("function-", "tagged-union", "float", "tuple")):
+            continue  # pydantic's union-branch labels
+        else:
+            out += f".{part}" if out else part
+    return out

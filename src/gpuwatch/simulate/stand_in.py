@@ -1,0 +1,897 @@
+"""`SimulatedNvml`: a module-like stand-in for `pynvml`, driven by a scenario and a clock.
+
+It has pynvml's function names and argument conventions, returns pynvml's own ctypes
+structs, strings where pynvml decodes them, and raises pynvml's own exception classes.
+Any other attribute comes from the real `pynvml` module (constants, struct and
+exception classes), except NVML functions the stand-in does not implement: those
+raise `NVMLError_FunctionNotFound`, like a driver that lacks the symbol. Nothing here
+loads the NVML library.
+
+Time: scenario time t = clock.time() - start_time (s, never below 0). Every value is a
+deterministic function of the scenario, the calls made and the times they are made at.
+
+Semantics worth knowing (see also the README section of `gpuwatch.simulate.scenario`):
+
+* Memory v1 `used` includes `reserved`; v2 `used` excludes it (`free = total -
+  reserved - used`). An empty GPU has 1 MiB used (v2).
+* Energy (mJ) and NVLink counters (KiB) are exact integrals of the noise-free power
+  and rates from t = 0, whatever the query pattern; `timestamp`s are epoch µs.
+* Process utilization: one sample per process per simulated second (at whole scenario
+  seconds, timeStamp = epoch µs). A call returns, for the newest tick newer than
+  `timeStamp`, one sample per process with non-zero SM or memory use over that second;
+  NVMLError_NotFound when there is none.
+* GPM: see `gpuwatch.simulate.gpm`. XID events: see `gpuwatch.simulate.events`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import pynvml
+
+from gpuwatch.clock import Clock, SystemClock
+from gpuwatch.simulate.device import (
+    PROCESS_SAMPLE_PERIOD_S,
+    GpuDevice,
+    MigDevice,
+    SimProcess,
+    build_devices,
+    process_utilization,
+)
+from gpuwatch.simulate.events import EventSets, InvalidEventSetError
+from gpuwatch.simulate.faults import FaultPlan
+from gpuwatch.simulate.gpm import GpmSamples, InvalidSampleError
+from gpuwatch.simulate.scenario import Scenario
+
+Target = GpuDevice | MigDevice
+
+_PURE_HELPERS = frozenset(
+    {"nvmlExceptionClass", "nvmlFriendlyObjectToStruct", "nvmlStructToFriendlyObject"}
+)
+"""pynvml functions that never call NVML: passed through unchanged."""
+
+_ARCHITECTURES = {
+    "turing": pynvml.NVML_DEVICE_ARCH_TURING,
+    "ampere": pynvml.NVML_DEVICE_ARCH_AMPERE,
+    "ada": pynvml.NVML_DEVICE_ARCH_ADA,
+    "hopper": pynvml.NVML_DEVICE_ARCH_HOPPER,
+    "blackwell": pynvml.NVML_DEVICE_ARCH_BLACKWELL,
+}
+_BRANDS = {
+    "nvidia": pynvml.NVML_BRAND_NVIDIA,
+    "tesla": pynvml.NVML_BRAND_TESLA,
+    "geforce": pynvml.NVML_BRAND_GEFORCE,
+    "quadro": pynvml.NVML_BRAND_QUADRO,
+}
+_NVLINK_FIELDS = {
+    pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: (1, 1.0),
+    pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: (2, 1.0),
+    pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX: (1, 1.06),
+    pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX: (2, 1.06),
+}
+_ECC_EVENTS = pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDoubleBitEccError
+_BASE_EVENTS = (
+    pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeClock
+)
+_POLL_SECONDS = 0.01
+
+
+def _raise(code: int) -> NoReturn:
+    raise pynvml.NVMLError(code)
+
+
+def _missing(name: str) -> Callable[..., NoReturn]:
+    def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
+        raise pynvml.NVMLError_FunctionNotFound()
+
+    missing.__name__ = missing.__qualname__ = name
+    missing.__doc__ = f"{name}: not implemented by the stand-in (FunctionNotFound)."
+    return missing
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class SimulatedNvml:
+    """A stand-in for the `pynvml` module over a simulated fleet."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        clock: Clock | None = None,
+        start_time: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """`start_time` (epoch s) is scenario time 0 (default: clock.time() now).
+
+        `sleep(seconds)` is used for slow-call faults and between event-wait polls.
+        """
+        self.scenario = scenario
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._start = self._clock.time() if start_time is None else start_time
+        self._sleep = sleep
+        self._faults = FaultPlan(scenario.faults)
+        self._init_lock = threading.Lock()
+        self._refcount = 0
+        self._loaded = False
+        self._initialised_at: float | None = None
+        self._devices = build_devices(scenario, self._faults)
+        self._targets: dict[int, Target] = {}
+        self._by_uuid: dict[str, Target] = {}
+        for device in self._devices:
+            targets: list[Target] = [device, *device.mig]
+            for target in targets:
+                target.handle_struct = pynvml.struct_c_nvmlDevice_t()
+                self._targets[ctypes.addressof(target.handle_struct)] = target
+                self._by_uuid[target.uuid] = target
+        self._process_names = {p.pid: p for d in self._devices for p in d.all_processes()}
+        self._gpm = GpmSamples()
+        self._events = EventSets(self._faults.xids)
+
+    # -- module-like fallback ------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        """pynvml's attribute, or a FunctionNotFound stub for an unimplemented NVML call."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            value = getattr(pynvml, name)
+        except AttributeError:
+            raise AttributeError(f"pynvml has no attribute {name!r}") from None
+        if name.startswith("nvml") and inspect.isfunction(value) and name not in _PURE_HELPERS:
+            value = _missing(name)
+        self.__dict__[name] = value
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(pynvml)))
+
+    # -- time and the common checks ------------------------------------------------------
+
+    def scenario_time(self) -> float:
+        """Seconds since scenario start (0 before it)."""
+        return max(0.0, self._clock.time() - self._start)
+
+    def _micros(self, t: float) -> int:
+        return round((self._start + t) * 1_000_000)
+
+    def _gate(self, name: str, symbol: str | None = None) -> float:
+        """Checks every call makes; returns the scenario time."""
+        t = self.scenario_time()
+        if not self._loaded:
+            _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+        if (symbol or name) in self._faults.missing_symbols:
+            _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        if self._refcount == 0:
+            _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+        if self._faults.driver_failing(t, self._initialised_at):
+            _raise(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+        return t
+
+    def _resolve(self, handle: Any) -> Target:
+        try:
+            target = self._targets.get(ctypes.addressof(handle.contents))
+        except (AttributeError, ValueError, TypeError):
+            target = None
+        if target is None:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return target
+
+    def _target(
+        self, handle: Any, name: str, symbol: str | None = None, *, mig: bool = False
+    ) -> tuple[Target, float]:
+        """Checks for a device call; returns the device (or MIG device) and the time."""
+        t = self._gate(name, symbol)
+        target = self._resolve(handle)
+        gpu = target.gpu_index
+        lost = self._faults.device_error(gpu, t)
+        if lost is not None:
+            _raise(lost)
+        if isinstance(target, MigDevice) and not mig:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        names = (name,) if symbol is None else (name, symbol)
+        code = self._faults.call_error(gpu, names, t)
+        if code is not None:
+            _raise(code)
+        delay = self._faults.delay(gpu, names, t)
+        if delay > 0:
+            self._sleep(delay)
+            t = self.scenario_time()
+        return target, t
+
+    def _device(self, handle: Any, name: str, symbol: str | None = None) -> tuple[GpuDevice, float]:
+        target, t = self._target(handle, name, symbol)
+        assert isinstance(target, GpuDevice)  # _target refused MIG devices
+        return target, t
+
+    def _system(self, name: str, symbol: str | None = None) -> float:
+        t = self._gate(name, symbol)
+        names = (name,) if symbol is None else (name, symbol)
+        code = self._faults.call_error(None, names, t)
+        if code is not None:
+            _raise(code)
+        delay = self._faults.delay(None, names, t)
+        if delay > 0:
+            self._sleep(delay)
+            t = self.scenario_time()
+        return t
+
+    @staticmethod
+    def _handle(target: Target) -> Any:
+        return ctypes.pointer(target.handle_struct)
+
+    # -- initialisation --------------------------------------------------------------------
+
+    def nvmlInitWithFlags(self, flags: int) -> None:  # noqa: ARG002 - flags are accepted, unused
+        """Initialise; fails with LibRmVersionMismatch inside a driver-error window."""
+        with self._init_lock:
+            self._loaded = True
+            if "nvmlInitWithFlags" in self._faults.missing_symbols:
+                _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+            t = self.scenario_time()
+            if self._faults.driver_down(t):
+                _raise(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+            self._refcount += 1
+            self._initialised_at = t
+
+    def nvmlInit(self) -> None:
+        """nvmlInitWithFlags(0)."""
+        self.nvmlInitWithFlags(0)
+
+    def nvmlShutdown(self) -> None:
+        """Drop one reference; Uninitialized when there is none."""
+        with self._init_lock:
+            if not self._loaded or self._refcount == 0:
+                _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+            self._refcount -= 1
+
+    # -- system ----------------------------------------------------------------------------
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        """Driver version, e.g. '570.133.20'."""
+        self._system("nvmlSystemGetDriverVersion")
+        return self.scenario.driver.version
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        """NVML version, e.g. '12.570.133.20'."""
+        self._system("nvmlSystemGetNVMLVersion")
+        return self.scenario.driver.nvml_version
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        """CUDA driver version as 1000 * major + 10 * minor (12080 = 12.8)."""
+        self._system("nvmlSystemGetCudaDriverVersion")
+        return self.scenario.driver.cuda_version
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        """Same as nvmlSystemGetCudaDriverVersion."""
+        self._system("nvmlSystemGetCudaDriverVersion_v2")
+        return self.scenario.driver.cuda_version
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        """Name of a scenario process while it runs; NotFound otherwise."""
+        t = self._system("nvmlSystemGetProcessName")
+        proc = self._process_names.get(int(pid))
+        alive = proc is not None and any(
+            p.pid == proc.pid and p.running(t) for d in self._devices for p in d.all_processes()
+        )
+        if proc is None or not alive:
+            _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        return proc.name
+
+    # -- enumeration and identity --------------------------------------------------------------
+
+    def nvmlDeviceGetCount(self) -> int:
+        """Number of GPUs."""
+        self._system("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2")
+        return len(self._devices)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any:
+        """A `c_nvmlDevice_t`; InvalidArgument out of range, the GPU's error if it is lost."""
+        t = self._system("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2")
+        if not 0 <= int(index) < len(self._devices):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        lost = self._faults.device_error(int(index), t)
+        if lost is not None:
+            _raise(lost)
+        return self._handle(self._devices[int(index)])
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str | bytes) -> Any:
+        """A GPU (GPU-...) or MIG device (MIG-...) handle; NotFound when unknown."""
+        t = self._system("nvmlDeviceGetHandleByUUID")
+        target = self._by_uuid.get(_text(uuid))
+        if target is None:
+            _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        lost = self._faults.device_error(target.gpu_index, t)
+        if lost is not None:
+            _raise(lost)
+        return self._handle(target)
+
+    def nvmlDeviceGetHandleByPciBusId(self, pciBusId: str | bytes) -> Any:
+        """A GPU handle by bus id ('00000000:18:00.0' or '0000:18:00.0')."""
+        t = self._system("nvmlDeviceGetHandleByPciBusId", "nvmlDeviceGetHandleByPciBusId_v2")
+        wanted = _text(pciBusId).upper()
+        for device in self._devices:
+            if wanted in (device.pci_bus_id, device.pci_bus_id[4:]):
+                lost = self._faults.device_error(device.index, t)
+                if lost is not None:
+                    _raise(lost)
+                return self._handle(device)
+        _raise(pynvml.NVML_ERROR_NOT_FOUND)
+
+    def nvmlDeviceGetIndex(self, handle: Any) -> int:
+        """The GPU's index."""
+        device, _ = self._device(handle, "nvmlDeviceGetIndex")
+        return device.index
+
+    def nvmlDeviceGetMinorNumber(self, handle: Any) -> int:
+        """/dev/nvidiaN number (= index here)."""
+        device, _ = self._device(handle, "nvmlDeviceGetMinorNumber")
+        return device.index
+
+    def nvmlDeviceGetName(self, handle: Any) -> str:
+        """Product name (a MIG device: '<GPU name> MIG <profile>')."""
+        target, _ = self._target(handle, "nvmlDeviceGetName", mig=True)
+        return target.name if isinstance(target, MigDevice) else target.preset.name
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        """'GPU-…' or, for a MIG device, 'MIG-…'."""
+        target, _ = self._target(handle, "nvmlDeviceGetUUID", mig=True)
+        return target.uuid
+
+    def nvmlDeviceGetSerial(self, handle: Any) -> str:
+        """Board serial number; NotSupported on GeForce."""
+        device, _ = self._device(handle, "nvmlDeviceGetSerial")
+        if not device.preset.serial:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return device.serial
+
+    def nvmlDeviceGetBrand(self, handle: Any) -> int:
+        """NVML_BRAND_* of the part."""
+        device, _ = self._device(handle, "nvmlDeviceGetBrand")
+        return int(_BRANDS[device.preset.brand])
+
+    def nvmlDeviceGetArchitecture(self, device: Any) -> int:
+        """NVML_DEVICE_ARCH_* of the part."""
+        gpu, _ = self._device(device, "nvmlDeviceGetArchitecture")
+        return int(_ARCHITECTURES[gpu.preset.architecture])
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]:
+        """(major, minor)."""
+        target, _ = self._target(handle, "nvmlDeviceGetCudaComputeCapability", mig=True)
+        preset = target.parent.preset if isinstance(target, MigDevice) else target.preset
+        return preset.compute_capability
+
+    def nvmlDeviceGetPciInfo_v3(self, handle: Any) -> Any:
+        """`nvmlPciInfo_t`: bus id '00000000:18:00.0', device/subsystem ids."""
+        device, _ = self._device(handle, "nvmlDeviceGetPciInfo_v3")
+        info = pynvml.nvmlPciInfo_t()
+        info.busIdLegacy = f"{device.pci_domain:04X}:{device.pci_bus:02X}:00.0"
+        info.domain = device.pci_domain
+        info.bus = device.pci_bus
+        info.device = 0
+        info.pciDeviceId = (device.preset.pci_device_id << 16) | 0x10DE
+        info.pciSubSystemId = (device.preset.pci_subsystem_id << 16) | 0x10DE
+        info.busId = device.pci_bus_id
+        return info
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        """Same as nvmlDeviceGetPciInfo_v3."""
+        return self.nvmlDeviceGetPciInfo_v3(handle)
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
+        """PCIe generation of the part."""
+        device, _ = self._device(handle, "nvmlDeviceGetMaxPcieLinkGeneration")
+        return device.preset.pcie_gen
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+        """Current PCIe generation (the maximum)."""
+        device, _ = self._device(handle, "nvmlDeviceGetCurrPcieLinkGeneration")
+        return device.preset.pcie_gen
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
+        """PCIe lanes of the part."""
+        device, _ = self._device(handle, "nvmlDeviceGetMaxPcieLinkWidth")
+        return device.preset.pcie_width
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
+        """Current PCIe lanes (the maximum)."""
+        device, _ = self._device(handle, "nvmlDeviceGetCurrPcieLinkWidth")
+        return device.preset.pcie_width
+
+    def nvmlDeviceGetPersistenceMode(self, handle: Any) -> int:
+        """NVML_FEATURE_ENABLED (persistence mode on, as on servers)."""
+        self._device(handle, "nvmlDeviceGetPersistenceMode")
+        return int(pynvml.NVML_FEATURE_ENABLED)
+
+    def nvmlDeviceGetComputeMode(self, handle: Any) -> int:
+        """NVML_COMPUTEMODE_DEFAULT."""
+        self._device(handle, "nvmlDeviceGetComputeMode")
+        return int(pynvml.NVML_COMPUTEMODE_DEFAULT)
+
+    # -- memory ------------------------------------------------------------------------------
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any, version: int | None = None) -> Any:
+        """`c_nvmlMemory_t` (v1: used includes reserved) or, with
+        `version=nvmlMemory_v2`, `c_nvmlMemory_v2_t` (used excludes reserved).
+        """
+        symbol = "nvmlDeviceGetMemoryInfo_v2" if version else "nvmlDeviceGetMemoryInfo"
+        target, t = self._target(handle, "nvmlDeviceGetMemoryInfo", symbol, mig=True)
+        total, reserved, used = target.memory(t)
+        if not version:
+            memory = pynvml.c_nvmlMemory_t()
+            memory.total = total
+            memory.used = used + reserved
+            memory.free = total - used - reserved
+            return memory
+        if version != pynvml.nvmlMemory_v2:
+            _raise(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        memory = pynvml.c_nvmlMemory_v2_t()
+        memory.version = version
+        memory.total = total
+        memory.reserved = reserved
+        memory.used = used
+        memory.free = total - reserved - used
+        return memory
+
+    # -- activity, power, temperature, clocks --------------------------------------------------
+
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
+        """`c_nvmlUtilization_t` in percent; NotSupported with MIG on."""
+        device, t = self._device(handle, "nvmlDeviceGetUtilizationRates")
+        if device.mig_enabled:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        act = device.snapshot(t).act
+        rates = pynvml.c_nvmlUtilization_t()
+        rates.gpu = round(100 * act.util)
+        rates.memory = round(100 * act.dram)
+        return rates
+
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
+        """Board power in mW."""
+        device, t = self._device(handle, "nvmlDeviceGetPowerUsage")
+        return device.snapshot(t).power_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any) -> int:
+        """Enforced power limit in mW."""
+        device, _ = self._device(handle, "nvmlDeviceGetEnforcedPowerLimit")
+        return round(device.power_limit_w * 1000)
+
+    def nvmlDeviceGetPowerManagementLimit(self, handle: Any) -> int:
+        """Power management limit in mW (= the enforced limit)."""
+        device, _ = self._device(handle, "nvmlDeviceGetPowerManagementLimit")
+        return round(device.power_limit_w * 1000)
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: Any) -> int:
+        """The part's default power limit in mW."""
+        device, _ = self._device(handle, "nvmlDeviceGetPowerManagementDefaultLimit")
+        return round(device.preset.power_limit_w * 1000)
+
+    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: Any) -> list[int]:
+        """[min, max] settable power limit in mW."""
+        device, _ = self._device(handle, "nvmlDeviceGetPowerManagementLimitConstraints")
+        preset = device.preset
+        return [round(preset.power_min_limit_w * 1000), round(preset.power_limit_w * 1000)]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        """Energy in mJ since scenario start: ∫ power dt, exact and monotonic."""
+        device, t = self._device(handle, "nvmlDeviceGetTotalEnergyConsumption")
+        return device.counters(t)[0]
+
+    def nvmlDeviceGetTemperatureV(
+        self, handle: Any, sensor: int, version: int = pynvml.nvmlTemperature_v1
+    ) -> int:
+        """GPU temperature in °C (sensor NVML_TEMPERATURE_GPU)."""
+        if version != pynvml.nvmlTemperature_v1:
+            _raise(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return self._temperature(handle, sensor, "nvmlDeviceGetTemperatureV")
+
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
+        """GPU temperature in °C (sensor NVML_TEMPERATURE_GPU)."""
+        return self._temperature(handle, sensor, "nvmlDeviceGetTemperature")
+
+    def _temperature(self, handle: Any, sensor: int, name: str) -> int:
+        device, t = self._device(handle, name)
+        if sensor != pynvml.NVML_TEMPERATURE_GPU:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return device.snapshot(t).temperature_c
+
+    def nvmlDeviceGetClockInfo(self, handle: Any, type: int) -> int:
+        """Current clock in MHz (NVML_CLOCK_GRAPHICS/SM/MEM/VIDEO)."""
+        device, t = self._device(handle, "nvmlDeviceGetClockInfo")
+        snap = device.snapshot(t)
+        return self._clock_of(type, snap.sm_clock_mhz, snap.mem_clock_mhz)
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: Any, type: int) -> int:
+        """Maximum clock in MHz."""
+        device, _ = self._device(handle, "nvmlDeviceGetMaxClockInfo")
+        preset = device.preset
+        return self._clock_of(type, preset.max_sm_clock_mhz, preset.max_mem_clock_mhz)
+
+    @staticmethod
+    def _clock_of(clock_type: int, sm: int, mem: int) -> int:
+        if clock_type in (pynvml.NVML_CLOCK_GRAPHICS, pynvml.NVML_CLOCK_SM):
+            return sm
+        if clock_type == pynvml.NVML_CLOCK_MEM:
+            return mem
+        if clock_type == pynvml.NVML_CLOCK_VIDEO:
+            return round(sm * 0.78 / 15) * 15
+        _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
+        """nvmlClocksEventReason* bits: GpuIdle when idle, SwPowerCap at the power limit."""
+        device, t = self._device(handle, "nvmlDeviceGetCurrentClocksEventReasons")
+        return device.snapshot(t).clock_event_reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: Any) -> int:
+        """Deprecated name of nvmlDeviceGetCurrentClocksEventReasons."""
+        device, t = self._device(handle, "nvmlDeviceGetCurrentClocksThrottleReasons")
+        return device.snapshot(t).clock_event_reasons
+
+    def nvmlDeviceGetSupportedClocksEventReasons(self, handle: Any) -> int:
+        """Every reason bit."""
+        self._device(handle, "nvmlDeviceGetSupportedClocksEventReasons")
+        return int(pynvml.nvmlClocksEventReasonAll)
+
+    def nvmlDeviceGetPerformanceState(self, handle: Any) -> int:
+        """P0 when busy (and always on HBM parts), else P8."""
+        device, t = self._device(handle, "nvmlDeviceGetPerformanceState")
+        snap = device.snapshot(t)
+        busy = not snap.clock_event_reasons & pynvml.nvmlClocksEventReasonGpuIdle
+        hbm = device.preset.idle_mem_clock_mhz == device.preset.max_mem_clock_mhz
+        return 0 if busy or hbm else 8
+
+    # -- interconnect ----------------------------------------------------------------------
+
+    def nvmlDeviceGetPcieThroughput(self, device: Any, counter: int) -> int:
+        """PCIe TX/RX in KB/s (KB = 1024 bytes) over the last 20 ms.
+
+        The real call blocks ~20 ms; add a `slow_calls` fault to model that.
+        """
+        gpu, t = self._device(device, "nvmlDeviceGetPcieThroughput")
+        act = gpu.snapshot(t).act
+        if counter == pynvml.NVML_PCIE_UTIL_TX_BYTES:
+            return round(act.pcie_tx * 1024)
+        if counter == pynvml.NVML_PCIE_UTIL_RX_BYTES:
+            return round(act.pcie_rx * 1024)
+        _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, fieldIds: Sequence[Any]) -> Any:
+        """`c_nvmlFieldValue_t` array; NVLink throughput fields are device-wide KiB counters.
+
+        Other fields, and NVLink fields on parts without NVLink, get a per-entry
+        nvmlReturn of NOT_SUPPORTED.
+        """
+        device, t = self._device(handle, "nvmlDeviceGetFieldValues")
+        values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
+        counters: tuple[int, int, int] | None = None
+        stamp = self._micros(t)
+        for i, field_id in enumerate(fieldIds):
+            entry = values[i]
+            try:
+                entry.fieldId, entry.scopeId = field_id
+            except TypeError:
+                entry.fieldId = field_id
+            entry.timestamp = stamp
+            entry.latencyUsec = 0
+            spec = _NVLINK_FIELDS.get(int(entry.fieldId))
+            if spec is None or not device.preset.has_nvlink:
+                entry.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                continue
+            if counters is None:
+                counters = device.counters(t)
+            position, overhead = spec
+            entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            entry.value.ullVal = int(counters[position] * overhead)
+            entry.nvmlReturn = pynvml.NVML_SUCCESS
+        return values
+
+    # -- reliability -----------------------------------------------------------------------
+
+    def nvmlDeviceGetEccMode(self, handle: Any) -> list[int]:
+        """[current, pending]: enabled on data-centre parts; NotSupported on GeForce."""
+        device, _ = self._device(handle, "nvmlDeviceGetEccMode")
+        if not device.preset.ecc:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [int(pynvml.NVML_FEATURE_ENABLED), int(pynvml.NVML_FEATURE_ENABLED)]
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: Any, errorType: int, counterType: int) -> int:
+        """ECC error count; XIDs 48/94/95 each add one uncorrected error."""
+        device, t = self._device(handle, "nvmlDeviceGetTotalEccErrors")
+        if not device.preset.ecc:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        uncorrected, corrected = device.ecc_errors(t)
+        if errorType == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED:
+            count, base = uncorrected, device.ecc_base.uncorrected
+        elif errorType == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED:
+            count, base = corrected, device.ecc_base.corrected
+        else:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        if counterType == pynvml.NVML_VOLATILE_ECC:
+            return count
+        if counterType == pynvml.NVML_AGGREGATE_ECC:
+            return base + count
+        _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetRemappedRows(self, device: Any) -> tuple[int, int, int, int]:
+        """(correctable rows, uncorrectable rows, remap pending, failure occurred)."""
+        gpu, t = self._device(device, "nvmlDeviceGetRemappedRows")
+        if not gpu.preset.remapped_rows:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        uncorrected, _ = gpu.ecc_errors(t)
+        return (0, uncorrected, 1 if uncorrected else 0, 0)
+
+    # -- MIG -----------------------------------------------------------------------------------
+
+    def _mig_capable(self, handle: Any, name: str) -> tuple[GpuDevice, float]:
+        device, t = self._device(handle, name)
+        if device.preset.mig_max == 0:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return device, t
+
+    def nvmlDeviceGetMigMode(self, device: Any) -> list[int]:
+        """[current, pending] (NVML_DEVICE_MIG_ENABLE/DISABLE); NotSupported without MIG."""
+        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMigMode")
+        mode = int(
+            pynvml.NVML_DEVICE_MIG_ENABLE if gpu.mig_enabled else pynvml.NVML_DEVICE_MIG_DISABLE
+        )
+        return [mode, mode]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, device: Any) -> int:
+        """How many MIG devices the GPU can have (7)."""
+        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMaxMigDeviceCount")
+        return gpu.preset.mig_max
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, device: Any, index: int) -> Any:
+        """The MIG device in slot `index`; NotFound for an empty slot."""
+        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMigDeviceHandleByIndex")
+        if not 0 <= int(index) < gpu.preset.mig_max:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        if not gpu.mig_enabled or int(index) >= len(gpu.mig):
+            _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        return self._handle(gpu.mig[int(index)])
+
+    def nvmlDeviceIsMigDeviceHandle(self, device: Any) -> Any:
+        """A `ctypes.c_uint` (1 for a MIG device) — pynvml returns the c_uint, not .value."""
+        target, _ = self._target(device, "nvmlDeviceIsMigDeviceHandle", mig=True)
+        return ctypes.c_uint(1 if isinstance(target, MigDevice) else 0)
+
+    def _mig_device(self, handle: Any, name: str) -> MigDevice:
+        target, _ = self._target(handle, name, mig=True)
+        if not isinstance(target, MigDevice):
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return target
+
+    def nvmlDeviceGetGpuInstanceId(self, device: Any) -> int:
+        """GPU instance id of a MIG device; NotSupported on a physical GPU."""
+        return self._mig_device(device, "nvmlDeviceGetGpuInstanceId").gpu_instance_id
+
+    def nvmlDeviceGetComputeInstanceId(self, device: Any) -> int:
+        """Compute instance id of a MIG device; NotSupported on a physical GPU."""
+        return self._mig_device(device, "nvmlDeviceGetComputeInstanceId").compute_instance_id
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, migDevice: Any) -> Any:
+        """The physical GPU of a MIG device; InvalidArgument for a physical handle."""
+        target, _ = self._target(
+            migDevice, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", mig=True
+        )
+        if not isinstance(target, MigDevice):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._handle(target.parent)
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _running(self, handle: Any, name: str, kind: str) -> list[Any]:
+        target, t = self._target(handle, name, name, mig=True)
+        if isinstance(target, MigDevice):
+            processes: tuple[SimProcess, ...] = target.processes
+        else:
+            processes = target.all_processes()
+        result = []
+        for proc in processes:
+            if proc.kind != kind or not proc.running(t):
+                continue
+            info = pynvml.c_nvmlProcessInfo_v3_t()
+            info.pid = proc.pid
+            info.usedGpuMemory = (
+                proc.memory_bytes
+                if proc.memory_visible
+                else pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value
+            )
+            info.gpuInstanceId = proc.gpu_instance_id
+            info.computeInstanceId = proc.compute_instance_id
+            obj = pynvml.nvmlStructToFriendlyObject(info)
+            if obj.usedGpuMemory == pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value:
+                obj.usedGpuMemory = None
+            result.append(obj)
+        return result
+
+    def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: Any) -> list[Any]:
+        """Running compute processes as pynvml's friendly objects (usedGpuMemory may be None)."""
+        return self._running(handle, "nvmlDeviceGetComputeRunningProcesses_v3", "compute")
+
+    def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any) -> list[Any]:
+        """Running graphics processes, like the compute list."""
+        return self._running(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics")
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
+        """The _v3 call; a missing symbol raises NVMLLibraryMismatchError, as in pynvml."""
+        return _version_checked(self.nvmlDeviceGetComputeRunningProcesses_v3, handle)
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: Any) -> list[Any]:
+        """The _v3 call; a missing symbol raises NVMLLibraryMismatchError, as in pynvml."""
+        return _version_checked(self.nvmlDeviceGetGraphicsRunningProcesses_v3, handle)
+
+    def nvmlDeviceGetProcessUtilization(self, handle: Any, timeStamp: int) -> list[Any]:
+        """`c_nvmlProcessUtilizationSample_t`s of the newest tick after `timeStamp` (µs).
+
+        One sample per process active in that second; NotFound when there is none
+        newer; NotSupported with MIG on.
+        """
+        device, t = self._device(handle, "nvmlDeviceGetProcessUtilization")
+        if device.mig_enabled:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        tick = math.floor(t / PROCESS_SAMPLE_PERIOD_S) * PROCESS_SAMPLE_PERIOD_S
+        if tick < PROCESS_SAMPLE_PERIOD_S or self._micros(tick) <= int(timeStamp):
+            _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        samples = process_utilization(device.processes, device.source, tick)
+        if not samples:
+            _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        stamp = self._micros(tick)
+        result = []
+        for sample in samples:
+            entry = pynvml.c_nvmlProcessUtilizationSample_t()
+            entry.pid = sample.pid
+            entry.timeStamp = stamp
+            entry.smUtil = sample.sm_percent
+            entry.memUtil = sample.mem_percent
+            entry.encUtil = 0
+            entry.decUtil = 0
+            result.append(entry)
+        return result
+
+    # -- events ----------------------------------------------------------------------------
+
+    def nvmlEventSetCreate(self) -> Any:
+        """A new `c_nvmlEventSet_t`."""
+        self._system("nvmlEventSetCreate")
+        return self._events.create()
+
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int:
+        """PState, Clock and XidCriticalError; plus single/double-bit ECC with ECC."""
+        device, _ = self._device(handle, "nvmlDeviceGetSupportedEventTypes")
+        return int(_BASE_EVENTS | (_ECC_EVENTS if device.preset.ecc else 0))
+
+    def nvmlDeviceRegisterEvents(self, handle: Any, eventTypes: int, eventSet: Any) -> None:
+        """Register for events; NotSupported when a requested type is not supported."""
+        device, t = self._device(handle, "nvmlDeviceRegisterEvents")
+        supported = _BASE_EVENTS | (_ECC_EVENTS if device.preset.ecc else 0)
+        if int(eventTypes) & ~supported:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        try:
+            self._events.register(eventSet, device.index, int(eventTypes), t)
+        except InvalidEventSetError:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlEventSetWait_v2(self, eventSet: Any, timeoutms: int) -> Any:
+        """The next due XID as `c_nvmlEventData_t`, waiting up to `timeoutms` real ms.
+
+        Polls scenario time every 10 ms (through the injected `sleep`); Timeout when
+        nothing became due.
+        """
+        remaining = max(int(timeoutms), 0) / 1000.0
+        while True:
+            self._gate("nvmlEventSetWait", "nvmlEventSetWait_v2")
+            try:
+                xid = self._events.take_due(eventSet, self.scenario_time())
+            except InvalidEventSetError:
+                _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            if xid is not None:
+                data = pynvml.c_nvmlEventData_t()
+                data.device = self._handle(self._devices[xid.gpu])
+                data.eventType = pynvml.nvmlEventTypeXidCriticalError
+                data.eventData = xid.xid
+                data.gpuInstanceId = 0xFFFFFFFF
+                data.computeInstanceId = 0xFFFFFFFF
+                return data
+            if remaining <= 0:
+                _raise(pynvml.NVML_ERROR_TIMEOUT)
+            step = min(_POLL_SECONDS, remaining)
+            self._sleep(step)
+            remaining -= step
+
+    def nvmlEventSetWait(self, eventSet: Any, timeoutms: int) -> Any:
+        """Same as nvmlEventSetWait_v2."""
+        return self.nvmlEventSetWait_v2(eventSet, timeoutms)
+
+    def nvmlEventSetFree(self, eventSet: Any) -> None:
+        """Free an event set."""
+        self._system("nvmlEventSetFree")
+        try:
+            self._events.free(eventSet)
+        except InvalidEventSetError:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    # -- GPM -------------------------------------------------------------------------------
+
+    def nvmlGpmQueryDeviceSupport(self, device: Any) -> Any:
+        """`c_nvmlGpmSupport_t`: isSupportedDevice 1 on Hopper and newer GPUs."""
+        target, _ = self._target(device, "nvmlGpmQueryDeviceSupport", mig=True)
+        support = pynvml.c_nvmlGpmSupport_t()
+        support.version = pynvml.NVML_GPM_SUPPORT_VERSION
+        support.isSupportedDevice = int(isinstance(target, GpuDevice) and target.preset.gpm)
+        return support
+
+    def nvmlGpmQueryIfStreamingEnabled(self, device: Any) -> int:
+        """0: sample streaming is off."""
+        gpu, _ = self._device(device, "nvmlGpmQueryIfStreamingEnabled")
+        if not gpu.preset.gpm:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return 0
+
+    def nvmlGpmSampleAlloc(self) -> Any:
+        """A new `c_nvmlGpmSample_t`."""
+        self._system("nvmlGpmSampleAlloc")
+        return self._gpm.alloc()
+
+    def nvmlGpmSampleFree(self, gpmSample: Any) -> None:
+        """Free a sample."""
+        self._system("nvmlGpmSampleFree")
+        try:
+            self._gpm.free(gpmSample)
+        except InvalidSampleError:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlGpmSampleGet(self, device: Any, gpmSample: Any) -> Any:
+        """Take a sample of the whole GPU now; NotSupported before Hopper."""
+        gpu, t = self._device(device, "nvmlGpmSampleGet")
+        if not gpu.preset.gpm:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        self._record(gpmSample, gpu, gpu.preset.has_nvlink, t)
+        return gpmSample
+
+    def nvmlGpmMigSampleGet(self, device: Any, gpuInstanceId: int, gpmSample: Any) -> Any:
+        """Take a sample of one GPU instance (by id) of a MIG-enabled GPU."""
+        gpu, t = self._device(device, "nvmlGpmMigSampleGet")
+        if not gpu.preset.gpm:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        found = [m for m in gpu.mig if m.gpu_instance_id == int(gpuInstanceId)]
+        if not gpu.mig_enabled or not found:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        self._record(gpmSample, found[0], False, t)
+        return gpmSample
+
+    def _record(self, sample: Any, source: GpuDevice | MigDevice, nvlink: bool, t: float) -> None:
+        try:
+            self._gpm.record(sample, source, nvlink, t)
+        except InvalidSampleError:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlGpmMetricsGet(self, metricsGet: Any) -> Any:
+        """Fill `metricsGet.metrics[:numMetrics]` from its two samples; returns it."""
+        self._system("nvmlGpmMetricsGet")
+        if metricsGet.version != pynvml.NVML_GPM_METRICS_GET_VERSION:
+            _raise(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        if not 0 < metricsGet.numMetrics <= pynvml.NVML_GPM_METRIC_MAX:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        if not self._gpm.fill(metricsGet):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return metricsGet
+
+
+def _version_checked(call: Callable[[Any], list[Any]], handle: Any) -> list[Any]:
+    try:
+        return call(handle)
+    except pynvml.NVMLError_FunctionNotFound:
+        raise pynvml.NVMLLibraryMismatchError(
+            "Unversioned function called and the pyNVML version does not match the NVML "
+            "lib version. Either use matching pyNVML and NVML lib versions or use a "
+            "versioned function such as " + call.__name__
+        ) from None
