@@ -154,3 +154,16 @@ def test_scenarios_are_frozen() -> None:
     scenario = load_scenario("demo")
     with pytest.raises(ValueError, match="frozen"):
         scenario.name = "other"
+
+
+def test_the_documented_example_is_a_valid_scenario() -> None:
+    import gpuwatch.simulate.scenario as module
+
+    doc = module.__doc__ or ""
+    block = doc.split("valid as it stands)::\n\n", 1)[1].split("\n\nHow values", 1)[0]
+    text = "\n".join(line.removeprefix("    ") for line in block.splitlines())
+    scenario = parse_scenario(text, source="example")
+    assert scenario.name == "example"
+    assert [g.preset for g in scenario.gpus] == ["h100-sxm", "a100-sxm4-80gb"]
+    assert scenario.gpus[1].mig_enabled
+    assert len(scenario.faults.xid) == 1

@@ -11,11 +11,12 @@ Scenario format
 
 Times are seconds of scenario time (0 = when the stand-in starts), fractions are
 0-1, rates are MiB/s, sizes are bytes or strings with a unit (``"30 GiB"``,
-``"512 MiB"``, ``"72 GB"``; ``KiB/MiB/GiB/TiB`` are binary, ``KB/MB/GB/TB`` decimal)::
+``"512 MiB"``, ``"72 GB"``; ``KiB/MiB/GiB/TiB`` are binary, ``KB/MB/GB/TB`` decimal).
+Every table rejects unknown keys. A complete example (valid as it stands)::
 
-    name = "demo"                      # optional: defaults to the file name
+    name = "example"                   # optional: defaults to the file name
     description = "what this fleet shows"
-    seed = 0                           # changes every jittered/drawn value
+    seed = 0                           # changes every jittered or drawn value
 
     [driver]                           # optional; these are the defaults
     version = "570.133.20"             # nvmlSystemGetDriverVersion
@@ -24,48 +25,61 @@ Times are seconds of scenario time (0 = when the stand-in starts), fractions are
 
     [[gpus]]                           # one table per GPU, in index order
     preset = "h100-sxm"                # a key of presets.toml (`PRESETS`)
-    # optional identity overrides; by default derived from the scenario name + index:
-    # uuid = "GPU-1b2c...", serial = "1654...", pci_bus_id = "00000000:18:00.0"
-    # power_limit_w = 500              # enforced limit (default: the preset's)
-    # ecc_errors = { corrected = 0, uncorrected = 0 }   # aggregate counts at t = 0
+    # Identity is derived from the scenario name and index unless overridden:
+    # uuid = "GPU-...", serial = "1654...", pci_bus_id = "00000000:18:00.0"
+    power_limit_w = 700                # enforced limit (default: the preset's)
+    ecc_errors = { corrected = 0, uncorrected = 0 }   # aggregate counts at t = 0
 
-    [gpus.activity]                    # default: idle
-    levels = { util = 0.97, sm = 0.9, occupancy = 0.5, tensor = 0.6, dram = 0.5,
-               pcie_tx_mib_s = 600, pcie_rx_mib_s = 2400,
-               nvlink_tx_mib_s = 0, nvlink_rx_mib_s = 0 }  # power_w = 300 pins power
+    [gpus.activity]                    # default: idle (every level 0)
     vary_every = 60                    # seconds per draw of a [lo, hi] level
-    jitter = 0.02                      # ±2 % noise, redrawn every simulated second
+    jitter = 0.02                      # +-2 % noise, redrawn every simulated second
+
+    [gpus.activity.levels]             # or inline: levels = { util = 0.97, sm = 0.9 }
+    util = 0.97                        # a kernel is running (utilization .gpu)
+    sm = 0.9                           # GPM SM active
+    occupancy = 0.5                    # GPM SM occupancy
+    tensor = 0.6                       # GPM tensor active
+    dram = 0.5                         # GPM DRAM bandwidth (and utilization .memory)
+    pcie_tx_mib_s = 600
+    pcie_rx_mib_s = 2400
+    nvlink_tx_mib_s = 1500
+    nvlink_rx_mib_s = 1500
+    # power_w = 300                    # pins the power instead of following activity
 
     [[gpus.activity.periodic]]         # a 120 s pause every 1200 s, first at 1080 s
     every = 1200
     duration = 120
     offset = 1080
-    levels = { pcie_rx_mib_s = 150 }   # unspecified levels are 0
+    levels = { pcie_rx_mib_s = 150 }   # levels not given are 0
 
     [[gpus.activity.segments]]         # replaces the top level in [start, end)
     start = 3600
     end = 7200                         # omit for "until the end"
-    levels = { util = [0.3, 0.8], sm = [0.1, 0.35] }   # drawn per vary_every window
-    # periodic = [...]                 # a segment can have its own periodic windows
+    levels = { util = [0.3, 0.8], sm = [0.1, 0.35] }   # one draw per vary_every window
+    # a segment may have its own [[gpus.activity.segments.periodic]] windows
 
     [[gpus.processes]]
     pid = 4242
-    name = "python3 train.py"          # nvmlSystemGetProcessName
+    name = "python3 train.py"          # what nvmlSystemGetProcessName returns
     kind = "compute"                   # or "graphics"
     memory = "72 GiB"                  # or memory_fraction = 0.9 (of total - reserved)
     start = 0                          # running in [start, end)
-    # end = 3600
-    share = 1.0                        # its weight in the GPU's activity (0: holds memory only)
-    # memory_visible = false           # usedGpuMemory None, as without privileges
+    end = 86400                        # optional
+    share = 1.0                        # weight in the GPU's activity (0: holds memory only)
+    memory_visible = true              # false: usedGpuMemory None (no privileges)
 
-    # MIG (A100/H100/H200 only): instances replace GPU-level activity and processes.
+    [[gpus]]                           # MIG (A100, H100, H200): instances carry the
+    preset = "a100-sxm4-80gb"          # activity and processes; mig_mode = true with
+                                       # no instances is MIG on and empty
     [[gpus.mig]]
     profile = "3g.40gb"                # "<slices>g.<GB>gb"; memory defaults from it
     gpu_instance_id = 2                # default: position + 1
     compute_instance_id = 0
-    # memory = "39 GiB", uuid = "MIG-..."
+    memory = "40192 MiB"               # optional; uuid = "MIG-..." optional too
+
     [gpus.mig.activity]                # same format as gpus.activity
     levels = { util = 0.8, sm = 0.6 }
+
     [[gpus.mig.processes]]             # same format as gpus.processes
     pid = 7001
     name = "python3 finetune.py"
@@ -73,26 +87,31 @@ Times are seconds of scenario time (0 = when the stand-in starts), fractions are
 
     [faults]                           # all optional
     function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]   # C symbols the driver lacks
+
     [[faults.gpu_lost]]                # every call on the GPU fails from `at` (to `until`)
-    gpu = 3
-    at = 120
-    error = "gpu_is_lost"              # or "unknown"
-    [[faults.not_supported]]           # also [[faults.no_permission]]
-    gpu = 1                            # omit: every GPU (and system calls)
+    gpu = 0
+    at = 7200
+    error = "gpu_is_lost"              # or "unknown"; until = 7300 makes it transient
+
+    [[faults.not_supported]]           # [[faults.no_permission]] has the same keys
+    gpu = 1                            # omit for every GPU and the system calls
     functions = ["nvmlDeviceGetTotalEnergyConsumption"]
-    # start = 0, end = ...             # optional window
-    [[faults.slow_calls]]
+    start = 0                          # optional window; end = ... too
+
+    [[faults.slow_calls]]              # the call sleeps (injected `sleep`) this long
     function = "nvmlDeviceGetPcieThroughput"
     seconds = 0.5
     gpu = 1                            # optional
+
     [[faults.driver_error]]            # LibRmVersionMismatch on every call, nvmlInit too
     start = 300
     end = 330
     requires_reinit = true             # after `end`, fail until nvmlInit succeeds again
-    [[faults.xid]]                     # delivered through nvmlEventSetWait
-    gpu = 0
+
+    [[faults.xid]]                     # delivered once per event set by nvmlEventSetWait
+    gpu = 1
     at = 60
-    xid = 48
+    xid = 48                           # 48/94/95 also count an uncorrected ECC error
 
 How values follow activity: power goes from the preset's idle floor toward its limit
 with ``0.7 sm + 0.3 tensor + 0.25 dram`` (capped at the enforced limit, which then
