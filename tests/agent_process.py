@@ -10,7 +10,9 @@ import urllib.request
 from collections.abc import Sequence
 
 
-def start_agent(args: Sequence[str], port: int, *, timeout: float = 20.0) -> subprocess.Popen[bytes]:
+def start_agent(
+    args: Sequence[str], port: int, *, timeout: float = 20.0
+) -> subprocess.Popen[bytes]:
     """`python -m gpuwatch run ARGS --listen 127.0.0.1:PORT`, ready when /readyz answers 200."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpuwatch", "run", *args, "--listen", f"127.0.0.1:{port}"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,11 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 def simulated(scenario: str, clock: ManualClock | None = None) -> tuple[Any, ManualClock]:
     """A fresh stand-in for `scenario` on a manual clock."""
     clock = clock or ManualClock()
-    return SimulatedNvml(load_scenario(scenario), clock=clock), clock
+    # slow-call faults and event-wait polls sleep for real, but at most 10 ms
+    nv = SimulatedNvml(
+        load_scenario(scenario), clock=clock, sleep=lambda s: time.sleep(min(s, 0.01))
+    )
+    return nv, clock
 
 
 def make_agent(

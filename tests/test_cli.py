@@ -40,8 +40,14 @@ def test_status_json_lists_every_simulated_gpu() -> None:
     gpus = json.loads(result.stdout)
     assert [g["index"] for g in gpus] == [0, 1, 2, 3]
     for gpu in gpus:
-        for key in ("uuid", "name", "memory_used_bytes", "memory_total_bytes",
-                    "utilization_ratio", "processes"):
+        for key in (
+            "uuid",
+            "name",
+            "memory_used_bytes",
+            "memory_total_bytes",
+            "utilization_ratio",
+            "processes",
+        ):
             assert key in gpu
         assert gpu["name"] == "NVIDIA H100 80GB HBM3"
     assert gpus[1]["processes"] == []

@@ -28,7 +28,7 @@ def agent_port() -> Iterator[int]:
     proc = start_agent(["--simulate", "demo", "--speed", "10"], port)
     yield port
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=10)
+    proc.communicate(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,9 @@ def test_real_gpu_metrics_pass_promtool(real_nvml: Any) -> None:
     promtool = require_binary("promtool")
     gpuwatch_only = b"\n".join(line for line in text.splitlines() if b"DCGM_" not in line)
     result = subprocess.run(
-        [promtool, "check", "metrics"], input=gpuwatch_only + b"\n", capture_output=True,
+        [promtool, "check", "metrics"],
+        input=gpuwatch_only + b"\n",
+        capture_output=True,
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

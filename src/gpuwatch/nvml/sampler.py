@@ -16,6 +16,7 @@ from gpuwatch.clock import Clock
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.device import NvmlDevice
 from gpuwatch.nvml.errors import (
+    DeviceLostError,
     DriverError,
     NvmlErrorKind,
     NvmlNotFoundError,
@@ -49,7 +50,8 @@ class NvmlSampler:
         self._watch_xid = watch_xid
         self._lock = threading.Lock()
         self._devices: list[NvmlDevice] = []
-        self._known: list[GpuIdentity] = []
+        self._lost_at_open: list[int] = []  # indexes whose handle or identity could not be read
+        self._known: dict[int, GpuIdentity] = {}
         self._xid: XidWatcher | None = None
         self._initialized = False
         self._retry_delay = retry_initial_seconds
@@ -87,12 +89,13 @@ class NvmlSampler:
                 nvml_version=_optional_text(nv, nv.nvmlSystemGetNVMLVersion),
             )
             count = int(nv.nvmlDeviceGetCount())
-            devices = [NvmlDevice(nv, index, self._clock) for index in range(count)]
+            devices, lost = self._open_devices(list(range(count)))
         except BaseException:
             _shutdown_quietly(nv)
             raise
         self._devices = devices
-        self._known = [d.identity for d in devices]
+        self._lost_at_open = lost
+        self._known.update({d.index: d.identity for d in devices})
         for device in devices:
             self._sample_slow_device(device)
         if self._watch_xid:
@@ -103,6 +106,21 @@ class NvmlSampler:
         self._retry_delay = self._retry_initial
         self.last_error = None
         log.info("NVML initialised: %d GPU(s), driver %s", len(devices), self.driver.driver_version)
+
+    def _open_devices(self, indexes: list[int]) -> tuple[list[NvmlDevice], list[int]]:
+        """Open GPUs by index; one that is lost is reported down instead of failing them all.
+
+        Raises DriverError when NVML as a whole fails.
+        """
+        devices, lost = [], []
+        for index in indexes:
+            try:
+                devices.append(NvmlDevice(self._nv, index, self._clock))
+            except (DeviceLostError, self._nv.NVMLError) as exc:
+                if index not in self._lost_at_open:  # one log line per loss, not per retry
+                    log.error("GPU %d cannot be opened, reported down: %s", index, _why(exc))
+                lost.append(index)
+        return devices, lost
 
     def _fail(self, reason: str) -> None:
         """Drop NVML after a driver-level error and schedule a retry."""
@@ -135,19 +153,36 @@ class NvmlSampler:
                 if not self._initialized:
                     raise DriverError(self.last_error or "NVML is not initialised")
             try:
-                return tuple(self._sample_device(d) for d in self._devices)
+                samples = [self._sample_device(d) for d in self._devices]
             except DriverError as exc:
                 self._fail(str(exc))
                 raise
+            samples.extend(self._lost_sample(index) for index in self._lost_at_open)
+            return tuple(sorted(samples, key=lambda s: s.identity.index))
 
     def _sample_device(self, device: NvmlDevice) -> GpuSample:
         xid = self._xid.counts_for(device.identity.uuid) if self._xid else ()
         return device.sample(xid)
 
+    def _lost_sample(self, index: int) -> GpuSample:
+        identity = self._known.get(index) or GpuIdentity(
+            index=index,
+            uuid="",
+            name="",
+            serial=None,
+            pci_bus_id="",
+            memory_total_bytes=None,
+            power_limit_watts=None,
+            gpm_supported=False,
+        )
+        return GpuSample(identity=identity, up=False, error="GPU lost")
+
     def down_samples(self) -> tuple[GpuSample, ...]:
         """Every GPU known from the last successful enumeration, reported down."""
         reason = self.last_error or "NVML unavailable"
-        return tuple(GpuSample(identity=i, up=False, error=reason) for i in self._known)
+        return tuple(
+            GpuSample(identity=self._known[i], up=False, error=reason) for i in sorted(self._known)
+        )
 
     def _maybe_retry(self) -> None:
         if self._clock.monotonic() < self._next_retry:
@@ -160,11 +195,28 @@ class NvmlSampler:
             self._fail(str(exc))
 
     def sample_slow(self) -> None:
-        """Refresh the slow readings (PCIe, ECC, remapped rows, MIG) of every device."""
+        """Refresh the slow readings (PCIe, ECC, remapped rows, MIG) of every device.
+
+        Also retries the GPUs that were already lost when NVML was initialised.
+        """
         with self._lock:
             devices = list(self._devices) if self._initialized else []
+            if self._initialized and self._lost_at_open:
+                self._reopen_lost()
         for device in devices:
             self._sample_slow_device(device)
+
+    def _reopen_lost(self) -> None:
+        try:
+            found, still_lost = self._open_devices(self._lost_at_open)
+        except DriverError as exc:
+            log.debug("re-opening lost GPUs failed: %s", exc)
+            return
+        for device in found:
+            log.info("GPU %d is back", device.index)
+            self._known[device.index] = device.identity
+        self._devices = sorted([*self._devices, *found], key=lambda d: d.index)
+        self._lost_at_open = still_lost
 
     def _sample_slow_device(self, device: NvmlDevice) -> None:
         try:
@@ -200,6 +252,10 @@ def _optional_cuda(nv: Any) -> str | None:
         if classify(exc) is NvmlErrorKind.DRIVER:
             raise
         return None
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, DeviceLostError) else describe(exc)
 
 
 def _shutdown_quietly(nv: Any) -> None:

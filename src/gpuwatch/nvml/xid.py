@@ -7,17 +7,22 @@ counts into each snapshot. Devices that cannot register for XID events are skipp
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 from collections import Counter
 from typing import Any
 
-from gpuwatch.nvml import parse
 from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
 
 log = logging.getLogger(__name__)
 
 WAIT_TIMEOUT_MS = 500
+
+
+def handle_address(handle: Any) -> int | None:
+    """The address a `c_nvmlDevice_t` points to: stable for the life of the NVML session."""
+    return ctypes.cast(handle, ctypes.c_void_p).value
 
 
 class XidWatcher:
@@ -32,6 +37,8 @@ class XidWatcher:
         self._event_set: Any = None
         self.healthy = True
         self._handles_by_uuid = handles_by_uuid
+        # by handle address: asking NVML for the uuid fails once the GPU is lost (XID 79)
+        self._uuid_by_address = {handle_address(h): u for u, h in handles_by_uuid.items()}
 
     def start(self) -> bool:
         """Register every device that supports XID events; False when none does."""
@@ -73,10 +80,7 @@ class XidWatcher:
                 continue
             if int(data.eventType) != int(nv.nvmlEventTypeXidCriticalError):
                 continue
-            try:
-                uuid = parse.text(nv.nvmlDeviceGetUUID(data.device))
-            except nv.NVMLError:
-                uuid = ""
+            uuid = self._uuid_by_address.get(handle_address(data.device), "")
             xid = int(data.eventData)
             log.warning("GPU %s: XID %d", uuid, xid)
             with self._lock:

@@ -1,0 +1,336 @@
+"""The NVML layer against the pynvml stand-in: normal readings and every fault kind."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.exposition import generate_latest
+
+from gpuwatch.clock import ManualClock
+from gpuwatch.nvml import NvmlSampler
+from gpuwatch.nvml.errors import NvmlNotFoundError
+from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.snapshot import GpuSample
+from tests.conftest import make_agent, simulated
+
+GIB = 1024**3
+
+
+class CountingNvml:
+    """Counts calls at the library boundary and passes everything through."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if not name.startswith("nvml") or not callable(value) or isinstance(value, type):
+            return value
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return value(*args, **kwargs)
+
+        return counted
+
+
+def open_sampler(scenario: str) -> tuple[NvmlSampler, ManualClock, CountingNvml]:
+    nv, clock = simulated(scenario)
+    counting = CountingNvml(nv)
+    sampler = NvmlSampler(counting, clock)
+    sampler.open()
+    return sampler, clock, counting
+
+
+def run_to(sampler: NvmlSampler, clock: ManualClock, seconds: float) -> tuple[GpuSample, ...]:
+    """Tick once per simulated second until `seconds` past the start; the last tick."""
+    gpus: tuple[GpuSample, ...] = ()
+    while clock.time() - 1_767_225_600.0 < seconds:
+        clock.advance(1.0)
+        try:
+            gpus = sampler.sample()
+        except Exception:  # noqa: BLE001 - driver failures are asserted by the caller
+            gpus = sampler.down_samples()
+    return gpus
+
+
+# -- the demo fleet -------------------------------------------------------------------
+
+
+def test_demo_readings_are_in_base_units() -> None:
+    sampler, clock, _ = open_sampler("demo")
+    try:
+        gpus = run_to(sampler, clock, 30)
+    finally:
+        sampler.close()
+    assert [g.identity.index for g in gpus] == [0, 1, 2, 3]
+    for gpu in gpus:
+        assert gpu.up
+        assert gpu.identity.name == "NVIDIA H100 80GB HBM3"
+        assert gpu.identity.gpm_supported
+        assert gpu.identity.memory_total_bytes == 81559 * 1024**2
+        assert gpu.memory_reserved_bytes is not None  # v2 memory call
+        assert gpu.sm_active_ratio is not None
+        assert 0.0 <= gpu.sm_active_ratio <= 1.0
+        assert gpu.clock_sm_hertz is not None
+        assert gpu.clock_sm_hertz > 1e8  # hertz, not MHz
+        assert gpu.power_watts is not None
+        assert 30 < gpu.power_watts < 720
+    train, idle, held, serve = gpus
+    assert train.sm_active_ratio is not None
+    assert train.sm_active_ratio > 0.8
+    assert idle.processes == ()
+    assert idle.throttle_reasons == ("gpu_idle",)
+    assert held.processes is not None
+    assert len(held.processes) == 1
+    assert held.processes[0].memory_used_bytes == 30 * GIB
+    assert held.processes[0].sm_utilization_ratio == 0.0  # NotFound: no new samples
+    assert "ipykernel" in held.processes[0].name
+    assert serve.processes is not None
+    assert serve.processes[0].sm_utilization_ratio is not None
+    assert serve.processes[0].sm_utilization_ratio > 0.0
+
+
+def test_training_pause_shows_as_zero_activity_with_memory_held() -> None:
+    sampler, clock, _ = open_sampler("demo")
+    try:
+        busy = run_to(sampler, clock, 1000)[0]
+        paused = run_to(sampler, clock, 1100)[0]
+        resumed = run_to(sampler, clock, 1250)[0]
+    finally:
+        sampler.close()
+    assert busy.sm_active_ratio is not None
+    assert busy.sm_active_ratio > 0.8
+    assert paused.sm_active_ratio == 0.0
+    assert paused.memory_used_bytes == busy.memory_used_bytes
+    assert resumed.sm_active_ratio is not None
+    assert resumed.sm_active_ratio > 0.8
+
+
+def test_energy_counter_is_monotonic_joules() -> None:
+    sampler, clock, _ = open_sampler("demo")
+    try:
+        first = run_to(sampler, clock, 10)[0].energy_joules_total
+        second = run_to(sampler, clock, 20)[0].energy_joules_total
+    finally:
+        sampler.close()
+    assert first is not None
+    assert second is not None
+    assert 600 * 10 * 0.9 < second - first < 720 * 10  # ~660 W for 10 s
+
+
+def test_pcie_comes_from_gpm_and_the_blocking_call_is_never_made_per_tick() -> None:
+    sampler, clock, counting = open_sampler("demo")
+    try:
+        gpus = run_to(sampler, clock, 5)
+    finally:
+        sampler.close()
+    assert gpus[0].pcie_rx_bytes_per_second is not None
+    assert gpus[0].pcie_rx_bytes_per_second > 1e9  # 1800 MiB/s
+    assert counting.calls["nvmlDeviceGetPcieThroughput"] == 0
+
+
+# -- the faults fleet -----------------------------------------------------------------
+
+
+def test_unsupported_values_are_absent_and_asked_once() -> None:
+    sampler, clock, counting = open_sampler("faults")
+    try:
+        gpus = run_to(sampler, clock, 20)
+        sampler.sample_slow()
+        sampler.sample_slow()
+    finally:
+        sampler.close()
+    geforce = gpus[2]
+    assert geforce.identity.name == "NVIDIA GeForce RTX 4090"
+    assert geforce.identity.serial is None
+    assert geforce.ecc_uncorrected_errors_total is None
+    assert geforce.remapped_rows_pending is None
+    assert geforce.sm_active_ratio is None  # no GPM before Hopper
+    assert geforce.utilization_ratio is not None
+    l4 = gpus[1]
+    assert l4.energy_joules_total is None
+    assert l4.power_watts is not None
+    # NotSupported is remembered: asked once per device, not once per tick
+    assert counting.calls["nvmlDeviceGetTotalEnergyConsumption"] == 20 * 3 + 1
+    assert counting.calls["nvmlDeviceGetRemappedRows"] <= 4 * 1 + 3 * 2
+
+
+def test_no_permission_on_process_names_leaves_names_empty() -> None:
+    sampler, clock, _ = open_sampler("faults")
+    try:
+        gpus = run_to(sampler, clock, 5)
+    finally:
+        sampler.close()
+    assert gpus[1].processes is not None
+    assert [p.name for p in gpus[1].processes] == [""]
+    assert gpus[1].processes[0].pid == 8101
+
+
+def test_mig_instances_are_read_with_their_memory() -> None:
+    sampler, clock, _ = open_sampler("faults")
+    try:
+        a100 = run_to(sampler, clock, 5)[0]
+    finally:
+        sampler.close()
+    assert a100.mig_enabled is True
+    assert [m.gpu_instance_id for m in a100.mig_instances] == [2, 3, 9]
+    assert all(m.uuid.startswith("MIG-") for m in a100.mig_instances)
+    assert all(m.memory_total_bytes for m in a100.mig_instances)
+    assert a100.utilization_ratio is None  # not on MIG-enabled GPUs
+
+
+def test_a_lost_gpu_is_down_while_the_others_keep_reporting() -> None:
+    sampler, clock, _ = open_sampler("faults")
+    try:
+        before = run_to(sampler, clock, 100)
+        after = run_to(sampler, clock, 125)
+    finally:
+        sampler.close()
+    assert [g.up for g in before] == [True, True, True, True]
+    assert [g.up for g in after] == [True, True, True, False]
+    assert after[3].error is not None
+    assert "GpuIsLost" in after[3].error
+    assert after[3].identity.uuid == before[3].identity.uuid
+
+
+def test_unknown_errors_take_a_gpu_down_only_while_they_last() -> None:
+    sampler, clock, _ = open_sampler("faults")
+    try:
+        during = run_to(sampler, clock, 205)
+        after = run_to(sampler, clock, 215)
+    finally:
+        sampler.close()
+    assert during[1].up is False
+    assert during[0].up is True
+    assert after[1].up is True
+
+
+def test_xid_events_are_counted_per_gpu_even_for_a_lost_gpu() -> None:
+    sampler, clock, _ = open_sampler("faults")
+    try:
+        run_to(sampler, clock, 125)
+        deadline = time.monotonic() + 5
+        gpus = sampler.sample()
+        while (not gpus[0].xid_errors_total or not gpus[3].xid_errors_total) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)  # the event thread waits in real time
+            gpus = sampler.sample()
+    finally:
+        sampler.close()
+    assert gpus[0].xid_errors_total == ((48, 1),)
+    assert gpus[3].xid_errors_total == ((79, 1),)
+
+
+def test_driver_error_marks_all_down_then_reinitialises_with_backoff() -> None:
+    sampler, clock, counting = open_sampler("faults")
+    try:
+        run_to(sampler, clock, 299)
+        assert sampler.initialized
+        during = run_to(sampler, clock, 320)
+        assert not sampler.initialized
+        assert [g.up for g in during] == [False, False, False, False]
+        inits_during = counting.calls["nvmlInit"]
+        # backoff 1, 2, 4, 8, ... s: far fewer than one attempt per tick
+        assert 2 <= inits_during <= 1 + 6
+        after = run_to(sampler, clock, 400)
+    finally:
+        sampler.close()
+    assert sampler.last_error is None
+    assert [g.up for g in after] == [True, True, True, False]  # GPU 3 is still lost
+
+
+def test_lost_gpu_at_start_is_reported_down_not_fatal() -> None:
+    nv, clock = simulated("faults")
+    nv = SimulatedNvml(load_scenario("faults"), clock=clock, start_time=clock.time() - 130)
+    sampler = NvmlSampler(nv, clock)
+    sampler.open()
+    try:
+        clock.advance(1)
+        gpus = sampler.sample()
+    finally:
+        sampler.close()
+    assert [g.up for g in gpus] == [True, True, True, False]
+
+
+def test_memory_v2_missing_falls_back_to_v1(tmp_path: Path) -> None:
+    scenario = tmp_path / "old-driver.toml"
+    scenario.write_text(
+        'name = "old-driver"\n'
+        "[[gpus]]\n"
+        'preset = "a100-sxm4-40gb"\n'
+        "[faults]\n"
+        'function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]\n'
+    )
+    clock = ManualClock()
+    sampler = NvmlSampler(SimulatedNvml(load_scenario(str(scenario)), clock=clock), clock)
+    sampler.open()
+    try:
+        clock.advance(1)
+        gpu = sampler.sample()[0]
+    finally:
+        sampler.close()
+    assert gpu.up
+    assert gpu.memory_reserved_bytes is None  # v1 has no reserved field
+    assert gpu.memory_used_bytes is not None
+    assert gpu.memory_used_bytes > 0  # v1 `used` includes the reserved memory
+
+
+def test_no_driver_raises_nvml_not_found() -> None:
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        pass
+    else:
+        pynvml.nvmlShutdown()
+        pytest.skip("this host has an NVIDIA driver")
+    with pytest.raises(NvmlNotFoundError, match="LibraryNotFound"):
+        NvmlSampler(pynvml, ManualClock()).open()
+
+
+# -- what the exporter makes of it -------------------------------------------------------
+
+
+def test_exporter_leaves_out_what_a_gpu_cannot_give() -> None:
+    agent, clock = make_agent("faults")
+    try:
+        for _ in range(130):
+            clock.advance(1.0)
+            agent.tick()
+        text = generate_latest(agent.registry).decode()
+    finally:
+        agent.stop()
+    lines = text.splitlines()
+    geforce = [line for line in lines if 'gpu="2"' in line]
+    assert any(line.startswith("gpuwatch_gpu_utilization_ratio") for line in geforce)
+    assert not any(line.startswith("gpuwatch_gpu_sm_active_ratio") for line in geforce)
+    assert not any(line.startswith("gpuwatch_gpu_ecc_") for line in geforce)
+    lost = [line for line in lines if 'gpu="3"' in line and not line.startswith("#")]
+    assert [line.split("{")[0] for line in lost] == [
+        "gpuwatch_gpu_info",
+        "gpuwatch_gpu_up",
+        "gpuwatch_gpu_xid_errors_total",
+    ]
+    assert 'gpuwatch_gpu_up{gpu="3"' in text
+    assert any(line.startswith("gpuwatch_gpu_up{") and line.endswith(" 0.0") for line in lost)
+
+
+def test_collector_success_goes_to_zero_during_a_driver_error() -> None:
+    agent, clock = make_agent("faults")
+    try:
+        for _ in range(310):
+            clock.advance(1.0)
+            snapshot = agent.tick()
+    finally:
+        agent.stop()
+    results = {r.name: r.success for r in snapshot.collectors}
+    assert results["nvml"] is False
+    assert all(not g.up for g in snapshot.gpus)
