@@ -57,3 +57,11 @@ def test_readme_lists_exactly_the_dcgm_families() -> None:
     documented = set(re.findall(r"`(DCGM_FI_[A-Z_]+)`", readme_section("dcgm-reference")))
     exported = {family.name for family in dcgm_families(snapshots(("demo",))[-1], "host")}
     assert documented == exported
+
+
+def test_simulation_doc_carries_the_current_scenario_format() -> None:
+    import gpuwatch.simulate.scenario as scenario_module
+
+    doc = (REPO_ROOT / "docs" / "simulation.md").read_text()
+    assert scenario_module.__doc__ is not None
+    assert scenario_module.__doc__.strip() in doc, "regenerate docs/simulation.md"
