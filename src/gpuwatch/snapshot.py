@@ -120,6 +120,38 @@ class DriverInfo:
     nvml_version: str | None
 
 
+GPU_STATES = ("busy", "idle", "held", "underutilized")
+"""Waste-analysis states, in the order they are exported."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """A cheaper catalog GPU that meets the workload's memory and bandwidth need."""
+
+    gpu_id: str  # catalog id, e.g. "A100-SXM-80GB"
+    rent_usd_per_hour: float
+    savings_usd_per_hour: float
+
+
+@dataclass(frozen=True, slots=True)
+class GpuVerdict:
+    """The waste analysis of one GPU at one tick (see gpuwatch.analysis)."""
+
+    gpu_index: int
+    uuid: str
+    state: str  # one of GPU_STATES
+    state_since_seconds: float  # epoch seconds the current state began
+    inactive_since_seconds: float | None  # start of the inactivity the window confirmed
+    idle_seconds_total: float  # seconds spent idle or held, counted from confirmed start
+    activity_mean_ratio: float | None  # mean activity over the window
+    required_memory_bytes: tuple[tuple[str, int], ...] = ()  # (source, bytes)
+    required_bandwidth_bytes_per_second: float | None = None
+    catalog_gpu_id: str | None = None  # this GPU's catalog entry, when matched
+    overprovisioned: bool | None = None  # None: not evaluated yet / not in the catalog
+    recommendation: Recommendation | None = None
+    workload: str | None = None  # the declared workload's model name, when declared
+
+
 @dataclass(frozen=True, slots=True)
 class FleetSnapshot:
     """One host's GPUs at one instant of (possibly simulated) time."""
@@ -128,3 +160,5 @@ class FleetSnapshot:
     driver: DriverInfo
     gpus: tuple[GpuSample, ...]
     collectors: tuple[CollectorResult, ...] = field(default=())
+    verdicts: tuple[GpuVerdict, ...] = field(default=())
+    hostname: str = ""
