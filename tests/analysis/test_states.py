@@ -1,0 +1,94 @@
+"""The state machine on literal sample sequences (simulated seconds, 1 s apart)."""
+
+from __future__ import annotations
+
+from gpuwatch.analysis.rolling import BucketedWindow
+from gpuwatch.analysis.states import GpuStateTracker, StateSettings
+
+WINDOW = 1800.0
+
+
+def feed(
+    tracker: GpuStateTracker,
+    start: int,
+    end: int,
+    activity: float,
+    *,
+    processes: bool = False,
+    power: float | None = None,
+) -> list[str]:
+    return [tracker.observe(float(t), activity, power, processes) for t in range(start, end)]
+
+
+def test_idle_is_flagged_after_the_window_and_not_before() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
+    states = feed(tracker, 0, 1900, 0.0)
+    assert set(states[:1800]) == {"busy"}
+    assert states[1800] == "idle"
+    assert tracker.state_since == 0.0, "idle since the start of the confirmed inactivity"
+    assert tracker.idle_seconds_total == 1899.0
+
+
+def test_held_when_processes_keep_memory_without_activity() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
+    assert feed(tracker, 0, 1801, 0.0, processes=True)[-1] == "held"
+
+
+def test_pauses_shorter_than_the_window_never_flag() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
+    states: list[str] = []
+    for cycle in range(6):  # 2 hours of 20-minute cycles with a 2-minute pause
+        base = cycle * 1200
+        states += feed(tracker, base, base + 1080, 0.9, processes=True)
+        states += feed(tracker, base + 1080, base + 1200, 0.0, processes=True)
+    assert set(states) == {"busy"}
+    assert tracker.idle_seconds_total == 0.0
+
+
+def test_noise_under_the_floor_is_still_idle() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW, noise_floor_ratio=0.01))
+    assert feed(tracker, 0, 1801, 0.005)[-1] == "idle"
+
+
+def test_power_veto_keeps_a_power_hungry_gpu_out_of_idle() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW, power_veto_watts=150.0))
+    assert "idle" not in feed(tracker, 0, 2000, 0.0, power=300.0)
+    assert feed(tracker, 2000, 3801, 0.0, power=70.0)[-1] == "idle"
+
+
+def test_waking_up_resolves_after_sustained_activity_only() -> None:
+    settings = StateSettings(window_seconds=WINDOW, resolve_after_seconds=60)
+    tracker = GpuStateTracker(settings)
+    feed(tracker, 0, 1801, 0.0)
+    assert feed(tracker, 1801, 1811, 0.8) == ["idle"] * 10, "a 10 s blip does not resolve"
+    assert feed(tracker, 1811, 1900, 0.0)[-1] == "idle"
+    woke = feed(tracker, 1900, 1990, 0.8)
+    assert woke[58] == "idle"
+    assert woke[61] == "busy", "the window restarts when the GPU wakes up"
+    assert tracker.state_since == 1960.0
+    assert feed(tracker, 1990, 3900, 0.1)[-1] == "underutilized"
+
+
+def test_underutilized_needs_a_full_window_of_low_mean_activity() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW, underutilized_below_ratio=0.25))
+    states = feed(tracker, 0, 2000, 0.15, processes=True)
+    assert states[1000] == "busy"
+    assert states[-1] == "underutilized"
+    assert tracker.activity_mean is not None
+    assert abs(tracker.activity_mean - 0.15) < 1e-9
+
+
+def test_bucketed_window_mean_max_and_expiry() -> None:
+    window = BucketedWindow(60.0, buckets=6)
+    for t in range(60):
+        window.add(float(t), 1.0 if t < 30 else 3.0, 1.0)
+    assert window.mean(59.0) == 2.0
+    assert window.maximum(59.0) == 3.0
+    assert window.covered_seconds(59.0) == 60.0
+    # 40 s later the first 30 s (value 1.0) have left the window
+    for t in range(60, 100):
+        window.add(float(t), 3.0, 1.0)
+    assert window.mean(99.0) == 3.0
+    # after a gap longer than the window, nothing is left
+    assert window.mean(500.0) is None
+    assert window.maximum(500.0) is None
