@@ -8,6 +8,7 @@ dotted path its error line must start with. Environment overrides are always pas
 from __future__ import annotations
 
 import re
+import typing
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -495,25 +496,51 @@ def test_check_config_without_file_argument_is_a_usage_error(
 # --- config.example.toml ---------------------------------------------------------------
 
 
-def _section_models() -> dict[str, type[BaseModel]]:
-    models: dict[str, type[BaseModel]] = {}
-    for name, field in Config.model_fields.items():
-        model = field.annotation
-        assert isinstance(model, type), (name, model)
-        assert issubclass(model, BaseModel), (name, model)
-        models[name] = model
+def _model_of(annotation: object) -> tuple[type[BaseModel] | None, bool]:
+    """(model, is_list) for a field annotated with a model or a list of models."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is list and args:
+        inner = args[0]
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return inner, True
+    return None, False
+
+
+def _section_models(
+    model: type[BaseModel] = Config, prefix: str = ""
+) -> dict[str, tuple[type[BaseModel], bool]]:
+    """Every section path -> (its model, whether it is an array of tables)."""
+    models: dict[str, tuple[type[BaseModel], bool]] = {}
+    for name, field in model.model_fields.items():
+        inner, is_list = _model_of(field.annotation)
+        if inner is None:
+            continue
+        path = f"{prefix}{name}"
+        models[path] = (inner, is_list)
+        if not is_list:
+            models.update(_section_models(inner, path + "."))
     return models
 
 
+def _scalar_fields(model: type[BaseModel]) -> set[str]:
+    return {n for n, f in model.model_fields.items() if _model_of(f.annotation)[0] is None}
+
+
 def _documented_options(text: str) -> dict[str, set[str]]:
-    """Keys shown in each section, set (`key = ...`) or commented out (`# key = ...`)."""
+    """Keys shown in each section, set (`key = ...`) or commented out (`# key = ...`).
+
+    Array-of-table sections are documented commented out: `# [[workloads]]`.
+    """
     found: dict[str, set[str]] = defaultdict(set)
     section: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
-        header = re.fullmatch(r"\[([A-Za-z0-9_]+)\]", stripped)
+        header = re.fullmatch(r"#?\s*\[\[?([A-Za-z0-9_.]+)\]\]?", stripped)
         if header:
             section = header.group(1)
+            found[section]  # noqa: B018 - a section with no options is still documented
             continue
         option = re.match(r"#?\s*([a-z_][a-z0-9_]*)\s*=", stripped)
         if option and section is not None:
@@ -532,11 +559,11 @@ def test_example_config_loads_and_shows_the_defaults() -> None:
 
 def test_example_config_documents_every_option() -> None:
     models = _section_models()
-    assert set(models) == {"agent", "exporter", "logging"}
+    assert {"agent", "exporter", "logging"} <= set(models)
     documented = _documented_options(EXAMPLE.read_text(encoding="utf-8"))
     assert set(documented) == set(models), "sections of config.example.toml != Config's"
-    for section, model in models.items():
-        fields = set(model.model_fields)
+    for section, (model, _) in models.items():
+        fields = _scalar_fields(model)
         assert fields, section
         missing = fields - documented[section]
         assert not missing, f"[{section}] options missing from config.example.toml: {missing}"
@@ -547,10 +574,21 @@ def test_example_config_documents_every_option() -> None:
 def test_example_config_commented_options_are_the_unset_ones() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     active = tomllib.loads(text)
-    for section, model in _section_models().items():
+    for section, (model, is_list) in _section_models().items():
+        if is_list:
+            assert section.split(".")[0] not in active or not _lookup(active, section), section
+            continue
         defaults = model()
-        for key in model.model_fields:
+        table = _lookup(active, section)
+        for key in _scalar_fields(model):
             if getattr(defaults, key) is None:
-                assert key not in active.get(section, {}), (section, key)
+                assert key not in table, (section, key)
             else:
-                assert key in active.get(section, {}), f"[{section}] {key} is not set"
+                assert key in table, f"[{section}] {key} is not set"
+
+
+def _lookup(data: dict[str, object], path: str) -> dict[str, object]:
+    for part in path.split("."):
+        value = data.get(part, {})
+        data = value if isinstance(value, dict) else {}
+    return data

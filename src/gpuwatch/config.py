@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpuwatch.analysis.declarations import WorkloadDeclaration
+
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
 
@@ -85,6 +87,19 @@ class ExporterConfig(_Section):
         return self
 
 
+class AnalysisConfig(_Section):
+    """[analysis]: when a GPU counts as idle, held, underutilized or overprovisioned."""
+
+    window_seconds: float = Field(default=1800.0, ge=60.0, le=7 * 86400.0)
+    noise_floor_ratio: float = Field(default=0.01, ge=0.0, le=1.0)
+    underutilized_below_ratio: float = Field(default=0.25, ge=0.0, le=1.0)
+    resolve_after_seconds: float = Field(default=60.0, ge=0.0)
+    power_veto_watts: float | None = Field(default=None, gt=0.0)
+    lookback_seconds: float = Field(default=86400.0, ge=60.0, le=90 * 86400.0)
+    headroom_ratio: float = Field(default=0.1, ge=0.0, le=2.0)
+    evaluation_interval_seconds: float = Field(default=10.0, ge=1.0, le=3600.0)
+
+
 class LoggingConfig(_Section):
     """[logging]: where the one line per failure goes."""
 
@@ -98,6 +113,8 @@ class Config(_Section):
     agent: AgentConfig = AgentConfig()
     exporter: ExporterConfig = ExporterConfig()
     logging: LoggingConfig = LoggingConfig()
+    analysis: AnalysisConfig = AnalysisConfig()
+    workloads: list[WorkloadDeclaration] = []
 
 
 def _parse_env_value(raw: str) -> Any:
@@ -189,17 +206,33 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
 
 
 def render_config(config: Config) -> str:
-    """The effective config as TOML text (None values omitted)."""
+    """The effective config as TOML text (unset options shown as comments)."""
     lines: list[str] = []
-    for section, values in config.model_dump(mode="json").items():
-        lines.append(f"[{section}]")
-        for key, value in values.items():
-            if value is None:
-                lines.append(f"# {key} is not set")
-            else:
-                lines.append(f"{key} = {_toml_value(value)}")
-        lines.append("")
-    return "\n".join(lines)
+    _render_table(config.model_dump(mode="json"), [], lines)
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _render_table(table: dict[str, Any], path: list[str], lines: list[str]) -> None:
+    """Scalars first, then sub-tables and arrays of tables, as TOML requires."""
+    for key, value in table.items():
+        if isinstance(value, dict) or _is_table_list(value):
+            continue
+        if value is None:
+            lines.append(f"# {key} is not set")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    for key, value in table.items():
+        if isinstance(value, dict):
+            lines.extend(["", f"[{'.'.join([*path, key])}]"])
+            _render_table(value, [*path, key], lines)
+        elif _is_table_list(value):
+            for item in value:
+                lines.extend(["", f"[[{'.'.join([*path, key])}]]"])
+                _render_table(item, [*path, key], lines)
 
 
 def _toml_value(value: Any) -> str:
@@ -209,4 +242,7 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items() if v is not None)
+        return "{ " + items + " }"
     return json.dumps(str(value))  # a JSON string is a valid TOML basic string

@@ -1,0 +1,67 @@
+"""Workload declarations: what runs on a GPU, so the sizing model can say what it needs.
+
+Declared in the config (`[[workloads]]`) or in a simulated scenario. A declaration
+matches a GPU by index, uuid, or a glob on a process name (Kubernetes namespace/pod
+patterns come with attribution), and names the model (a catalog name or a parameter
+count), precision, mode, the longest context and the largest batch it serves.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuwatch.snapshot import GpuSample
+
+Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+Mode = Literal["inference", "train", "lora", "qlora"]
+
+
+class WorkloadDeclaration(BaseModel):
+    """One `[[workloads]]` entry."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu_index: int | None = Field(default=None, ge=0)
+    gpu_uuid: str | None = None
+    process_name: str | None = None  # glob, e.g. "*vllm*"
+    model: str | None = None  # a model catalog name, e.g. "llama-3.1-8b"
+    params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
+    precision: Precision = "bf16"
+    mode: Mode = "inference"
+    context: int = Field(default=4096, ge=1)  # tokens
+    batch: int = Field(default=1, ge=1)  # concurrent sequences
+
+    @model_validator(mode="after")
+    def _complete(self) -> WorkloadDeclaration:
+        if self.gpu_index is None and self.gpu_uuid is None and self.process_name is None:
+            raise ValueError("set at least one of gpu_index, gpu_uuid, process_name")
+        if (self.model is None) == (self.params is None):
+            raise ValueError("set exactly one of model and params")
+        return self
+
+    @property
+    def label(self) -> str:
+        """What to call the workload in metrics and messages."""
+        return self.model or f"{self.params} params"
+
+    def matches(self, gpu: GpuSample) -> bool:
+        """True when every match key that is set agrees with this GPU."""
+        ident = gpu.identity
+        if self.gpu_index is not None and ident.index != self.gpu_index:
+            return False
+        if self.gpu_uuid is not None and ident.uuid != self.gpu_uuid:
+            return False
+        if self.process_name is not None:
+            names = [p.name for p in gpu.processes or ()]
+            return any(fnmatch.fnmatchcase(name, self.process_name) for name in names)
+        return True
+
+
+def find_declaration(
+    declarations: tuple[WorkloadDeclaration, ...], gpu: GpuSample
+) -> WorkloadDeclaration | None:
+    """The first declaration that matches the GPU (config order, scenario ones last)."""
+    return next((d for d in declarations if d.matches(gpu)), None)
