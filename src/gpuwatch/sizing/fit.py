@@ -1,0 +1,135 @@
+"""Which GPUs hold a workload, how fast, at what cost per token, cheapest first.
+
+A GPU fits when its memory holds the requirement plus headroom:
+``memory_bytes >= total_bytes x (1 + headroom)``. The default headroom, 10 %, is the
+low end of seed 001's "leave 10-15 % headroom" for allocator fragmentation. Catalog
+memory is the marketed decimal capacity, at most what NVML reports.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuwatch.sizing.cost import (
+    DEFAULT_OWNERSHIP,
+    Ownership,
+    usd_per_million_tokens_owned,
+    usd_per_million_tokens_rented,
+)
+from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
+from gpuwatch.sizing.memory import (
+    DEFAULT_ASSUMPTIONS,
+    MemoryAssumptions,
+    MemoryBreakdown,
+    Workload,
+    memory_requirement,
+)
+from gpuwatch.sizing.throughput import tokens_per_second
+
+DEFAULT_HEADROOM = 0.1
+
+
+def _check_headroom(headroom: float) -> None:
+    if headroom < 0:
+        raise ValueError(f"headroom must be >= 0, got {headroom}")
+
+
+def fits(gpu: GpuSpec, breakdown: MemoryBreakdown, headroom: float = DEFAULT_HEADROOM) -> bool:
+    """True when one `gpu` holds `breakdown` with `headroom` (a fraction) to spare."""
+    _check_headroom(headroom)
+    return breakdown.total_bytes * (1 + headroom) <= gpu.memory_bytes
+
+
+def gpus_needed(total_bytes: int, gpu: GpuSpec, headroom: float = DEFAULT_HEADROOM) -> int:
+    """How many of `gpu` hold `total_bytes` with headroom, if it shards evenly.
+
+    Ideal sharding (tensor parallelism, ZeRO-3): the lower bound on the GPU count.
+    """
+    _check_headroom(headroom)
+    return max(1, math.ceil(total_bytes * (1 + headroom) / gpu.memory_bytes))
+
+
+@dataclass(frozen=True, slots=True)
+class RankedGpu:
+    """One catalog GPU judged against a workload.
+
+    `tokens_per_second` and the $/1M figures are per GPU: for a GPU that does not fit
+    they are what each of `gpus_needed` GPUs would give with ideal sharding.
+    """
+
+    gpu: GpuSpec
+    fits: bool
+    gpus_needed: int
+    tokens_per_second: float
+    usd_per_million_tokens_rented: float
+    usd_per_million_tokens_owned: float
+
+    @property
+    def name(self) -> str:
+        """The catalog id."""
+        return self.gpu.id
+
+    @property
+    def memory_bytes(self) -> int:
+        """The GPU's memory, decimal bytes."""
+        return self.gpu.memory_bytes
+
+
+def rank_gpus(
+    catalog: GpuCatalog,
+    workload: Workload,
+    *,
+    headroom: float = DEFAULT_HEADROOM,
+    efficiency: float | None = None,
+    ownership: Ownership = DEFAULT_OWNERSHIP,
+    assumptions: MemoryAssumptions = DEFAULT_ASSUMPTIONS,
+) -> tuple[RankedGpu, ...]:
+    """Every catalog GPU for `workload`: fitting ones first, each group by rented $/1M tokens.
+
+    `efficiency` None takes the mode's default (see `throughput.tokens_per_second`).
+    """
+    breakdown = memory_requirement(workload, assumptions)
+    ranked = []
+    for gpu in catalog:
+        speed = tokens_per_second(gpu, workload, efficiency)
+        ranked.append(
+            RankedGpu(
+                gpu=gpu,
+                fits=fits(gpu, breakdown, headroom),
+                gpus_needed=gpus_needed(breakdown.total_bytes, gpu, headroom),
+                tokens_per_second=speed,
+                usd_per_million_tokens_rented=usd_per_million_tokens_rented(
+                    gpu.rent_usd_per_hour, speed
+                ),
+                usd_per_million_tokens_owned=usd_per_million_tokens_owned(
+                    gpu.purchase_usd, gpu.tdp_watts, speed, ownership
+                ),
+            )
+        )
+    ranked.sort(key=lambda r: (not r.fits, r.usd_per_million_tokens_rented, r.name))
+    return tuple(ranked)
+
+
+def cheapest_fitting(
+    catalog: GpuCatalog,
+    need_memory_bytes: float,
+    need_bandwidth_bytes_per_second: float,
+    headroom: float = DEFAULT_HEADROOM,
+) -> GpuSpec | None:
+    """The GPU with the lowest `rent_usd_per_hour` that meets both needs with headroom.
+
+    Meets: memory >= need x (1 + headroom) and bandwidth >= need x (1 + headroom).
+    Ties go to the smaller memory, then the id. None when no GPU meets both.
+    """
+    _check_headroom(headroom)
+    candidates = [
+        gpu
+        for gpu in catalog
+        if gpu.memory_bytes >= need_memory_bytes * (1 + headroom)
+        and gpu.memory_bandwidth_bytes_per_second
+        >= need_bandwidth_bytes_per_second * (1 + headroom)
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda gpu: (gpu.rent_usd_per_hour, gpu.memory_bytes, gpu.id))
