@@ -1,0 +1,101 @@
+"""News, dedup and cooldown: which GPUs deserve a Slack message now.
+
+Pure and O(GPUs): `decide()` compares each GPU's verdict with what was last said about
+that GPU (`AlertMemory`, keyed by uuid) and returns the events to send plus the memory
+changes to persist. No I/O, no clock: "now" is the snapshot's timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwatch.snapshot import FleetSnapshot, GpuSample, GpuVerdict
+
+EventKind = Literal["new", "changed", "reminder", "resolved"]
+
+
+@dataclass(frozen=True, slots=True)
+class AlertMemory:
+    """The last alert sent (queued) about one GPU."""
+
+    condition: str  # an AlertCondition
+    alerted_at_seconds: float  # epoch seconds of that alert
+
+
+@dataclass(frozen=True, slots=True)
+class AlertEvent:
+    """One GPU's news in one evaluation."""
+
+    kind: EventKind
+    condition: str  # the condition alerted; for "resolved" the one that ended
+    previous: str | None  # for "changed": the condition before
+    verdict: GpuVerdict
+    gpu: GpuSample | None  # None when the snapshot has no sample for the GPU
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one evaluation found: events to send, memory rows to write or delete."""
+
+    events: tuple[AlertEvent, ...]
+    updates: Mapping[str, AlertMemory | None]  # uuid -> new memory, or None to forget
+
+
+def alertable_condition(verdict: GpuVerdict, states: Collection[str]) -> str | None:
+    """The GPU's condition worth alerting on, or None.
+
+    Its waste state when listed in `states` (idle/held/underutilized) comes first, then
+    "overprovisioned" when the verdict says so and it is listed.
+    """
+    if verdict.state in states and verdict.state != "busy":
+        return verdict.state
+    if verdict.overprovisioned and "overprovisioned" in states:
+        return "overprovisioned"
+    return None
+
+
+def decide(
+    snapshot: FleetSnapshot,
+    memory: Mapping[str, AlertMemory],
+    *,
+    states: Collection[str],
+    cooldown_seconds: float,
+    resolve: bool = True,
+) -> Decision:
+    """Compare every verdict with `memory`; GPUs without a verdict are left as they were.
+
+    - entering a condition: "new"; a different condition: "changed", at once;
+    - the same condition: nothing until `cooldown_seconds` passed since the last alert,
+      then a "reminder";
+    - no condition any more (typically busy again): one "resolved" (unless `resolve` is
+      False) and the GPU is forgotten.
+    """
+    now = snapshot.timestamp_seconds
+    samples = {gpu.identity.uuid: gpu for gpu in snapshot.gpus}
+    events: list[AlertEvent] = []
+    updates: dict[str, AlertMemory | None] = {}
+    for verdict in sorted(snapshot.verdicts, key=lambda v: v.gpu_index):
+        uuid = verdict.uuid
+        gpu = samples.get(uuid)
+        condition = alertable_condition(verdict, states)
+        last = memory.get(uuid)
+        if condition is None:
+            if last is not None:
+                updates[uuid] = None
+                if resolve:
+                    events.append(AlertEvent("resolved", last.condition, None, verdict, gpu))
+            continue
+        if last is None:
+            kind: EventKind = "new"
+        elif last.condition != condition:
+            kind = "changed"
+        elif now - last.alerted_at_seconds >= cooldown_seconds:
+            kind = "reminder"
+        else:
+            continue
+        previous = last.condition if last is not None and kind == "changed" else None
+        events.append(AlertEvent(kind, condition, previous, verdict, gpu))
+        updates[uuid] = AlertMemory(condition, now)
+    return Decision(tuple(events), updates)

@@ -1,0 +1,85 @@
+"""The Slack webhook URL: where it comes from and how it is kept out of every output.
+
+The URL is a bearer secret (whoever has it can post to the channel). It is read from
+`GPUWATCH_SLACK_WEBHOOK_URL` or from the file named by `[alerts.slack] webhook_url_file`,
+never from config text; it is held in a `WebhookUrl`, whose repr and str are redacted,
+and `WebhookUrl.scrub` removes it from any text before that text is logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from gpuwatch.alerts.config import SlackConfig
+
+ENV_WEBHOOK_URL = "GPUWATCH_SLACK_WEBHOOK_URL"
+REDACTED = "<redacted webhook URL>"
+
+
+class WebhookSecretError(Exception):
+    """The webhook URL cannot be read or is not a URL; the message never contains it."""
+
+
+class WebhookUrl:
+    """A webhook URL that never shows itself: `reveal()` is the only way to read it."""
+
+    __slots__ = ("_secrets", "_value")
+
+    def __init__(self, value: str, *, source: str = "the webhook URL") -> None:
+        url = value.strip()
+        parts = urlsplit(url)
+        if (
+            parts.scheme not in ("https", "http")
+            or not parts.netloc
+            or any(c.isspace() for c in url)
+        ):
+            raise WebhookSecretError(f"{source} is not an http(s) URL")
+        self._value = url
+        # the URL's path and query carry the token: scrub them too when they appear alone
+        tails = [parts.path, parts.query]
+        self._secrets = tuple(
+            sorted({url, *(t for t in tails if len(t) >= 8)}, key=len, reverse=True)
+        )
+
+    def reveal(self) -> str:
+        """The URL itself, for the HTTP client only."""
+        return self._value
+
+    def scrub(self, text: str) -> str:
+        """`text` with the URL (and its token-bearing path) replaced by a placeholder."""
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def __repr__(self) -> str:
+        return f"WebhookUrl({REDACTED})"
+
+    __str__ = __repr__
+
+
+def resolve_webhook_url(config: SlackConfig, environ: Mapping[str, str]) -> str | None:
+    """The webhook URL: `GPUWATCH_SLACK_WEBHOOK_URL` wins, else `webhook_url_file`.
+
+    Returns None when neither is set (an empty variable counts as unset). Raises
+    WebhookSecretError, whose message names the file but never the URL, when the file
+    cannot be read, is empty, or either source does not hold an http(s) URL.
+    """
+    from_env = environ.get(ENV_WEBHOOK_URL, "").strip()
+    if from_env:
+        return WebhookUrl(from_env, source=ENV_WEBHOOK_URL).reveal()
+    path = config.webhook_url_file
+    if path is None:
+        return None
+    source = f"alerts.slack.webhook_url_file {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WebhookSecretError(f"{source}: no such file") from None
+    except OSError as exc:
+        raise WebhookSecretError(f"{source}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise WebhookSecretError(f"{source}: not UTF-8 text") from None
+    if not text.strip():
+        raise WebhookSecretError(f"{source}: the file is empty")
+    return WebhookUrl(text, source=source).reveal()
