@@ -251,19 +251,24 @@ def _render(
     for note in breakdown.notes:
         console.print(f"note: {note}", highlight=False)
 
-    speed = "decode tokens/s" if workload.mode is Mode.INFERENCE else "training tokens/s"
-    gpus = Table(title=f"GPUs, cheapest fitting first (headroom {args.headroom:.0%})")
-    gpus.add_column("GPU")
-    gpus.add_column("memory", justify="right")
-    gpus.add_column("fits")
-    gpus.add_column(f"{speed} per GPU", justify="right")
-    gpus.add_column("$/1M tokens rented", justify="right")
-    gpus.add_column("$/1M tokens owned", justify="right")
+    speed = "decode" if workload.mode is Mode.INFERENCE else "training"
+    gpus = Table(
+        title=(
+            f"GPUs, cheapest fitting first: fit with {args.headroom:.0%} headroom, "
+            f"{speed} tokens/s and $ per 1M tokens, per GPU"
+        )
+    )
+    gpus.add_column("GPU", no_wrap=True)
+    gpus.add_column("memory", justify="right", no_wrap=True)
+    gpus.add_column("fits", no_wrap=True)
+    gpus.add_column("tokens/s", justify="right")
+    gpus.add_column("$/1M rented", justify="right")
+    gpus.add_column("$/1M owned", justify="right")
     for row in ranked:
         gpus.add_row(
             row.name,
             f"{to_gb(row.memory_bytes):g} GB",
-            "yes" if row.fits else f"no (needs {row.gpus_needed})",
+            "yes" if row.fits else f"no: needs {row.gpus_needed}",
             f"{row.tokens_per_second:,.1f}",
             f"{row.usd_per_million_tokens_rented:,.3f}",
             f"{row.usd_per_million_tokens_owned:,.3f}",
