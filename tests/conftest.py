@@ -51,7 +51,7 @@ def make_agent(
         agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics),
         exporter=ExporterConfig(dcgm_compat=dcgm_compat),
     )
-    agent = Agent(config, nv, clock)
+    agent = Agent(config, nv, clock, extra_workloads=nv.scenario.workloads, environ={})
     agent.open()
     return agent, clock
 

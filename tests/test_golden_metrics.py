@@ -20,11 +20,11 @@ from prometheus_client.exposition import generate_latest
 from tests.conftest import make_agent, require_binary
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-SIMULATED_SECONDS = 300
+SIMULATED_SECONDS = 2000  # past the 30-minute window: idle, held, overprovisioned
 
 
 def render_demo() -> tuple[str, str]:
-    """(gpuwatch families, DCGM families) after 300 simulated seconds of 1 s ticks."""
+    """(gpuwatch families, DCGM families) after SIMULATED_SECONDS of 1 s ticks."""
     agent, clock = make_agent("demo", dcgm_compat=True, per_process_metrics=True)
     try:
         for _ in range(SIMULATED_SECONDS):

@@ -9,19 +9,26 @@ Under `--simulate --speed X` the scheduler fires every `interval / X` real secon
 from __future__ import annotations
 
 import logging
+import os
 import socket
+from collections.abc import Mapping
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from gpuwatch.alerts import build_dispatcher
+from gpuwatch.analysis.declarations import WorkloadDeclaration
+from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
 from gpuwatch.clock import Clock
+from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config, parse_listen_address
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
 from gpuwatch.nvml import NvmlSampler
-from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
+from gpuwatch.snapshot import FleetSnapshot, GpuSample, GpuVerdict
 from gpuwatch.store import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -32,7 +39,21 @@ MIN_REAL_INTERVAL_SECONDS = 0.05
 class Agent:
     """One host's agent; `nv` is the real pynvml module or the simulated stand-in."""
 
-    def __init__(self, config: Config, nv: Any, clock: Clock, *, speed: float = 1.0) -> None:
+    def __init__(
+        self,
+        config: Config,
+        nv: Any,
+        clock: Clock,
+        *,
+        speed: float = 1.0,
+        extra_workloads: tuple[WorkloadDeclaration, ...] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """`extra_workloads` are declared by a simulated scenario (after the config's).
+
+        Raises WebhookSecretError or OutboxError when Slack alerting is configured but
+        its secret or state directory cannot be used.
+        """
         self.config = config
         self.clock = clock
         self.speed = speed
@@ -40,13 +61,28 @@ class Agent:
         self.sampler = NvmlSampler(nv, clock, retry_max_seconds=config.agent.nvml_retry_max_seconds)
         self.nvml = NvmlCollector(self.sampler, clock)
         self.hostname = config.agent.hostname or socket.gethostname()
+        self.analysis = AnalysisEngine(
+            analysis_settings(config.analysis),
+            (*config.workloads, *extra_workloads),
+            build_gpu_catalog(config.sizing.gpus),
+            build_model_catalog(config.sizing.models),
+        )
+        self.alerts = build_dispatcher(
+            config.alerts.slack,
+            os.environ if environ is None else environ,
+            state_dir=config.agent.state_dir,
+            clock=clock,
+            hostname=self.hostname,
+        )
         self.collector = SnapshotCollector(
             self.store,
             ExportOptions(per_process_metrics=config.agent.per_process_metrics),
             dcgm_compat=config.exporter.dcgm_compat,
             hostname=self.hostname,
+            extra=[] if self.alerts is None else [self.alerts.families],
         )
         self.registry = build_registry(self.collector)
+        self._analysis_failed = False
         self._scheduler: BackgroundScheduler | None = None
         self._server: MetricsServer | None = None
 
@@ -55,16 +91,37 @@ class Agent:
         self.sampler.open()
 
     def tick(self) -> FleetSnapshot:
-        """Sample every GPU once and publish the snapshot."""
+        """Sample every GPU once, analyse the sample and publish the snapshot."""
         gpus, results = self.nvml.collect()
+        now = self.clock.time()
+        verdicts, analysis_result = timed(
+            "analysis", self.clock, lambda: self._analyse(now, gpus), failed=_no_verdicts
+        )
         snapshot = FleetSnapshot(
-            timestamp_seconds=self.clock.time(),
+            timestamp_seconds=now,
             driver=self.sampler.driver,
             gpus=gpus,
-            collectors=tuple(results),
+            collectors=(*results, analysis_result),
+            verdicts=verdicts,
+            hostname=self.hostname,
         )
         self.store.publish(snapshot)
         return snapshot
+
+    def _analyse(self, now: float, gpus: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
+        try:
+            return self.analysis.observe(now, gpus)
+        except Exception as exc:  # a bug in the analysis must not stop the sampling
+            if not self._analysis_failed:
+                log.exception("waste analysis failed; sampling and export go on")
+                self._analysis_failed = True
+            raise CollectorFailedError(type(exc).__name__) from exc
+
+    def evaluate_alerts(self) -> None:
+        """Let the alert dispatcher look at the newest snapshot (no network here)."""
+        snapshot = self.store.latest()
+        if self.alerts is not None and snapshot is not None:
+            self.alerts.evaluate(snapshot)
 
     def readiness(self) -> tuple[bool, str]:
         """Ready once a snapshot exists and is fresh (within 5 intervals)."""
@@ -99,6 +156,17 @@ class Agent:
             coalesce=True,
             misfire_grace_time=None,
         )
+        if self.alerts is not None:
+            scheduler.add_job(
+                self.evaluate_alerts,
+                "interval",
+                seconds=self._real(self.config.analysis.evaluation_interval_seconds),
+                id="alerts",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+            )
+            self.alerts.start()
         scheduler.start()
         self._scheduler = scheduler
         exporter = self.config.exporter
@@ -133,4 +201,10 @@ class Agent:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
+        if self.alerts is not None:
+            self.alerts.stop()
         self.sampler.close()
+
+
+def _no_verdicts() -> tuple[GpuVerdict, ...]:
+    return ()

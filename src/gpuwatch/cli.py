@@ -1,4 +1,4 @@
-"""The `gpuwatch` command line: run, status, check-config.
+"""The `gpuwatch` command line: run, status, check-config, size, alert test.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. Errors a user can fix
 are one line on stderr, never a traceback.
@@ -7,7 +7,9 @@ are one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -17,9 +19,12 @@ from types import FrameType
 from typing import Any
 
 from gpuwatch import __version__
+from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
+from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, load_config, parse_listen_address, render_config
 from gpuwatch.logsetup import configure_logging
+from gpuwatch.sizing.command import add_size_parser, run_size
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -60,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="validate a config file")
     check.add_argument("file", type=Path)
+
+    add_size_parser(commands)
+    add_alert_parser(commands)
     return parser
 
 
@@ -73,11 +81,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "status":
             return _status(args)
+        if args.command == "size":
+            return run_size(args)
+        if args.command == "alert":
+            config = load_config(args.config)
+            hostname = config.agent.hostname or socket.gethostname()
+            return run_alert(args, slack=config.alerts.slack, hostname=hostname, environ=os.environ)
     except ConfigError as exc:
         for line in exc.errors:
             print(f"gpuwatch: {line}", file=sys.stderr)
         return EXIT_USAGE
-    except UsageError as exc:
+    except (UsageError, WebhookSecretError, OutboxError) as exc:
         print(f"gpuwatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     raise AssertionError(args.command)  # argparse only lets known commands through
@@ -89,14 +103,16 @@ def _check_config(path: Path) -> int:
     return EXIT_OK
 
 
-def _nvml(simulate: str | None, speed: float | None, at: float = 0.0) -> tuple[Any, Clock]:
-    """The pynvml module to use (real, or the stand-in for a scenario) and its clock."""
+def _nvml(
+    simulate: str | None, speed: float | None, at: float = 0.0
+) -> tuple[Any, Clock, tuple[WorkloadDeclaration, ...]]:
+    """The pynvml module (real, or the stand-in), its clock, the scenario's workloads."""
     if simulate is None:
         if speed is not None:
             raise UsageError("--speed needs --simulate")
         from gpuwatch.nvml import load_nvml  # noqa: PLC0415 - keep startup light
 
-        return load_nvml(), SystemClock()
+        return load_nvml(), SystemClock(), ()
     if speed is not None and speed <= 0:
         raise UsageError("--speed must be positive")
     from gpuwatch.simulate import SimulatedNvml, load_scenario  # noqa: PLC0415
@@ -107,7 +123,8 @@ def _nvml(simulate: str | None, speed: float | None, at: float = 0.0) -> tuple[A
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     clock = ScaledClock(speed or 1.0)
-    return SimulatedNvml(scenario, clock=clock, start_time=clock.time() - at), clock
+    nv = SimulatedNvml(scenario, clock=clock, start_time=clock.time() - at)
+    return nv, clock, scenario.workloads
 
 
 def _with_listen(config: Config, listen: str | None) -> Config:
@@ -127,8 +144,8 @@ def _run(args: argparse.Namespace) -> int:
 
     config = _with_listen(load_config(args.config), args.listen)
     configure_logging(config.logging.level, config.logging.format)
-    nv, clock = _nvml(args.simulate, args.speed)
-    agent = Agent(config, nv, clock, speed=args.speed or 1.0)
+    nv, clock, workloads = _nvml(args.simulate, args.speed)
+    agent = Agent(config, nv, clock, speed=args.speed or 1.0, extra_workloads=workloads)
     try:
         agent.open()
     except NvmlNotFoundError as exc:
@@ -164,8 +181,8 @@ def _status(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     configure_logging("error", config.logging.format)
-    nv, clock = _nvml(args.simulate, None, args.at)
-    agent = Agent(config, nv, clock)
+    nv, clock, workloads = _nvml(args.simulate, None, args.at)
+    agent = Agent(config, nv, clock, extra_workloads=workloads)
     try:
         agent.open()
     except NvmlNotFoundError as exc:

@@ -17,7 +17,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.analysis.declarations import WorkloadDeclaration
+from gpuwatch.sizing import (
+    CatalogError,
+    GpuCatalogEntry,
+    ModelCatalogEntry,
+    UnknownModelError,
+    build_gpu_catalog,
+    build_model_catalog,
+    parse_param_count,
+)
 
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
@@ -100,6 +110,13 @@ class AnalysisConfig(_Section):
     evaluation_interval_seconds: float = Field(default=10.0, ge=1.0, le=3600.0)
 
 
+class SizingConfig(_Section):
+    """[sizing]: your own GPUs (negotiated prices, on-prem parts) and models."""
+
+    gpus: list[GpuCatalogEntry] = []
+    models: list[ModelCatalogEntry] = []
+
+
 class LoggingConfig(_Section):
     """[logging]: where the one line per failure goes."""
 
@@ -114,6 +131,8 @@ class Config(_Section):
     exporter: ExporterConfig = ExporterConfig()
     logging: LoggingConfig = LoggingConfig()
     analysis: AnalysisConfig = AnalysisConfig()
+    sizing: SizingConfig = SizingConfig()
+    alerts: AlertsConfig = AlertsConfig()
     workloads: list[WorkloadDeclaration] = []
 
 
@@ -200,9 +219,39 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
             raise ConfigError([f"{path}: not valid TOML: {exc}"]) from None
     data = apply_env_overrides(data, env)
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, origin, env_override_paths(env))) from None
+    problems = [f"{line} [{origin}]" for line in reference_problems(config)]
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def reference_problems(config: Config) -> list[str]:
+    """Cross-field checks: catalogs build, and every declared model or size is known."""
+    problems = []
+    try:
+        build_gpu_catalog(config.sizing.gpus)
+    except (CatalogError, ValueError) as exc:
+        problems.append(f"sizing.gpus: {exc}")
+    try:
+        models = build_model_catalog(config.sizing.models)
+    except (CatalogError, ValueError) as exc:
+        problems.append(f"sizing.models: {exc}")
+        return problems
+    for i, workload in enumerate(config.workloads):
+        if workload.model is not None:
+            try:
+                models.get(workload.model)
+            except UnknownModelError as exc:
+                problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
+        if workload.params is not None:
+            try:
+                parse_param_count(str(workload.params))
+            except ValueError as exc:
+                problems.append(f"workloads.{i}.params: {exc}")
+    return problems
 
 
 def render_config(config: Config) -> str:

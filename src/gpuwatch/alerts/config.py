@@ -34,7 +34,7 @@ class SlackConfig(BaseModel):
     cooldown_seconds: float = Field(default=3600.0, ge=60.0, le=30 * 86400.0)
     resolve: bool = True
     mention: str | None = Field(default=None, max_length=200)
-    timeout_seconds: float = Field(default=10.0, gt=0.0, le=120.0)
+    timeout_seconds: float = Field(default=3.0, gt=0.0, le=120.0)  # keeps SIGTERM under 5 s
     max_retries: int = Field(default=5, ge=0, le=20)
     retry_backoff_seconds: float = Field(default=1.0, gt=0.0, le=600.0)
     retry_backoff_max_seconds: float = Field(default=60.0, gt=0.0, le=3600.0)

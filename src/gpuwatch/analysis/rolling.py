@@ -53,8 +53,7 @@ class BucketedWindow:
         self._weight[slot] += duration_seconds
         self._total_sum += value * duration_seconds
         self._total_weight += duration_seconds
-        if value > self._max[slot]:
-            self._max[slot] = value
+        self._max[slot] = max(self._max[slot], value)
 
     def mean(self, t: float) -> float | None:
         """Time-weighted mean over the window ending at `t`; None without data."""

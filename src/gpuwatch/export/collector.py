@@ -6,11 +6,12 @@ gauges). Each scrape yields fresh families from whatever snapshot is newest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from gpuwatch.export.analysis_families import analysis_families
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions, gpuwatch_families
 from gpuwatch.store import SnapshotStore
@@ -26,15 +27,22 @@ class SnapshotCollector(Collector):
         *,
         dcgm_compat: bool = False,
         hostname: str = "",
+        extra: Sequence[Callable[[], Iterable[Metric]]] = (),
     ) -> None:
+        """`extra` are further family sources (e.g. the alert dispatcher's metrics)."""
         self._store = store
         self._options = options
         self._dcgm_compat = dcgm_compat
         self._hostname = hostname
+        self._extra = tuple(extra)
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._store.latest()
         yield from gpuwatch_families(snapshot, self._options)
+        if snapshot is not None:
+            yield from analysis_families(snapshot)
+        for source in self._extra:
+            yield from source()
         if self._dcgm_compat:
             yield from dcgm_families(snapshot, self._hostname)
 

@@ -138,6 +138,7 @@ from pydantic import (
     model_validator,
 )
 
+from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.simulate.faults import Faults
 from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
 from gpuwatch.simulate.timeline import Activity
@@ -304,6 +305,7 @@ class Scenario(_Model):
     driver: DriverInfo = DriverInfo()
     gpus: tuple[GpuConfig, ...] = ()
     faults: Faults = Faults()
+    workloads: tuple[WorkloadDeclaration, ...] = ()  # hold with any --config
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

@@ -1,0 +1,230 @@
+"""The waste analysis of every GPU, one sample at a time.
+
+For each GPU: the state machine (`states.py`), the observed peak memory and DRAM
+bandwidth over the lookback, and — every `evaluation_interval_seconds` — the
+overprovisioning check against the GPU catalog:
+
+need memory = the sizing model's requirement for the declared workload when one is
+declared (servers such as vLLM preallocate ~90 % of VRAM whatever they need, so the
+observed figure says nothing), else the observed peak; need bandwidth = the observed
+peak DRAM bandwidth ratio x this GPU's bandwidth (memory-busy time stands in where GPM
+is missing: an upper bound). When a catalog GPU with a lower rent price meets both with
+headroom, the GPU is overprovisioned and the cheapest such GPU is recommended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpuwatch.analysis.declarations import WorkloadDeclaration, find_declaration
+from gpuwatch.analysis.rolling import BucketedWindow
+from gpuwatch.analysis.states import GpuStateTracker, StateSettings
+from gpuwatch.sizing import (
+    GpuCatalog,
+    GpuSpec,
+    Mode,
+    ModelCatalog,
+    ModelSpec,
+    Precision,
+    Workload,
+    cheapest_fitting,
+    memory_requirement,
+    parse_param_count,
+)
+from gpuwatch.snapshot import GpuSample, GpuVerdict, Recommendation
+
+if TYPE_CHECKING:
+    from gpuwatch.config import AnalysisConfig
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisSettings:
+    """Everything the engine needs from `[analysis]`."""
+
+    states: StateSettings = field(default_factory=StateSettings)
+    lookback_seconds: float = 86400.0
+    headroom_ratio: float = 0.1
+    evaluation_interval_seconds: float = 10.0
+
+
+def analysis_settings(config: AnalysisConfig) -> AnalysisSettings:
+    """The engine's settings from the `[analysis]` config section."""
+    return AnalysisSettings(
+        states=StateSettings(
+            window_seconds=config.window_seconds,
+            noise_floor_ratio=config.noise_floor_ratio,
+            underutilized_below_ratio=config.underutilized_below_ratio,
+            resolve_after_seconds=config.resolve_after_seconds,
+            power_veto_watts=config.power_veto_watts,
+        ),
+        lookback_seconds=config.lookback_seconds,
+        headroom_ratio=config.headroom_ratio,
+        evaluation_interval_seconds=config.evaluation_interval_seconds,
+    )
+
+
+def activity_of(gpu: GpuSample) -> float | None:
+    """The activity signal: GPM SM activity where supported, else kernel-busy time."""
+    return gpu.sm_active_ratio if gpu.sm_active_ratio is not None else gpu.utilization_ratio
+
+
+def declared_requirement_bytes(declaration: WorkloadDeclaration, models: ModelCatalog) -> int:
+    """The sizing model's total memory for a declared workload, in bytes."""
+    model: ModelSpec | int = (
+        models.get(declaration.model)
+        if declaration.model is not None
+        else parse_param_count(str(declaration.params))
+    )
+    workload = Workload(
+        model=model,
+        mode=Mode(declaration.mode),
+        precision=Precision(declaration.precision),
+        context_tokens=declaration.context,
+        batch=declaration.batch,
+    )
+    return int(memory_requirement(workload).total_bytes)
+
+
+class _GpuAnalysis:
+    """All rolling state of one GPU."""
+
+    def __init__(self, settings: AnalysisSettings, spec: GpuSpec | None) -> None:
+        self.settings = settings
+        self.spec = spec
+        self.tracker = GpuStateTracker(settings.states)
+        self.memory_peak = BucketedWindow(settings.lookback_seconds)
+        self.dram_peak = BucketedWindow(settings.lookback_seconds)
+        self.first_seen: float | None = None
+        self.previous_t: float | None = None
+        self.next_evaluation = 0.0
+        self.process_key: tuple[int, ...] | None = None
+        self.declaration: WorkloadDeclaration | None = None
+        self.declared_bytes: int | None = None
+        self.overprovision: tuple[
+            tuple[tuple[str, int], ...], float | None, bool | None, Recommendation | None
+        ] = ((), None, None, None)
+
+
+class AnalysisEngine:
+    """Turns each tick's GPU samples into verdicts."""
+
+    def __init__(
+        self,
+        settings: AnalysisSettings,
+        declarations: tuple[WorkloadDeclaration, ...],
+        gpus: GpuCatalog,
+        models: ModelCatalog,
+    ) -> None:
+        self._settings = settings
+        self._declarations = declarations
+        self._catalog = gpus
+        self._models = models
+        self._required_cache: dict[WorkloadDeclaration, int] = {}
+        self._gpus: dict[str, _GpuAnalysis] = {}
+
+    def observe(self, t: float, samples: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
+        """Take one tick at epoch time `t`; GPUs that are down keep their last state."""
+        verdicts = []
+        for gpu in samples:
+            if not gpu.up:
+                continue
+            state = self._gpus.get(gpu.identity.uuid)
+            if state is None:
+                spec = self._catalog.match_nvml_name(gpu.identity.name)
+                state = _GpuAnalysis(self._settings, spec)
+                self._gpus[gpu.identity.uuid] = state
+            verdicts.append(self._observe_gpu(t, gpu, state))
+        return tuple(verdicts)
+
+    def _observe_gpu(self, t: float, gpu: GpuSample, a: _GpuAnalysis) -> GpuVerdict:
+        if a.first_seen is None:
+            a.first_seen = t
+        dt = 0.0 if a.previous_t is None else min(t - a.previous_t, 60.0)
+        a.previous_t = t
+        processes = gpu.processes or ()
+        tracker = a.tracker
+        tracker.observe(t, activity_of(gpu), gpu.power_watts, bool(processes))
+        if gpu.memory_used_bytes is not None and dt > 0:
+            a.memory_peak.add(t, float(gpu.memory_used_bytes), dt)
+        bandwidth_ratio = (
+            gpu.dram_bandwidth_ratio
+            if gpu.dram_bandwidth_ratio is not None
+            else gpu.memory_busy_ratio
+        )
+        if bandwidth_ratio is not None and dt > 0:
+            a.dram_peak.add(t, bandwidth_ratio, dt)
+        key = tuple(p.pid for p in processes)
+        if key != a.process_key:  # match declarations only when the process set changes
+            a.process_key = key
+            a.declaration = find_declaration(self._declarations, gpu)
+            a.declared_bytes = self._declared(a.declaration)
+        if t >= a.next_evaluation:
+            a.next_evaluation = t + self._settings.evaluation_interval_seconds
+            a.overprovision = self._evaluate_overprovisioning(t, a)
+        required, bandwidth, overprovisioned, recommendation = a.overprovision
+        return GpuVerdict(
+            gpu_index=gpu.identity.index,
+            uuid=gpu.identity.uuid,
+            state=tracker.state,
+            state_since_seconds=tracker.state_since,
+            inactive_since_seconds=tracker.inactive_since,
+            idle_seconds_total=tracker.idle_seconds_total,
+            activity_mean_ratio=tracker.activity_mean,
+            required_memory_bytes=required,
+            required_bandwidth_bytes_per_second=bandwidth,
+            catalog_gpu_id=None if a.spec is None else a.spec.id,
+            overprovisioned=overprovisioned,
+            recommendation=recommendation,
+            workload=None if a.declaration is None else a.declaration.label,
+        )
+
+    def _declared(self, declaration: WorkloadDeclaration | None) -> int | None:
+        if declaration is None:
+            return None
+        if declaration not in self._required_cache:
+            self._required_cache[declaration] = declared_requirement_bytes(
+                declaration, self._models
+            )
+        return self._required_cache[declaration]
+
+    def _evaluate_overprovisioning(
+        self, t: float, a: _GpuAnalysis
+    ) -> tuple[tuple[tuple[str, int], ...], float | None, bool | None, Recommendation | None]:
+        settings = self._settings
+        observed = a.memory_peak.maximum(t)
+        required: list[tuple[str, int]] = []
+        if observed is not None:
+            required.append(("observed", int(observed)))
+        if a.declared_bytes is not None:
+            required.append(("declared", a.declared_bytes))
+        spec = a.spec
+        peak_ratio = a.dram_peak.maximum(t)
+        bandwidth = (
+            None
+            if spec is None or peak_ratio is None
+            else peak_ratio * spec.memory_bandwidth_bytes_per_second
+        )
+        need = a.declared_bytes if a.declared_bytes is not None else observed
+        if need is not None:
+            required.append(("need", int(need * (1 + settings.headroom_ratio))))
+        observed_long_enough = a.first_seen is not None and (
+            t - a.first_seen >= settings.states.window_seconds
+        )
+        if (
+            spec is None
+            or need is None
+            or bandwidth is None
+            or not observed_long_enough
+            or a.tracker.state not in ("busy", "underutilized")
+        ):
+            return tuple(required), bandwidth, None, None
+        cheaper = cheapest_fitting(self._catalog, int(need), bandwidth, settings.headroom_ratio)
+        if cheaper is None or cheaper.rent_usd_per_hour >= spec.rent_usd_per_hour:
+            return tuple(required), bandwidth, False, None
+        recommendation = Recommendation(
+            gpu_id=cheaper.id,
+            rent_usd_per_hour=cheaper.rent_usd_per_hour,
+            savings_usd_per_hour=spec.rent_usd_per_hour - cheaper.rent_usd_per_hour,
+        )
+        return tuple(required), bandwidth, True, recommendation
