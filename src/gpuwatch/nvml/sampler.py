@@ -104,6 +104,8 @@ class NvmlSampler:
                 self._xid = None
         self._initialized = True
         self._retry_delay = self._retry_initial
+        if self.last_error is not None:
+            log.info("NVML recovered")
         self.last_error = None
         log.info("NVML initialised: %d GPU(s), driver %s", len(devices), self.driver.driver_version)
 
@@ -124,7 +126,10 @@ class NvmlSampler:
 
     def _fail(self, reason: str) -> None:
         """Drop NVML after a driver-level error and schedule a retry."""
-        log.error("NVML failed, retrying in %.0f s: %s", self._retry_delay, reason)
+        first = self.last_error is None  # one error line per outage, not one per retry
+        (log.error if first else log.debug)(
+            "NVML failed, retrying in %.0f s: %s", self._retry_delay, reason
+        )
         self.last_error = reason
         self._teardown()
         self._next_retry = self._clock.monotonic() + self._retry_delay
