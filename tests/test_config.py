@@ -8,8 +8,8 @@ dotted path its error line must start with. Environment overrides are always pas
 from __future__ import annotations
 
 import re
-import typing
 import tomllib
+import typing
 from collections import defaultdict
 from pathlib import Path
 
@@ -540,7 +540,7 @@ def _documented_options(text: str) -> dict[str, set[str]]:
         header = re.fullmatch(r"#?\s*\[\[?([A-Za-z0-9_.]+)\]\]?", stripped)
         if header:
             section = header.group(1)
-            found[section]  # noqa: B018 - a section with no options is still documented
+            found[section]
             continue
         option = re.match(r"#?\s*([a-z_][a-z0-9_]*)\s*=", stripped)
         if option and section is not None:

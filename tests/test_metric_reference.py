@@ -11,8 +11,8 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
-from gpuwatch.store import SnapshotStore
 from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.store import SnapshotStore
 from tests.conftest import REPO_ROOT, make_agent
 
 

@@ -82,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             return _status(args)
         if args.command == "size":
-            return run_size(args)
+            sizing = load_config(args.config).sizing
+            return run_size(args, gpu_overrides=sizing.gpus, extra_models=sizing.models)
         if args.command == "alert":
             config = load_config(args.config)
             hostname = config.agent.hostname or socket.gethostname()

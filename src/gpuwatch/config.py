@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.analysis.declarations import WorkloadDeclaration
+from gpuwatch.analysis.engine import declared_workload
 from gpuwatch.sizing import (
     CatalogError,
     GpuCatalogEntry,
@@ -26,7 +27,6 @@ from gpuwatch.sizing import (
     UnknownModelError,
     build_gpu_catalog,
     build_model_catalog,
-    parse_param_count,
 )
 
 DEFAULT_PORT = 9842
@@ -240,17 +240,14 @@ def reference_problems(config: Config) -> list[str]:
     except (CatalogError, ValueError) as exc:
         problems.append(f"sizing.models: {exc}")
         return problems
-    for i, workload in enumerate(config.workloads):
-        if workload.model is not None:
-            try:
-                models.get(workload.model)
-            except UnknownModelError as exc:
-                problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
-        if workload.params is not None:
-            try:
-                parse_param_count(str(workload.params))
-            except ValueError as exc:
-                problems.append(f"workloads.{i}.params: {exc}")
+    for i, declaration in enumerate(config.workloads):
+        field = "model" if declaration.model is not None else "params"
+        try:
+            declared_workload(declaration, models)
+        except UnknownModelError as exc:
+            problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
+        except ValueError as exc:
+            problems.append(f"workloads.{i}.{field}: {exc}")
     return problems
 
 

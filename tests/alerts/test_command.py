@@ -6,6 +6,15 @@ import argparse
 from pathlib import Path
 
 import pytest
+
+from gpuwatch.alerts import (
+    ENV_WEBHOOK_URL,
+    SlackConfig,
+    add_alert_parser,
+    run_alert,
+    run_alert_test,
+    send_test_message,
+)
 from tests.alerts.conftest import (
     HANG,
     HOSTNAME,
@@ -15,15 +24,6 @@ from tests.alerts.conftest import (
     SERVER_ERROR,
     FakeSlack,
     Reply,
-)
-
-from gpuwatch.alerts import (
-    ENV_WEBHOOK_URL,
-    SlackConfig,
-    add_alert_parser,
-    run_alert,
-    run_alert_test,
-    send_test_message,
 )
 
 

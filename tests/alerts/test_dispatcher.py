@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from gpuwatch.alerts import SlackConfig
+from gpuwatch.snapshot import Recommendation
 from tests.alerts.conftest import (
     ARCHIVED,
     FAST,
@@ -33,9 +36,6 @@ from tests.alerts.conftest import (
     snapshot,
     verdict,
 )
-
-from gpuwatch.alerts import SlackConfig
-from gpuwatch.snapshot import Recommendation
 
 
 def failed(values: dict[str, float], reason: str) -> float:

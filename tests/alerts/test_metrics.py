@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from tests.alerts.conftest import (
     OK,
     SERVER_ERROR,

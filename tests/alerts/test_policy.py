@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from tests.alerts.conftest import START, snapshot, uuid_of, verdict
-
 from gpuwatch.alerts.policy import AlertMemory, Decision, alertable_condition, decide
 from gpuwatch.clock import ManualClock
 from gpuwatch.snapshot import GpuVerdict, Recommendation
+from tests.alerts.conftest import START, snapshot, uuid_of, verdict
 
 STATES = ("idle", "held", "overprovisioned")
 REC = Recommendation("L4-24GB", rent_usd_per_hour=0.8, savings_usd_per_hour=3.2)

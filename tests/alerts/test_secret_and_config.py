@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from tests.alerts.conftest import SECRET_TOKEN
 
 from gpuwatch.alerts import (
     ENV_WEBHOOK_URL,
@@ -21,6 +20,7 @@ from gpuwatch.alerts import (
 )
 from gpuwatch.alerts.secret import WebhookUrl
 from gpuwatch.clock import ManualClock
+from tests.alerts.conftest import SECRET_TOKEN
 
 URL = f"https://hooks.slack.com/services/{SECRET_TOKEN}"
 

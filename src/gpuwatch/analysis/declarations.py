@@ -29,7 +29,7 @@ class WorkloadDeclaration(BaseModel):
     process_name: str | None = None  # glob, e.g. "*vllm*"
     model: str | None = None  # a model catalog name, e.g. "llama-3.1-8b"
     params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
-    precision: Precision = "bf16"
+    precision: Precision | None = None  # None: the mode's default (fp16 inference, ...)
     mode: Mode = "inference"
     context: int = Field(default=4096, ge=1)  # tokens
     batch: int = Field(default=1, ge=1)  # concurrent sequences

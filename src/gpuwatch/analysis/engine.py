@@ -69,21 +69,20 @@ def activity_of(gpu: GpuSample) -> float | None:
     return gpu.sm_active_ratio if gpu.sm_active_ratio is not None else gpu.utilization_ratio
 
 
-def declared_requirement_bytes(declaration: WorkloadDeclaration, models: ModelCatalog) -> int:
-    """The sizing model's total memory for a declared workload, in bytes."""
+def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:
+    """The sizing model's `Workload` for a declaration (raises ValueError/KeyError)."""
     model: ModelSpec | int = (
         models.get(declaration.model)
         if declaration.model is not None
         else parse_param_count(str(declaration.params))
     )
-    workload = Workload(
+    return Workload(
         model=model,
         mode=Mode(declaration.mode),
-        precision=Precision(declaration.precision),
+        precision=None if declaration.precision is None else Precision(declaration.precision),
         context_tokens=declaration.context,
         batch=declaration.batch,
     )
-    return int(memory_requirement(workload).total_bytes)
 
 
 class _GpuAnalysis:
@@ -183,9 +182,8 @@ class AnalysisEngine:
         if declaration is None:
             return None
         if declaration not in self._required_cache:
-            self._required_cache[declaration] = declared_requirement_bytes(
-                declaration, self._models
-            )
+            workload = declared_workload(declaration, self._models)
+            self._required_cache[declaration] = int(memory_requirement(workload).total_bytes)
         return self._required_cache[declaration]
 
     def _evaluate_overprovisioning(

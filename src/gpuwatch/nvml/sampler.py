@@ -23,7 +23,7 @@ from gpuwatch.nvml.errors import (
     classify,
     describe,
 )
-from gpuwatch.nvml.xid import XidWatcher
+from gpuwatch.nvml.xid import XidCounts, XidWatcher
 from gpuwatch.snapshot import DriverInfo, GpuIdentity, GpuSample
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ class NvmlSampler:
         self._lost_at_open: list[int] = []  # indexes whose handle or identity could not be read
         self._known: dict[int, GpuIdentity] = {}
         self._xid: XidWatcher | None = None
+        self._xid_counts = XidCounts()
         self._initialized = False
         self._retry_delay = retry_initial_seconds
         self._next_retry = 0.0
@@ -99,7 +100,8 @@ class NvmlSampler:
         for device in devices:
             self._sample_slow_device(device)
         if self._watch_xid:
-            self._xid = XidWatcher(nv, {d.identity.uuid: d.handle for d in devices})
+            handles = {d.identity.uuid: d.handle for d in devices}
+            self._xid = XidWatcher(nv, handles, self._xid_counts)
             if not self._xid.start():
                 self._xid = None
         self._initialized = True
@@ -166,8 +168,7 @@ class NvmlSampler:
             return tuple(sorted(samples, key=lambda s: s.identity.index))
 
     def _sample_device(self, device: NvmlDevice) -> GpuSample:
-        xid = self._xid.counts_for(device.identity.uuid) if self._xid else ()
-        return device.sample(xid)
+        return device.sample(self._xid_counts.for_gpu(device.identity.uuid))
 
     def _lost_sample(self, index: int) -> GpuSample:
         identity = self._known.get(index) or GpuIdentity(

@@ -20,6 +20,24 @@ log = logging.getLogger(__name__)
 WAIT_TIMEOUT_MS = 500
 
 
+class XidCounts:
+    """XID events per (GPU uuid, xid code); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, int]] = Counter()
+
+    def add(self, uuid: str, xid: int) -> None:
+        """Count one event."""
+        with self._lock:
+            self._counts[(uuid, xid)] += 1
+
+    def for_gpu(self, uuid: str) -> tuple[tuple[int, int], ...]:
+        """(xid code, count) pairs seen on this GPU, sorted by code."""
+        with self._lock:
+            return tuple(sorted((xid, n) for (u, xid), n in self._counts.items() if u == uuid))
+
+
 def handle_address(handle: Any) -> int | None:
     """The address a `c_nvmlDevice_t` points to: stable for the life of the NVML session."""
     return ctypes.cast(handle, ctypes.c_void_p).value
@@ -28,10 +46,12 @@ def handle_address(handle: Any) -> int | None:
 class XidWatcher:
     """Counts XID critical errors per GPU uuid in a background thread."""
 
-    def __init__(self, nv: Any, handles_by_uuid: dict[str, Any]) -> None:
+    def __init__(
+        self, nv: Any, handles_by_uuid: dict[str, Any], counts: XidCounts | None = None
+    ) -> None:
+        """`counts` outlives the watcher, so counters survive an NVML re-initialisation."""
         self._nv = nv
-        self._lock = threading.Lock()
-        self._counts: Counter[tuple[str, int]] = Counter()
+        self._counts = counts if counts is not None else XidCounts()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._event_set: Any = None
@@ -83,13 +103,7 @@ class XidWatcher:
             uuid = self._uuid_by_address.get(handle_address(data.device), "")
             xid = int(data.eventData)
             log.warning("GPU %s: XID %d", uuid, xid)
-            with self._lock:
-                self._counts[(uuid, xid)] += 1
-
-    def counts_for(self, uuid: str) -> tuple[tuple[int, int], ...]:
-        """(xid code, count) pairs seen on this GPU, sorted by code."""
-        with self._lock:
-            return tuple(sorted((xid, n) for (u, xid), n in self._counts.items() if u == uuid))
+            self._counts.add(uuid, xid)
 
     def stop(self) -> None:
         """Stop the thread (within one wait timeout) and free the event set."""

@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from gpuwatch.sizing.cost import Ownership
@@ -66,6 +67,9 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         ),
     )
     size.add_argument("model", nargs="?", metavar="MODEL", help="a catalog model, e.g. llama-2-7b")
+    size.add_argument(
+        "--config", type=Path, help="agent config whose [sizing] GPUs and models are used"
+    )
     size.add_argument(
         "--params", metavar="N", help="a bare parameter count instead of MODEL: 7B, 1.5B, 7e9"
     )
