@@ -113,6 +113,12 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     at = 60
     xid = 48                           # 48/94/95 also count an uncorrected ECC error
 
+    [[workloads]]                      # what runs where, for the sizing model; same keys as
+    gpu_index = 0                      # the config's [[workloads]] (docs/analysis.md), and
+    model = "llama-3.1-8b"             # they hold whatever --config is given
+    context = 8192
+    batch = 16
+
 How values follow activity: power goes from the preset's idle floor toward its limit
 with ``0.7 sm + 0.3 tensor + 0.25 dram`` (capped at the enforced limit, which then
 sets SwPowerCap), temperature follows power, clocks are the idle clocks when nothing
