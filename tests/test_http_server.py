@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import http.client
 import shutil
 import socket
@@ -396,3 +397,51 @@ def test_tls_client_that_sends_nothing_does_not_block_others(
                 f"one silent TCP client blocks every scrape ({exc})"
             )
     assert reply.status == 200
+
+
+# --- the cached exposition -------------------------------------------------------------
+
+
+class _CountingCollector(Collector):
+    """Each collect() yields a higher value: shows whether a scrape re-rendered."""
+
+    def __init__(self) -> None:
+        self.renders = 0
+
+    def collect(self) -> Iterator[Metric]:
+        self.renders += 1
+        family = GaugeMetricFamily("renders", "How often the registry was rendered.")
+        family.add_metric([], float(self.renders))
+        yield family
+
+
+def test_one_render_per_version_and_gzip_when_asked() -> None:
+    from gpuwatch.export.server import CachedExposition
+
+    collector = _CountingCollector()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    version = [object()]
+    exposition = CachedExposition(registry, lambda: version[0])
+    first, _ = exposition.render("")
+    again, _ = exposition.render("")
+    assert first == again
+    assert collector.renders == 1
+    zipped, content_type = exposition.render("", gzipped=True)
+    assert gzip.decompress(zipped).startswith(b"# HELP renders")
+    assert content_type.startswith("text/plain")
+    version[0] = object()  # a new snapshot
+    fresh, _ = exposition.render("")
+    assert fresh != first
+    assert b"renders 3.0" in fresh  # plain and gzip were rendered once each before
+
+
+def test_metrics_served_gzipped_to_prometheus(make_server: ServerFactory) -> None:
+    port = make_server().port
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/metrics", headers={"Accept-Encoding": "gzip"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as resp:
+        assert resp.headers["Content-Encoding"] == "gzip"
+        body = gzip.decompress(resp.read())
+    assert b"# TYPE" in body

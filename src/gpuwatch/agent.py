@@ -179,7 +179,15 @@ class Agent:
             auth = BasicAuth.from_file(
                 exporter.basic_auth_username, exporter.basic_auth_password_file
             )
-        self._server = MetricsServer(host, port, self.registry, self.readiness, tls=tls, auth=auth)
+        self._server = MetricsServer(
+            host,
+            port,
+            self.registry,
+            self.readiness,
+            tls=tls,
+            auth=auth,
+            version=self.store.latest,
+        )
         self._server.start()
         log.info("serving metrics on %s:%d", host, self._server.port)
 

@@ -79,7 +79,7 @@ _ECC_EVENTS = pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDouble
 _BASE_EVENTS = (
     pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeClock
 )
-_POLL_SECONDS = 0.01
+_POLL_SECONDS = 0.1  # real seconds between looks at the simulated clock while waiting
 
 
 def _raise(code: int) -> NoReturn:
