@@ -115,7 +115,7 @@ def test_xid_events_are_delivered_once_when_due() -> None:
     go_to(nv, clock, 119.995)
     data = nv.nvmlEventSetWait_v2(event_set, 1000)  # becomes due while waiting
     assert data.eventData == 79
-    assert nv.scenario_time() == pytest.approx(120, abs=0.011)
+    assert nv.scenario_time() == pytest.approx(120, abs=0.101)  # polls every 100 ms
     nv.nvmlEventSetFree(event_set)
     with pytest.raises(pynvml.NVMLError_InvalidArgument):
         nv.nvmlEventSetWait(event_set, 0)
