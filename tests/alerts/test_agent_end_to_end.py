@@ -62,3 +62,32 @@ def test_demo_at_speed_120_alerts_idle_and_held_gpus_only(slack: FakeSlack, tmp_
     assert {1, 2} <= alerted, f"alerted GPUs: {alerted}"
     assert 0 not in alerted, "the training GPU's data-loading pauses are not idleness"
     assert slack.url.rsplit("/", 1)[-1].encode() not in err, "the webhook secret leaked to logs"
+
+
+def test_alert_test_command_posts_once_and_reports(slack: FakeSlack) -> None:
+    env = {**os.environ, "GPUWATCH_SLACK_WEBHOOK_URL": slack.url}
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuwatch", "alert", "test"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(slack.delivered()) == 1
+    assert slack.url not in result.stdout + result.stderr
+
+
+def test_alert_test_without_a_webhook_is_a_usage_error() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "GPUWATCH_SLACK_WEBHOOK_URL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuwatch", "alert", "test"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
