@@ -1,0 +1,50 @@
+"""Rent vs buy (total cost of ownership) for one GPU, in USD.
+
+`model` is the pure arithmetic (owned $/GPU-year, break-even utilization, totals over the
+life, months to break even, $/1M tokens), `config` the ``[rent_vs_buy]`` section that
+fills unset figures from the sizing catalog, `command` is ``gpuwatch tco``. The cost
+model: renting pays only the GPU-hours used, owning pays for every hour of the life.
+See docs/tco.md.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.tco.command import add_tco_parser, parse_utilization, run_tco, tco_report
+from gpuwatch.tco.config import DEFAULT_LIFE_YEARS, RentVsBuyConfig
+from gpuwatch.tco.model import (
+    DEFAULT_HOSTING_USD_PER_KW_MONTH,
+    DEFAULT_OPS_USD_PER_YEAR,
+    DEFAULT_PUE,
+    DEFAULT_USD_PER_KWH,
+    HOURS_PER_MONTH,
+    TcoInputs,
+    TcoResult,
+    Verdict,
+    breakeven_utilization,
+    evaluate_tco,
+    monthly_delta_usd,
+    owned_usd_per_gpu_year,
+    running_usd_per_gpu_year,
+)
+
+__all__ = [
+    "DEFAULT_HOSTING_USD_PER_KW_MONTH",
+    "DEFAULT_LIFE_YEARS",
+    "DEFAULT_OPS_USD_PER_YEAR",
+    "DEFAULT_PUE",
+    "DEFAULT_USD_PER_KWH",
+    "HOURS_PER_MONTH",
+    "RentVsBuyConfig",
+    "TcoInputs",
+    "TcoResult",
+    "Verdict",
+    "add_tco_parser",
+    "breakeven_utilization",
+    "evaluate_tco",
+    "monthly_delta_usd",
+    "owned_usd_per_gpu_year",
+    "parse_utilization",
+    "run_tco",
+    "running_usd_per_gpu_year",
+    "tco_report",
+]

@@ -1,0 +1,106 @@
+"""The `[rent_vs_buy]` config section, and the `TcoInputs` it gives for a catalog GPU.
+
+Figures left unset come from the sizing catalog entry of the GPU being judged: its
+purchase price, its on-demand rent and its TDP. The life is explicit (3 years by
+default) because it is the most disputed input: 3-year depreciation against the 5-6
+years datacenter GPUs are often kept. This module must not import `gpuwatch.config`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuwatch.sizing.gpus import GpuSpec
+from gpuwatch.tco import model
+from gpuwatch.tco.model import (
+    DEFAULT_HOSTING_USD_PER_KW_MONTH,
+    DEFAULT_OPS_USD_PER_YEAR,
+    DEFAULT_PUE,
+    DEFAULT_USD_PER_KWH,
+    TcoInputs,
+)
+
+DEFAULT_LIFE_YEARS = 3.0
+"""Amortization life, years: seed 001's cost table and break-even example."""
+
+
+class RentVsBuyConfig(BaseModel):
+    """[rent_vs_buy]: what owning a GPU costs, for the break-even against renting it.
+
+    `purchase_usd`, `rent_usd_per_hour` and `power_watts` (W) default to the sizing
+    catalog's figures for the GPU (purchase price, on-demand rent, TDP).
+    `life_years`: amortization life and period compared. `usd_per_kwh`: electricity.
+    `pue`: facility watts per IT watt. `hosting_usd_per_kw_month`: colocation per kW of
+    IT load. `ops_usd_per_year_per_gpu`: operations, support and spares per GPU.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    purchase_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    rent_usd_per_hour: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    life_years: float = Field(default=DEFAULT_LIFE_YEARS, gt=0.0, le=30.0)
+    usd_per_kwh: float = Field(default=DEFAULT_USD_PER_KWH, ge=0.0, le=10.0)
+    pue: float = Field(default=DEFAULT_PUE, ge=1.0, le=5.0)
+    hosting_usd_per_kw_month: float = Field(
+        default=DEFAULT_HOSTING_USD_PER_KW_MONTH, ge=0.0, allow_inf_nan=False
+    )
+    ops_usd_per_year_per_gpu: float = Field(
+        default=DEFAULT_OPS_USD_PER_YEAR, ge=0.0, allow_inf_nan=False
+    )
+    power_watts: float | None = Field(default=None, ge=0.0, le=10_000.0)
+
+    def purchase_usd_for(self, gpu: GpuSpec) -> float:
+        """Price of one `gpu`, $: this section's, else the catalog's."""
+        return gpu.purchase_usd if self.purchase_usd is None else self.purchase_usd
+
+    def rent_usd_per_hour_for(self, gpu: GpuSpec) -> float:
+        """Rent of one `gpu`, $/h: this section's, else the catalog's on-demand price."""
+        return gpu.rent_usd_per_hour if self.rent_usd_per_hour is None else self.rent_usd_per_hour
+
+    def power_watts_for(self, gpu: GpuSpec) -> float:
+        """Power drawn by one owned `gpu`, W: this section's, else the catalog's TDP."""
+        return gpu.tdp_watts if self.power_watts is None else self.power_watts
+
+    def owned_usd_per_gpu_year(self, gpu: GpuSpec) -> float:
+        """Cost of owning one `gpu`, $/year, busy or not."""
+        return model.owned_usd_per_gpu_year(
+            self.purchase_usd_for(gpu),
+            self.life_years,
+            self.power_watts_for(gpu),
+            usd_per_kwh=self.usd_per_kwh,
+            pue=self.pue,
+            hosting_usd_per_kw_month=self.hosting_usd_per_kw_month,
+            ops_usd_per_year=self.ops_usd_per_year_per_gpu,
+        )
+
+    def breakeven_utilization(self, gpu: GpuSpec) -> float:
+        """Busy fraction above which owning `gpu` is cheaper than renting it (a ratio)."""
+        return model.breakeven_utilization(
+            self.owned_usd_per_gpu_year(gpu), self.rent_usd_per_hour_for(gpu)
+        )
+
+    def monthly_delta_usd(self, gpu: GpuSpec, utilization: float) -> float:
+        """Monthly rent of `gpu` at `utilization` [0, 1] minus its monthly owned cost, $.
+
+        Positive when buying would be cheaper than renting the hours used.
+        """
+        return model.monthly_delta_usd(
+            self.rent_usd_per_hour_for(gpu), utilization, self.owned_usd_per_gpu_year(gpu)
+        )
+
+    def inputs_for(
+        self, gpu: GpuSpec, utilization: float, tokens_per_second: float | None = None
+    ) -> TcoInputs:
+        """`TcoInputs` for one `gpu` busy `utilization` (0, 1] of the time (ValueError else)."""
+        return TcoInputs(
+            purchase_usd=self.purchase_usd_for(gpu),
+            rent_usd_per_hour=self.rent_usd_per_hour_for(gpu),
+            utilization=utilization,
+            years=self.life_years,
+            power_watts=self.power_watts_for(gpu),
+            usd_per_kwh=self.usd_per_kwh,
+            pue=self.pue,
+            hosting_usd_per_kw_month=self.hosting_usd_per_kw_month,
+            ops_usd_per_year=self.ops_usd_per_year_per_gpu,
+            tokens_per_second=tokens_per_second,
+        )

@@ -1,0 +1,150 @@
+"""The [rent_vs_buy] section: defaults, validation, figures filled from the sizing catalog."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gpuwatch.sizing import build_gpu_catalog
+from gpuwatch.tco import (
+    DEFAULT_PUE,
+    RentVsBuyConfig,
+    TcoInputs,
+    breakeven_utilization,
+    evaluate_tco,
+    owned_usd_per_gpu_year,
+)
+
+A100 = build_gpu_catalog().get("A100-SXM-80GB")
+
+
+class Embedding(BaseModel):
+    """How the lead embeds the section in the agent config."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rent_vs_buy: RentVsBuyConfig = RentVsBuyConfig()
+
+
+def test_defaults() -> None:
+    config = RentVsBuyConfig()
+    assert config.purchase_usd is None
+    assert config.rent_usd_per_hour is None
+    assert config.power_watts is None
+    assert config.life_years == 3.0
+    assert config.usd_per_kwh == 0.12
+    assert config.pue == DEFAULT_PUE == 1.58
+    assert config.hosting_usd_per_kw_month == 0.0
+    assert config.ops_usd_per_year_per_gpu == 0.0
+
+
+def test_unset_figures_come_from_the_catalog() -> None:
+    inputs = RentVsBuyConfig().inputs_for(A100, 0.7)
+    assert inputs == TcoInputs(
+        purchase_usd=12_000,
+        rent_usd_per_hour=A100.rent_usd_per_hour,
+        utilization=0.7,
+        years=3.0,
+        power_watts=400,
+        usd_per_kwh=0.12,
+        pue=1.58,
+    )
+
+
+def test_set_figures_win() -> None:
+    config = RentVsBuyConfig(
+        purchase_usd=9000,
+        rent_usd_per_hour=2.0,
+        power_watts=300,
+        life_years=5,
+        usd_per_kwh=0.2,
+        pue=1.2,
+        hosting_usd_per_kw_month=150,
+        ops_usd_per_year_per_gpu=400,
+    )
+    inputs = config.inputs_for(A100, 0.5, tokens_per_second=100.0)
+    assert (inputs.purchase_usd, inputs.rent_usd_per_hour, inputs.power_watts) == (9000, 2.0, 300)
+    assert (inputs.years, inputs.usd_per_kwh, inputs.pue) == (5, 0.2, 1.2)
+    assert (inputs.hosting_usd_per_kw_month, inputs.ops_usd_per_year) == (150, 400)
+    assert inputs.tokens_per_second == 100.0
+    owned = owned_usd_per_gpu_year(
+        9000, 5, 300, usd_per_kwh=0.2, pue=1.2, hosting_usd_per_kw_month=150, ops_usd_per_year=400
+    )
+    assert config.owned_usd_per_gpu_year(A100) == pytest.approx(owned)
+    assert config.breakeven_utilization(A100) == pytest.approx(breakeven_utilization(owned, 2.0))
+    assert evaluate_tco(inputs).owned_usd_per_gpu_year == pytest.approx(owned)
+
+
+def test_live_figures_for_a_measured_utilization() -> None:
+    config = RentVsBuyConfig()
+    u_star = config.breakeven_utilization(A100)
+    assert u_star == pytest.approx(evaluate_tco(config.inputs_for(A100, 0.5)).breakeven_utilization)
+    assert config.monthly_delta_usd(A100, u_star) == pytest.approx(0.0, abs=1e-9)
+    assert config.monthly_delta_usd(A100, min(1.0, u_star * 2)) > 0  # buying would be cheaper
+    assert config.monthly_delta_usd(A100, 0.0) == pytest.approx(
+        -config.owned_usd_per_gpu_year(A100) / 12
+    )
+    assert config.monthly_delta_usd(A100, 0.7) == pytest.approx(
+        evaluate_tco(config.inputs_for(A100, 0.7)).monthly_delta_usd
+    )
+
+
+def test_section_from_toml() -> None:
+    text = """
+[rent_vs_buy]
+life_years = 5
+pue = 1.2
+hosting_usd_per_kw_month = 175.0
+"""
+    config = Embedding.model_validate(tomllib.loads(text)).rent_vs_buy
+    assert (config.life_years, config.pue, config.hosting_usd_per_kw_month) == (5, 1.2, 175.0)
+    assert Embedding().rent_vs_buy == RentVsBuyConfig()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"life_years": 0},
+        {"life_years": -3},
+        {"pue": 0.9},
+        {"usd_per_kwh": -0.1},
+        {"purchase_usd": -1},
+        {"rent_usd_per_hour": 0},
+        {"power_watts": -5},
+        {"hosting_usd_per_kw_month": float("inf")},
+        {"ops_usd_per_year_per_gpu": float("nan")},
+        {"lifetime_years": 3},  # unknown key
+    ],
+)
+def test_bad_values_are_rejected(fields: dict[str, float]) -> None:
+    with pytest.raises(ValidationError):
+        RentVsBuyConfig.model_validate(fields)
+
+
+def test_frozen() -> None:
+    config = RentVsBuyConfig()
+    with pytest.raises(ValidationError):
+        config.life_years = 5
+
+
+def test_catalog_break_even_utilizations_quoted_in_the_docs() -> None:
+    """docs/tco.md: datacenter GPUs 10-22 % against on-demand, consumer cards 42-48 %."""
+    config = RentVsBuyConfig()
+    quoted = {
+        "T4-16GB": 0.098,
+        "A100-SXM-80GB": 0.155,
+        "H100-SXM-80GB": 0.185,
+        "L40S-48GB": 0.220,
+        "RTX-3090-24GB": 0.423,
+        "RTX-4090-24GB": 0.430,
+        "RTX-A6000-48GB": 0.477,
+    }
+    catalog = build_gpu_catalog()
+    for gpu_id, u_star in quoted.items():
+        assert round(config.breakeven_utilization(catalog.get(gpu_id)), 3) == u_star, gpu_id
+    datacenter = [config.breakeven_utilization(g) for g in catalog if g.tier == "datacenter"]
+    others = [config.breakeven_utilization(g) for g in catalog if g.tier != "datacenter"]
+    assert 0.095 < min(datacenter) <= max(datacenter) < 0.225
+    assert 0.42 < min(others) <= max(others) < 0.48
