@@ -1,4 +1,4 @@
-"""The `gpuwatch` command line: run, status, check-config, size, alert test.
+"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. Errors a user can fix
 are one line on stderr, never a traceback.
@@ -25,6 +25,7 @@ from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, load_config, parse_listen_address, render_config
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.sizing.command import add_size_parser, run_size
+from gpuwatch.tco import add_tco_parser, run_tco
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", type=Path)
 
     add_size_parser(commands)
+    add_tco_parser(commands)
     add_alert_parser(commands)
     return parser
 
@@ -84,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "size":
             sizing = load_config(args.config).sizing
             return run_size(args, gpu_overrides=sizing.gpus, extra_models=sizing.models)
+        if args.command == "tco":
+            return run_tco(args, gpu_overrides=load_config(args.config).sizing.gpus)
         if args.command == "alert":
             config = load_config(args.config)
             hostname = config.agent.hostname or socket.gethostname()

@@ -28,6 +28,7 @@ from gpuwatch.sizing import (
     build_gpu_catalog,
     build_model_catalog,
 )
+from gpuwatch.tco import RentVsBuyConfig
 
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
@@ -133,6 +134,7 @@ class Config(_Section):
     analysis: AnalysisConfig = AnalysisConfig()
     sizing: SizingConfig = SizingConfig()
     alerts: AlertsConfig = AlertsConfig()
+    rent_vs_buy: RentVsBuyConfig = RentVsBuyConfig()
     workloads: list[WorkloadDeclaration] = []
 
 

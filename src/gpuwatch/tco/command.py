@@ -18,6 +18,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, UnknownGpuError, build_gpu_catalog
@@ -53,6 +54,9 @@ def add_tco_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         ),
     )
     tco.add_argument("--gpu", metavar="ID", help="a sizing-catalog GPU for unset prices and TDP")
+    tco.add_argument(
+        "--config", type=Path, help="agent config whose [sizing] GPUs (your prices) are used"
+    )
     tco.add_argument("--purchase-usd", metavar="USD", help="price of one GPU")
     tco.add_argument("--rent-usd-per-hour", metavar="USD", help="rent of one GPU-hour")
     tco.add_argument(
