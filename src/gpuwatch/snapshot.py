@@ -150,6 +150,60 @@ class GpuVerdict:
     overprovisioned: bool | None = None  # None: not evaluated yet / not in the catalog
     recommendation: Recommendation | None = None
     workload: str | None = None  # the declared workload's model name, when declared
+    theoretical_tokens_per_second: float | None = None  # sizing model, declared workload
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPrice:
+    """What one GPU-hour costs and where the figure comes from."""
+
+    usd_per_hour: float
+    source: str  # static, pricing_api, cost_explorer, catalog
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCost:
+    """One GPU's accrued cost since the agent started."""
+
+    gpu_index: int
+    uuid: str
+    price: GpuPrice | None
+    cost_usd_total: float
+    idle_cost_usd_total: float
+    busy_seconds_total: float  # observed seconds the analysis did not count as idle or held
+    observed_seconds_total: float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCostWindow:
+    """Realized cost per token of one token source over one window."""
+
+    source: str
+    window: str  # "1h", "24h", "30d"
+    covered_seconds: float  # less than the window while the agent is younger than it
+    tokens: float
+    cost_usd: float
+    usd_per_million_tokens: float | None  # None when no token was served
+
+
+@dataclass(frozen=True, slots=True)
+class RentVsBuyPosition:
+    """Rent vs buy for one GPU at the host's measured utilization."""
+
+    gpu_index: int
+    uuid: str
+    breakeven_utilization_ratio: float
+    monthly_delta_usd: float  # positive when buying would be cheaper
+
+
+@dataclass(frozen=True, slots=True)
+class CostSummary:
+    """Everything the cost engine derived from one tick."""
+
+    gpus: tuple[GpuCost, ...] = ()
+    tokens: tuple[TokenCostWindow, ...] = ()
+    utilization_busy: tuple[tuple[str, float], ...] = ()  # (window, ratio)
+    rent_vs_buy: tuple[RentVsBuyPosition, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,3 +216,4 @@ class FleetSnapshot:
     collectors: tuple[CollectorResult, ...] = field(default=())
     verdicts: tuple[GpuVerdict, ...] = field(default=())
     hostname: str = ""
+    cost: CostSummary = field(default_factory=CostSummary)

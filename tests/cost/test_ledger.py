@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuwatch.cost.history import CheckpointHistory
-from gpuwatch.cost.ledger import CostLedger, GpuPrice
-from gpuwatch.snapshot import GpuVerdict
+from gpuwatch.cost.ledger import CostLedger
+from gpuwatch.snapshot import GpuPrice, GpuVerdict
 
 PRICE = GpuPrice(usd_per_hour=3600.0, source="static")  # $1 per second: easy arithmetic
 

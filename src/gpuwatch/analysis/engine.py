@@ -29,6 +29,7 @@ from gpuwatch.sizing import (
     Precision,
     Workload,
     cheapest_fitting,
+    decode_tokens_per_second,
     memory_requirement,
     parse_param_count,
 )
@@ -100,6 +101,7 @@ class _GpuAnalysis:
         self.process_key: tuple[int, ...] | None = None
         self.declaration: WorkloadDeclaration | None = None
         self.declared_bytes: int | None = None
+        self.theoretical_tokens_per_second: float | None = None
         self.overprovision: tuple[
             tuple[tuple[str, int], ...], float | None, bool | None, Recommendation | None
         ] = ((), None, None, None)
@@ -119,7 +121,7 @@ class AnalysisEngine:
         self._declarations = declarations
         self._catalog = gpus
         self._models = models
-        self._required_cache: dict[WorkloadDeclaration, int] = {}
+        self._required_cache: dict[WorkloadDeclaration, tuple[int, Workload]] = {}
         self._gpus: dict[str, _GpuAnalysis] = {}
 
     def observe(self, t: float, samples: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
@@ -157,7 +159,13 @@ class AnalysisEngine:
         if key != a.process_key:  # match declarations only when the process set changes
             a.process_key = key
             a.declaration = find_declaration(self._declarations, gpu)
-            a.declared_bytes = self._declared(a.declaration)
+            declared = self._declared(a.declaration)
+            a.declared_bytes = None if declared is None else declared[0]
+            a.theoretical_tokens_per_second = (
+                None
+                if declared is None or a.spec is None
+                else decode_tokens_per_second(a.spec, declared[1])
+            )
         if t >= a.next_evaluation:
             a.next_evaluation = t + self._settings.evaluation_interval_seconds
             a.overprovision = self._evaluate_overprovisioning(t, a)
@@ -176,14 +184,17 @@ class AnalysisEngine:
             overprovisioned=overprovisioned,
             recommendation=recommendation,
             workload=None if a.declaration is None else a.declaration.label,
+            theoretical_tokens_per_second=a.theoretical_tokens_per_second,
         )
 
-    def _declared(self, declaration: WorkloadDeclaration | None) -> int | None:
+    def _declared(self, declaration: WorkloadDeclaration | None) -> tuple[int, Workload] | None:
+        """(bytes the sizing model requires, the workload) for a declaration, cached."""
         if declaration is None:
             return None
         if declaration not in self._required_cache:
             workload = declared_workload(declaration, self._models)
-            self._required_cache[declaration] = int(memory_requirement(workload).total_bytes)
+            needed = int(memory_requirement(workload).total_bytes)
+            self._required_cache[declaration] = (needed, workload)
         return self._required_cache[declaration]
 
     def _evaluate_overprovisioning(

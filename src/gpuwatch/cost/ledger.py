@@ -9,33 +9,10 @@ its whole cost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gpuwatch.snapshot import GpuVerdict
+from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict
 
 MAX_GAP_SECONDS = 60.0
 """A longer gap between samples (agent stopped, host asleep) is not charged."""
-
-
-@dataclass(frozen=True, slots=True)
-class GpuPrice:
-    """What one GPU-hour costs and where the figure comes from."""
-
-    usd_per_hour: float
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class GpuCost:
-    """One GPU's accrued cost."""
-
-    gpu_index: int
-    uuid: str
-    price: GpuPrice | None
-    cost_usd_total: float
-    idle_cost_usd_total: float
-    busy_seconds_total: float  # observed seconds the analysis did not count as idle or held
-    observed_seconds_total: float
 
 
 class _Account:

@@ -1,0 +1,85 @@
+"""Metric families of the cost engine: price, cost, idle cost, $/1M tokens, rent vs buy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from gpuwatch.snapshot import FleetSnapshot
+
+GPU_LABELS = ("gpu", "uuid")
+
+
+def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
+    """Families with at least one sample; GPUs without a price have no cost series."""
+    summary = snapshot.cost
+    price = GaugeMetricFamily(
+        "gpuwatch_gpu_price_usd_per_hour",
+        "What one hour of this GPU costs: its instance's price divided by its GPUs.",
+        labels=(*GPU_LABELS, "source"),
+    )
+    cost = CounterMetricFamily(
+        "gpuwatch_gpu_cost_usd",
+        "Cost accrued by the GPU since the agent started, in USD.",
+        labels=GPU_LABELS,
+    )
+    idle_cost = CounterMetricFamily(
+        "gpuwatch_gpu_idle_cost_usd",
+        "Cost of the GPU's idle and held time, counted from the start of the inactivity the "
+        "analysis window confirmed, in USD.",
+        labels=GPU_LABELS,
+    )
+    for gpu in summary.gpus:
+        labels = [str(gpu.gpu_index), gpu.uuid]
+        if gpu.price is None:
+            continue
+        price.add_metric([*labels, gpu.price.source], gpu.price.usd_per_hour)
+        cost.add_metric(labels, gpu.cost_usd_total)
+        idle_cost.add_metric(labels, gpu.idle_cost_usd_total)
+    per_token = GaugeMetricFamily(
+        "gpuwatch_cost_per_million_tokens_usd",
+        "All the cost of the token source's GPUs in the window, idle included, divided by "
+        "the tokens (prompt + generation) it served in the window, per million.",
+        labels=("source", "window"),
+    )
+    for window in summary.tokens:
+        if window.usd_per_million_tokens is not None:
+            per_token.add_metric([window.source, window.window], window.usd_per_million_tokens)
+    busy = GaugeMetricFamily(
+        "gpuwatch_utilization_busy_ratio",
+        "Fraction of the host's GPU time that was neither idle nor held, over the window.",
+        labels=("window",),
+    )
+    for name, ratio in summary.utilization_busy:
+        busy.add_metric([name], ratio)
+    breakeven = GaugeMetricFamily(
+        "gpuwatch_rent_vs_buy_breakeven_utilization_ratio",
+        "Busy fraction above which owning this GPU would be cheaper than renting it.",
+        labels=GPU_LABELS,
+    )
+    delta = GaugeMetricFamily(
+        "gpuwatch_rent_vs_buy_monthly_delta_usd",
+        "Monthly rent at the host's measured 30-day utilization minus the monthly cost of "
+        "owning the GPU; positive when buying would be cheaper.",
+        labels=GPU_LABELS,
+    )
+    for position in summary.rent_vs_buy:
+        labels = [str(position.gpu_index), position.uuid]
+        breakeven.add_metric(labels, position.breakeven_utilization_ratio)
+        delta.add_metric(labels, position.monthly_delta_usd)
+    theoretical = GaugeMetricFamily(
+        "gpuwatch_gpu_theoretical_tokens_per_second",
+        "The sizing model's decode tokens/s for the declared workload on this GPU (the "
+        "bandwidth or compute limit at the default efficiency), to compare with realized.",
+        labels=GPU_LABELS,
+    )
+    for verdict in snapshot.verdicts:
+        if verdict.theoretical_tokens_per_second is not None:
+            theoretical.add_metric(
+                [str(verdict.gpu_index), verdict.uuid], verdict.theoretical_tokens_per_second
+            )
+    for family in (price, cost, idle_cost, per_token, busy, breakeven, delta, theoretical):
+        if family.samples:
+            yield family
