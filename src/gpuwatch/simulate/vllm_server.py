@@ -1,0 +1,309 @@
+"""A simulated vLLM server: a real HTTP server on loopback whose /metrics looks like vLLM's.
+
+The demo scenario's GPU 3 runs vLLM; `SimulatedVllmServer` serves the token counters
+(`vllm:prompt_tokens_total`, `vllm:generation_tokens_total`) that a token source reads,
+among a few other vLLM families (request gauges, latency histograms) a parser must skip.
+The counters are the integral over simulated time of a rate function, which
+`activity_rate()` derives from the scenario's SM activity of a GPU. Nothing here is
+started at import; the agent starts and stops the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from gpuwatch.clock import Clock
+from gpuwatch.simulate.device import GpuDevice
+from gpuwatch.simulate.faults import FaultPlan
+from gpuwatch.simulate.stand_in import SimulatedNvml
+
+log = logging.getLogger(__name__)
+
+RateFunction = Callable[[float], tuple[float, float]]
+"""rate(t) -> (prompt tokens/s, generation tokens/s) at `t` seconds since the start."""
+
+DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+DEMO_PROMPT_TOKENS_PER_SECOND = 20_000.0
+"""A suggested prompt rate at full SM activity (an 8B model on an H100), tokens/s."""
+DEMO_GENERATION_TOKENS_PER_SECOND = 4_000.0
+"""A suggested generation rate at full SM activity, tokens/s."""
+
+_OUTPUT_TOKENS_PER_REQUEST = 250.0
+_TOKENS_PER_SECOND_PER_SEQUENCE = 40.0
+_E2E_MEAN_SECONDS = 6.0
+_TTFT_MEAN_SECONDS = 0.15
+_E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
+                60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)  # fmt: skip
+_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
+                 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)  # fmt: skip
+
+
+class TokenIntegral:
+    """∫₀ᵗ rate(s) ds for both rates, by steps of `step_seconds` (rate taken at each
+    step's start): exact for rates constant over each step, deterministic, and cached,
+    so calls at increasing times cost O(1) amortized."""
+
+    def __init__(self, rate: RateFunction, step_seconds: float = 1.0) -> None:
+        if step_seconds <= 0:
+            raise ValueError("step_seconds must be positive")
+        self._rate = rate
+        self._step = step_seconds
+        self._lock = threading.Lock()
+        self._steps = 0  # whole steps summed so far
+        self._sums = (0.0, 0.0)
+
+    def _advance(self, steps: int, sums: tuple[float, float], until: int) -> tuple[float, float]:
+        prompt, generation = sums
+        for k in range(steps, until):
+            p, g = self._rate(k * self._step)
+            prompt += p * self._step
+            generation += g * self._step
+        return prompt, generation
+
+    def at(self, t: float) -> tuple[float, float]:
+        """(prompt, generation) tokens from 0 to `t` seconds (0 before 0)."""
+        if t <= 0:
+            return 0.0, 0.0
+        k = math.floor(t / self._step)
+        with self._lock:
+            if k >= self._steps:
+                self._sums = self._advance(self._steps, self._sums, k)
+                self._steps = k
+                sums = self._sums
+            else:  # an earlier time: recompute (same order of additions, same result)
+                sums = self._advance(0, (0.0, 0.0), k)
+        p, g = self._rate(k * self._step)
+        partial = t - k * self._step
+        return sums[0] + p * partial, sums[1] + g * partial
+
+
+def activity_rate(
+    nv: SimulatedNvml, gpu_index: int, prompt_per_sm: float, generation_per_sm: float
+) -> RateFunction:
+    """A rate that follows GPU `gpu_index`'s noise-free SM activity in `nv`'s scenario:
+    (prompt_per_sm x sm, generation_per_sm x sm) tokens/s, `sm` the 0-1 fraction.
+
+    `t` is scenario time, so serve it with `start_time` = the stand-in's scenario start
+    (`clock.time() - nv.scenario_time()`).
+    """
+    scenario = nv.scenario
+    if not 0 <= gpu_index < len(scenario.gpus):
+        raise ValueError(f"GPU {gpu_index} does not exist (the scenario has {len(scenario.gpus)})")
+    if prompt_per_sm < 0 or generation_per_sm < 0:
+        raise ValueError("token rates must be >= 0")
+    # the same device the stand-in builds (same seed): its timeline, without the jitter
+    device = GpuDevice(scenario, gpu_index, scenario.gpus[gpu_index], FaultPlan(scenario.faults))
+    source = device.source
+
+    def rate(t: float) -> tuple[float, float]:
+        sm = source.at(max(t, 0.0)).sm
+        return prompt_per_sm * sm, generation_per_sm * sm
+
+    return rate
+
+
+def _exponential_buckets(
+    count: float, mean: float, bounds: tuple[float, ...]
+) -> list[tuple[str, float]]:
+    """Cumulative whole-request buckets of `count` requests with exponential latencies."""
+    buckets = [(repr(b), float(math.floor(count * (1.0 - math.exp(-b / mean))))) for b in bounds]
+    buckets.append(("+Inf", float(math.floor(count))))
+    return buckets
+
+
+class _VllmFamilies(Collector):
+    """The families of one /metrics response, from the integrated counters at one time."""
+
+    def __init__(self, server: SimulatedVllmServer) -> None:
+        self._server = server
+
+    def collect(self) -> Iterator[Metric]:
+        server = self._server
+        labels = ("model_name", "engine")
+        values = [server.model_name, "0"]
+        (prompt, generation), (_, generation_rate) = server.counters()
+        requests = generation / _OUTPUT_TOKENS_PER_REQUEST
+        running = round(generation_rate / _TOKENS_PER_SECOND_PER_SEQUENCE)
+
+        for name, doc, value in (
+            ("vllm:num_requests_running", "Number of requests in model execution batches.",
+             running),
+            ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", 0.0),
+            ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+             min(running / 256.0, 1.0)),
+        ):  # fmt: skip
+            gauge = GaugeMetricFamily(name, doc, labels=labels)
+            gauge.add_metric(values, float(value))
+            yield gauge
+        for name, doc, value in (
+            ("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt),
+            ("vllm:generation_tokens", "Number of generation tokens processed.", generation),
+        ):
+            counter = CounterMetricFamily(name, doc, labels=labels)
+            counter.add_metric(values, value, created=server.start_time)
+            yield counter
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=(*labels, "finished_reason"),
+        )
+        success.add_metric([*values, "stop"], float(math.floor(requests * 0.9)))
+        success.add_metric([*values, "length"], float(math.floor(requests * 0.1)))
+        yield success
+        for name, doc, mean, bounds in (
+            ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+             _E2E_MEAN_SECONDS, _E2E_BUCKETS),
+            ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+             _TTFT_MEAN_SECONDS, _TTFT_BUCKETS),
+        ):  # fmt: skip
+            histogram = HistogramMetricFamily(name, doc, labels=labels)
+            count = math.floor(requests)
+            histogram.add_metric(values, _exponential_buckets(count, mean, bounds), count * mean)
+            yield histogram
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=("block_size", "cache_dtype", "engine", "gpu_memory_utilization"),
+        )
+        info.add_metric(["16", "auto", "0", "0.9"], 1.0)
+        yield info
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            body, content_type, status = self.server.owner.render(), CONTENT_TYPE_LATEST, 200
+        elif path == "/health":
+            body, content_type, status = b"", "text/plain", 200
+        else:
+            body, content_type, status = b"Not Found", "text/plain", 404
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: a request log line per scrape would drown the agent's own logs."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: SimulatedVllmServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # noqa: ARG002
+        """A scraper that gave up mid-response: log quietly, never a traceback on stderr."""
+        log.debug("simulated vLLM server: request from %s failed", client_address, exc_info=True)
+
+
+class SimulatedVllmServer:
+    """vLLM's /metrics over real HTTP, counters integrated from `rate` over simulated time.
+
+    `start_time` (epoch s on `clock`) is t = 0 of `rate`. Bind with `port=0` for a free
+    port; `url` is known once started.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        start_time: float,
+        rate: RateFunction,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model_name: str = DEFAULT_MODEL,
+        step_seconds: float = 1.0,
+    ) -> None:
+        self.clock = clock
+        self.start_time = start_time
+        self.model_name = model_name
+        self._rate = rate
+        self._integral = TokenIntegral(rate, step_seconds)
+        self._host = host
+        self._port = port
+        self._latest = 0.0
+        self._time_lock = threading.Lock()
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(_VllmFamilies(self))
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """http://host:port/metrics; RuntimeError before `start()`."""
+        if self._server is None:
+            raise RuntimeError("the server is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/metrics"
+
+    def elapsed_seconds(self) -> float:
+        """Simulated seconds since `start_time`, never going backwards between calls."""
+        with self._time_lock:
+            self._latest = max(self._latest, self.clock.time() - self.start_time)
+            return self._latest
+
+    def counters(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((prompt, generation) tokens so far, (prompt, generation) tokens/s now)."""
+        t = self.elapsed_seconds()
+        return self._integral.at(t), self._rate(t)
+
+    def render(self) -> bytes:
+        """The /metrics body now (Prometheus text format)."""
+        return generate_latest(self._registry)
+
+    def start(self) -> None:
+        """Bind and serve in a daemon thread; RuntimeError if already started."""
+        if self._server is not None:
+            raise RuntimeError("the server is already started")
+        server = _Server((self._host, self._port), _Handler)
+        server.owner = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="simulated-vllm",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (a no-op when not started)."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5.0)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> SimulatedVllmServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,23 @@
+"""Token counters scraped from inference servers, for the realized cost per token.
+
+    collector = TokenCollector(config.token_sources, clock)
+    collector.scrape_due()          # from a scheduler job, every second or so
+    collector.readings()            # cumulative, reset-corrected totals per source
+    collector.families()            # gpuwatch_tokens_total{source,kind} and friends
+
+Modules: `config` (the `[[token_sources]]` entries), `parse` (pure, finds the wanted
+counters in a /metrics body), `counters` (pure, reset correction) and `collector`
+(fetching on a schedule, failure handling, metric families). See docs/tokens.md.
+"""
+
+from gpuwatch.tokens.collector import TokenCollector, TokenReading, UrllibFetch
+from gpuwatch.tokens.config import COUNTER_NAMES, TokenSourceConfig, TokenSources
+
+__all__ = [
+    "COUNTER_NAMES",
+    "TokenCollector",
+    "TokenReading",
+    "TokenSourceConfig",
+    "TokenSources",
+    "UrllibFetch",
+]

@@ -1,0 +1,55 @@
+"""Counter-reset handling: cumulative increases of counter series, the way PromQL does.
+
+Pure state, no clock and no I/O. A server restart sets its counters back to 0; like
+PromQL's `increase()`, a raw value below the previous one counts in full as the
+increase since the reset. Each series (label set) is tracked on its own, so one
+series' reset does not distort another's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpuwatch.tokens.parse import LabelSet
+
+
+class ResetCorrectedCounter:
+    """The total increase of a group of counter series since the first observation.
+
+    The first `observe()` sets the baseline (total stays 0). After it, a series seen
+    before adds `value - previous`, or `value` when it dropped (a reset); a series not
+    seen before adds its whole value (it was created since the last observation). A
+    series that disappears keeps its last value, so a restart that is missed in between
+    still counts as a reset when the series comes back lower.
+    """
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        """Cumulative increase (the counter's unit, here tokens), never decreasing."""
+        self.resets = 0
+        """How many times a series dropped (server restarts seen)."""
+        self._last: dict[LabelSet, float] = {}
+        self._primed = False
+
+    @property
+    def primed(self) -> bool:
+        """True once a baseline has been observed."""
+        return self._primed
+
+    def observe(self, series: Mapping[LabelSet, float]) -> float:
+        """Take one scrape's raw values (all >= 0) by series; returns the increase added."""
+        increase = 0.0
+        for labels, value in series.items():
+            previous = self._last.get(labels)
+            if previous is None:
+                step = value if self._primed else 0.0
+            elif value < previous:
+                step = value
+                self.resets += 1
+            else:
+                step = value - previous
+            increase += step
+            self._last[labels] = value
+        self._primed = True
+        self.total += increase
+        return increase

@@ -1,0 +1,59 @@
+"""gpuwatch.tokens.counters: reset correction like PromQL increase(), on literals."""
+
+from __future__ import annotations
+
+from gpuwatch.tokens.counters import ResetCorrectedCounter
+from gpuwatch.tokens.parse import LabelSet
+
+A: LabelSet = (("model_name", "a"),)
+B: LabelSet = (("model_name", "b"),)
+
+
+def test_first_observation_is_the_baseline() -> None:
+    counter = ResetCorrectedCounter()
+    assert not counter.primed
+    assert counter.observe({A: 1000.0}) == 0.0
+    assert counter.primed
+    assert counter.observe({A: 1250.0}) == 250.0
+    assert counter.total == 250.0
+
+
+def test_a_drop_counts_the_new_value_as_the_increase() -> None:
+    counter = ResetCorrectedCounter()
+    counter.observe({A: 1000.0})
+    counter.observe({A: 1100.0})  # +100
+    assert counter.observe({A: 30.0}) == 30.0  # restarted: 30 tokens since
+    assert counter.observe({A: 80.0}) == 50.0
+    assert counter.total == 180.0
+    assert counter.resets == 1
+
+
+def test_series_are_corrected_independently() -> None:
+    counter = ResetCorrectedCounter()
+    counter.observe({A: 1000.0, B: 500.0})
+    assert counter.observe({A: 10.0, B: 600.0}) == 10.0 + 100.0
+    assert counter.resets == 1
+
+
+def test_new_series_after_the_baseline_count_in_full() -> None:
+    counter = ResetCorrectedCounter()
+    counter.observe({A: 1000.0})
+    assert counter.observe({A: 1000.0, B: 70.0}) == 70.0
+
+
+def test_a_series_that_vanishes_keeps_its_last_value() -> None:
+    counter = ResetCorrectedCounter()
+    counter.observe({A: 1000.0, B: 500.0})
+    assert counter.observe({A: 1010.0}) == 10.0  # B missing from this scrape
+    assert counter.observe({A: 1010.0, B: 520.0}) == 20.0
+    assert counter.observe({A: 1010.0, B: 5.0}) == 5.0
+
+
+def test_total_never_decreases() -> None:
+    counter = ResetCorrectedCounter()
+    previous = 0.0
+    for value in (5.0, 9.0, 0.0, 3.0, 3.0, 1.0, 100.0):
+        counter.observe({A: value})
+        assert counter.total >= previous
+        previous = counter.total
+    assert counter.total == 4.0 + 0.0 + 3.0 + 0.0 + 1.0 + 99.0
