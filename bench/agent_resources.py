@@ -21,7 +21,8 @@ the same machine.
   speed 1: that makes the memory test stricter, not looser.
 
 A diagnostic third process runs the same CLI with the stand-in's XID event-wait poll
-period raised from 10 ms to 500 ms (once per wait timeout). A real driver blocks in
+period raised from the stand-in's own (`_POLL_SECONDS`: 10 ms until commit 53c8ee4,
+100 ms since) to 500 ms, once per wait timeout. A real driver blocks in
 `nvmlEventSetWait` without waking the process, so this takes out a cost that exists
 only under `--simulate`; the stand-in's Python emulation of every NVML call of a tick
 is still included.
@@ -351,7 +352,8 @@ def attribute_cpu() -> dict[str, float]:
 
     A tick, a /metrics render and a slow pass on a manual clock advanced one simulated
     second per tick (so each tick sees fresh process samples and GPM pairs), and the
-    share of a core that the stand-in's `nvmlEventSetWait` spends polling every 10 ms.
+    share of a core that the stand-in's `nvmlEventSetWait` spends polling (every
+    `stand_in._POLL_SECONDS`).
     """
     from prometheus_client.exposition import generate_latest
 
@@ -391,6 +393,9 @@ def attribute_cpu() -> dict[str, float]:
         with contextlib.suppress(poll_nv.NVMLError):  # NVMLError_Timeout every 500 ms
             poll_nv.nvmlEventSetWait(event_set, 500)
     poll_fraction = (time.thread_time() - cpu0) / (time.perf_counter() - wall0)
+    from gpuwatch.simulate import stand_in
+
+    poll_seconds = float(getattr(stand_in, "_POLL_SECONDS", float("nan")))
     poll_nv.nvmlEventSetFree(event_set)
     poll_nv.nvmlShutdown()
     return {
@@ -398,6 +403,7 @@ def attribute_cpu() -> dict[str, float]:
         "render_cpu_ms": render_ms,
         "slow_pass_cpu_ms": slow_ms,
         "xid_poll_cpu_fraction": poll_fraction,
+        "xid_poll_period_seconds": poll_seconds,
     }
 
 
@@ -527,7 +533,7 @@ def report(result: dict[str, Any]) -> str:
                 f"{attr['slow_pass_cpu_ms'] / 15 / 10:.3f}%",
             ],
             [
-                "stand-in XID wait, polls every 10 ms",
+                f"stand-in XID wait, polls every {attr['xid_poll_period_seconds'] * 1000:.0f} ms",
                 "",
                 f"{attr['xid_poll_cpu_fraction']:.2%}",
             ],

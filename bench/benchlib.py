@@ -58,11 +58,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def http_get(port: int, path: str = "/metrics", timeout: float = 10.0) -> tuple[int, bytes]:
-    """One GET on 127.0.0.1:`port` on a fresh connection: (status, body)."""
+def http_get(
+    port: int,
+    path: str = "/metrics",
+    timeout: float = 10.0,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, bytes]:
+    """One GET on 127.0.0.1:`port` on a fresh connection: (status, body as sent)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()
         return response.status, response.read()
     finally:

@@ -1,6 +1,6 @@
 """Run every gpuwatch benchmark, print their tables and save the results as JSON.
 
-    python bench/run_all.py            # full run, about 3 minutes (make bench)
+    python bench/run_all.py            # full run, about 3-4 minutes (make bench)
     python bench/run_all.py --quick    # smoke run, about a minute
 
 Results go to `bench/results/<date>.json` (`<date>-quick.json` for a smoke run), with
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import agent_resources
+import analysis_eval
 import scrape_latency
 from benchlib import BENCH_DIR, machine_info
 
@@ -33,7 +34,7 @@ def _machine_line(machine: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    """Run both benchmarks; print the tables; write the JSON."""
+    """Run every benchmark; print the tables; write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
     parser.add_argument("--output", type=Path, help="JSON file (default: bench/results/DATE.json)")
@@ -51,6 +52,10 @@ def main() -> int:
     resources = agent_resources.run(quick=args.quick)
     print(agent_resources.report(resources), flush=True)
 
+    print("\n== analysis evaluation ==", flush=True)
+    analysis = analysis_eval.run(quick=args.quick)
+    print(analysis_eval.report(analysis), flush=True)
+
     elapsed = time.monotonic() - started
     results = {
         "machine": machine,
@@ -58,6 +63,7 @@ def main() -> int:
         "elapsed_seconds": elapsed,
         "scrape_latency": scrape,
         "agent_resources": resources,
+        "analysis_eval": {"target_us": analysis_eval.TARGET_SECONDS * 1e6, "windows": analysis},
     }
     suffix = "-quick" if args.quick else ""
     output = args.output or RESULTS_DIR / f"{machine['date']}{suffix}.json"

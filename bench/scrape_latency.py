@@ -12,10 +12,11 @@ Targets, all in this process and on 127.0.0.1:
   20 concurrent scrapers some reconnects overflow it and wait out the kernel's 1 s SYN
   retransmission, so its p99 would measure that timer, not prometheus-client. The
   backlog is therefore raised to 128 (`LISTEN_BACKLOG`): a faster, stricter baseline.
-* agent, TCP_NODELAY (diagnostic): the same agent, its connections handled with
-  `disable_nagle_algorithm = True` (the handler class is swapped on the agent's server
-  for these batches only). It shows what setting TCP_NODELAY in
-  `gpuwatch.export.server` would give; once the server sets it, it matches `agent`.
+* agent, gzip / baseline, gzip: the same two servers, scraped with
+  `Accept-Encoding: gzip` as Prometheus scrapes. Both compress when asked:
+  prometheus-client on every request (`gzip.compress`, level 9), the agent once per
+  snapshot (level 5, cached). The target is stated on the plain pair, as before, and
+  checked on the gzip pair as well, each against its own baseline.
 
 The scrapers are threads using `http.client`, one connection each (kept alive where
 the server allows it, reconnecting where it closes). They run in a separate
@@ -33,13 +34,13 @@ Run alone: `python bench/scrape_latency.py [--quick]`.
 from __future__ import annotations
 
 import argparse
+import gzip
 import http.client
 import json
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,12 +56,20 @@ from benchlib import (
 
 TARGET_RATIO = 1.5
 LISTEN_BACKLOG = 128
-TARGETS = ("agent", "baseline", "agent_nodelay")
+TARGETS = ("agent", "baseline", "agent_gzip", "baseline_gzip")
 LABELS = {
     "agent": "agent",
     "baseline": "baseline",
-    "agent_nodelay": "agent, TCP_NODELAY (diagnostic)",
+    "agent_gzip": "agent, gzip",
+    "baseline_gzip": "baseline, gzip",
 }
+BASELINE_OF = {
+    "agent": "baseline",
+    "baseline": "baseline",
+    "agent_gzip": "baseline_gzip",
+    "baseline_gzip": "baseline_gzip",
+}
+GZIP_HEADERS = {"Accept-Encoding": "gzip"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +96,13 @@ class Batch:
 # -- the load generator (child process) ------------------------------------------------------
 
 
-def _scrape_batch(port: int, concurrency: int, requests: int) -> dict[str, Any]:
-    """`concurrency` threads, each sending one untimed then `requests` timed GETs."""
+def _scrape_batch(port: int, concurrency: int, requests: int, gzipped: bool) -> dict[str, Any]:
+    """`concurrency` threads, each sending one untimed then `requests` timed GETs.
+
+    With `gzipped`, every request asks for `Accept-Encoding: gzip` and every answer must
+    come back gzip-encoded; the untimed first body is decompressed to check it.
+    """
+    headers = GZIP_HEADERS if gzipped else {}
     started: list[float] = []
     barrier = threading.Barrier(concurrency, action=lambda: started.append(time.perf_counter()))
     latencies: list[list[float]] = [[] for _ in range(concurrency)]
@@ -97,18 +111,28 @@ def _scrape_batch(port: int, concurrency: int, requests: int) -> dict[str, Any]:
     def scraper(slot: int) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         try:
-            conn.request("GET", "/metrics")  # open the connection, untimed
-            conn.getresponse().read()
+            conn.request("GET", "/metrics", headers=headers)  # open the connection, untimed
+            first = conn.getresponse().read()
+            if gzipped and not gzip.decompress(first).startswith(b"# HELP"):
+                errors.append("the gzip body is not an exposition")
             barrier.wait()
             for _ in range(requests):
                 start = time.perf_counter()
-                conn.request("GET", "/metrics")
+                conn.request("GET", "/metrics", headers=headers)
                 response = conn.getresponse()
                 body = response.read()
                 latencies[slot].append(time.perf_counter() - start)
                 if response.status != 200 or not body:
                     errors.append(f"status {response.status}, {len(body)} bytes")
-        except (OSError, http.client.HTTPException, threading.BrokenBarrierError) as exc:
+                if gzipped != (response.getheader("Content-Encoding") == "gzip"):
+                    errors.append(f"Content-Encoding {response.getheader('Content-Encoding')}")
+        except (
+            OSError,
+            EOFError,
+            gzip.BadGzipFile,
+            http.client.HTTPException,
+            threading.BrokenBarrierError,
+        ) as exc:
             errors.append(repr(exc))
             barrier.abort()
         finally:
@@ -128,10 +152,10 @@ def _scrape_batch(port: int, concurrency: int, requests: int) -> dict[str, Any]:
 
 
 def _worker() -> int:
-    """Answer each stdin line `PORT CONCURRENCY REQUESTS` with one JSON line of results."""
+    """Answer each stdin line `PORT CONCURRENCY REQUESTS GZIP` with one JSON line of results."""
     for line in sys.stdin:
-        port, concurrency, requests = (int(x) for x in line.split())
-        print(json.dumps(_scrape_batch(port, concurrency, requests)), flush=True)
+        port, concurrency, requests, gzipped = (int(x) for x in line.split())
+        print(json.dumps(_scrape_batch(port, concurrency, requests, bool(gzipped))), flush=True)
     return 0
 
 
@@ -146,11 +170,11 @@ class LoadGenerator:
             text=True,
         )
 
-    def batch(self, port: int, concurrency: int, requests: int) -> Batch:
+    def batch(self, port: int, concurrency: int, requests: int, gzipped: bool) -> Batch:
         """Run one batch against 127.0.0.1:`port`; raises RuntimeError on any failed request."""
         assert self._proc.stdin is not None
         assert self._proc.stdout is not None
-        self._proc.stdin.write(f"{port} {concurrency} {requests}\n")
+        self._proc.stdin.write(f"{port} {concurrency} {requests} {int(gzipped)}\n")
         self._proc.stdin.flush()
         line = self._proc.stdout.readline()
         if not line:
@@ -184,20 +208,6 @@ def _stats(batches: list[Batch]) -> dict[str, float]:
     }
 
 
-def _handler_switch(agent: Any) -> Callable[[bool], None] | None:
-    """A function that sets TCP_NODELAY on the agent's future connections, if reachable."""
-    httpd = getattr(getattr(agent, "_server", None), "_httpd", None)
-    if httpd is None:
-        return None
-    plain = httpd.RequestHandlerClass
-    nodelay = type("NoDelayHandler", (plain,), {"disable_nagle_algorithm": True})
-
-    def switch(on: bool) -> None:
-        httpd.RequestHandlerClass = nodelay if on else plain
-
-    return switch
-
-
 def run(quick: bool = False) -> dict[str, Any]:
     """Measure every target at each level; returns the results as plain data."""
     from prometheus_client import start_http_server
@@ -216,8 +226,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     agent = Agent(config, SimulatedNvml(load_scenario(SCENARIO), clock=clock), clock)
     agent.open()
     agent.start()
-    nodelay = _handler_switch(agent)
-    targets = [t for t in TARGETS if t != "agent_nodelay" or nodelay is not None]
+    targets = list(TARGETS)
     load = LoadGenerator()
     server = None
     try:
@@ -231,12 +240,20 @@ def run(quick: bool = False) -> dict[str, Any]:
         )
         server.socket.listen(LISTEN_BACKLOG)
         baseline_text = http_get(server.server_port)[1].decode("utf-8")
-        ports = {"agent": agent.port, "agent_nodelay": agent.port, "baseline": server.server_port}
+        gzip_bytes = {
+            "agent": len(http_get(agent.port, headers=GZIP_HEADERS)[1]),
+            "baseline": len(http_get(server.server_port, headers=GZIP_HEADERS)[1]),
+        }
+        ports = {
+            "agent": agent.port,
+            "agent_gzip": agent.port,
+            "baseline": server.server_port,
+            "baseline_gzip": server.server_port,
+        }
 
         def batch(target: str, concurrency: int, requests: int) -> Batch:
-            if nodelay is not None:
-                nodelay(target == "agent_nodelay")
-            return load.batch(ports[target], concurrency, requests)
+            gzipped = target.endswith("_gzip")
+            return load.batch(ports[target], concurrency, requests, gzipped)
 
         for target in targets:  # warm up: code paths, connections, allocator
             batch(target, 1, 10 if quick else 30)
@@ -251,7 +268,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                 for target in targets[shift:] + targets[:shift]:
                     batches[target].append(batch(target, level.concurrency, per_round))
             stats = {t: _stats(b) for t, b in batches.items()}
-            base = stats["baseline"]
+            base, base_gzip = stats["baseline"], stats["baseline_gzip"]
             levels.append(
                 {
                     "concurrency": level.concurrency,
@@ -260,6 +277,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                     "targets": stats,
                     "ratio_p50": stats["agent"]["p50_ms"] / base["p50_ms"],
                     "ratio_p99": stats["agent"]["p99_ms"] / base["p99_ms"],
+                    "gzip_ratio_p50": stats["agent_gzip"]["p50_ms"] / base_gzip["p50_ms"],
+                    "gzip_ratio_p99": stats["agent_gzip"]["p99_ms"] / base_gzip["p99_ms"],
                 }
             )
     finally:
@@ -276,8 +295,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         "series": len(series_lines(agent_text)),
         "families": sum(1 for line in agent_text.splitlines() if line.startswith("# TYPE")),
         "body_bytes": len(body),
+        "gzip_body_bytes": gzip_bytes["agent"],
         "baseline_series": len(series_lines(baseline_text)),
         "baseline_body_bytes": len(baseline_text.encode("utf-8")),
+        "baseline_gzip_body_bytes": gzip_bytes["baseline"],
         "same_series": series_keys(agent_text) == series_keys(baseline_text),
         "baseline_listen_backlog": LISTEN_BACKLOG,
         "target_ratio": TARGET_RATIO,
@@ -289,15 +310,19 @@ def report(result: dict[str, Any]) -> str:
     """The printed tables of one run."""
     rows = []
     for level in result["levels"]:
-        ok = max(level["ratio_p50"], level["ratio_p99"]) <= result["target_ratio"]
-        base = level["targets"]["baseline"]
+        ok = {
+            "agent": max(level["ratio_p50"], level["ratio_p99"]) <= result["target_ratio"],
+            "agent_gzip": max(level["gzip_ratio_p50"], level["gzip_ratio_p99"])
+            <= result["target_ratio"],
+        }
         for target, stats in level["targets"].items():
-            if target == "baseline":
+            base = level["targets"][BASELINE_OF[target]]
+            if target.startswith("baseline"):
                 p50, p99, check = "1.00x", "1.00x", ""
             else:
                 p50 = f"{stats['p50_ms'] / base['p50_ms']:.2f}x"
                 p99 = f"{stats['p99_ms'] / base['p99_ms']:.2f}x"
-                check = verdict(ok) if target == "agent" else "(diagnostic)"
+                check = verdict(ok[target])
             rows.append(
                 [
                     f"{level['concurrency']} x {level['requests_per_scraper']}",
@@ -330,11 +355,13 @@ def report(result: dict[str, Any]) -> str:
         f"Scrape latency of /metrics, {result['scenario']} (8 GPUs, 64 processes), "
         f"per_process_metrics = true, interval {result['interval_seconds']:g} s: "
         f"{result['series']} series in {result['families']} families, "
-        f"{result['body_bytes']} bytes\n"
+        f"{result['body_bytes']} bytes ({result['gzip_body_bytes']} gzipped)\n"
         f"baseline: prometheus-client start_http_server, static registry of the same text "
         f"({result['baseline_series']} series, {result['baseline_body_bytes']} bytes, "
+        f"{result['baseline_gzip_body_bytes']} gzipped, "
         f"same series: {'yes' if result['same_series'] else 'NO'}), "
-        f"listen backlog {result['baseline_listen_backlog']}"
+        f"listen backlog {result['baseline_listen_backlog']}\n"
+        f"rows 'gzip': Accept-Encoding: gzip, compared with the baseline's gzip row"
     )
     return f"{head}\n{table}"
 
