@@ -51,7 +51,14 @@ def make_agent(
         agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics),
         exporter=ExporterConfig(dcgm_compat=dcgm_compat),
     )
-    agent = Agent(config, nv, clock, extra_workloads=nv.scenario.workloads, environ={})
+    agent = Agent(
+        config,
+        nv,
+        clock,
+        extra_workloads=nv.scenario.workloads,
+        extra_static_prices=nv.scenario.prices,
+        environ={},
+    )
     agent.open()
     return agent, clock
 

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
+from prometheus_client.metrics_core import Metric
+
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
+from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.clock import ManualClock
 from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.snapshot import FleetSnapshot
 from gpuwatch.store import SnapshotStore
+from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from tests.conftest import REPO_ROOT, make_agent
 
 
@@ -26,6 +31,28 @@ def exported_names(snapshot: FleetSnapshot) -> set[str]:
         suffix = {"counter": "_total", "info": "_info"}.get(family.type, "")
         names.add(family.name + suffix)
     return names
+
+
+def family_names(families: Iterable[Metric]) -> set[str]:
+    suffixes = {"counter": "_total", "info": "_info"}
+    return {family.name + suffixes.get(family.type, "") for family in families}
+
+
+def source_metric_names(tmp_path: Path) -> set[str]:
+    """Families of a configured but not yet scraped token source and billing tiers."""
+    tokens = TokenCollector(
+        [TokenSourceConfig(name="x", url="http://127.0.0.1:9/metrics", gpus=[0])], ManualClock()
+    )
+    billing = BillingCollector(
+        BillingConfig(pricing_api=True, instance_type="p5.48xlarge", region="us-east-1"),
+        state_dir=tmp_path,
+        clock=ManualClock(),
+        hostname="h",
+        gpu_count=8,
+        gpu_name="NVIDIA H100 80GB HBM3",
+        catalog_price_usd_per_gpu_hour=6.88,
+    )
+    return family_names(tokens.families()) | family_names(billing.families())
 
 
 def alert_metric_names(tmp_path: Path) -> set[str]:
@@ -70,11 +97,15 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
     documented = set(
         re.findall(r"^\| `(gpuwatch_[a-z_]+)`", readme_section("metric-reference"), re.M)
     )
-    exported: set[str] = alert_metric_names(tmp_path)
+    exported: set[str] = alert_metric_names(tmp_path) | source_metric_names(tmp_path)
     for snapshot in snapshots():
         exported |= exported_names(snapshot)
-    only_after_a_delivery = {"gpuwatch_alert_last_success_timestamp_seconds"}
-    assert documented - exported == only_after_a_delivery, "documented but never exported"
+    only_after_data = {  # each is exported once its source has delivered something
+        "gpuwatch_alert_last_success_timestamp_seconds",
+        "gpuwatch_cost_per_million_tokens_usd",  # tested in tests/cost/test_demo_cost.py
+        "gpuwatch_token_source_scrape_duration_seconds",
+    }
+    assert documented - exported == only_after_data, "documented but never exported"
     assert exported - documented == set(), "exported but not in the README"
 
 

@@ -11,29 +11,36 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from prometheus_client.metrics_core import Metric
 
 from gpuwatch.alerts import build_dispatcher
 from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
+from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config, parse_listen_address
+from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, GpuVerdict
+from gpuwatch.snapshot import FleetSnapshot, GpuPrice, GpuSample, GpuVerdict
 from gpuwatch.store import SnapshotStore
+from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 
 log = logging.getLogger(__name__)
 
 MIN_REAL_INTERVAL_SECONDS = 0.05
+BILLING_REFRESH_SECONDS = 60.0
+"""How often the price tiers are asked whether they are due (each has its own TTL)."""
 
 
 class Agent:
@@ -47,9 +54,11 @@ class Agent:
         *,
         speed: float = 1.0,
         extra_workloads: tuple[WorkloadDeclaration, ...] = (),
+        extra_token_sources: tuple[TokenSourceConfig, ...] = (),
+        extra_static_prices: tuple[StaticPrice, ...] = (),
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        """`extra_workloads` are declared by a simulated scenario (after the config's).
+        """The `extra_*` arguments come from a simulated scenario, after the config's.
 
         Raises WebhookSecretError or OutboxError when Slack alerting is configured but
         its secret or state directory cannot be used.
@@ -67,19 +76,31 @@ class Agent:
             build_gpu_catalog(config.sizing.gpus),
             build_model_catalog(config.sizing.models),
         )
+        self.catalog = build_gpu_catalog(config.sizing.gpus)
+        self.cost = CostEngine(self.catalog, config.rent_vs_buy)
+        self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
+        self._billing_config = config.billing.model_copy(
+            update={"static": [*config.billing.static, *extra_static_prices]}
+        )
+        self.billing: BillingCollector | None = None  # built by open(), once the GPUs are known
         self.alerts = build_dispatcher(
             config.alerts.slack,
             os.environ if environ is None else environ,
             state_dir=config.agent.state_dir,
             clock=clock,
             hostname=self.hostname,
+            costs=self._alert_costs,
         )
         self.collector = SnapshotCollector(
             self.store,
             ExportOptions(per_process_metrics=config.agent.per_process_metrics),
             dcgm_compat=config.exporter.dcgm_compat,
             hostname=self.hostname,
-            extra=[] if self.alerts is None else [self.alerts.families],
+            extra=[
+                self.tokens.families,
+                self._billing_families,
+                *([] if self.alerts is None else [self.alerts.families]),
+            ],
         )
         self.registry = build_registry(self.collector)
         self._analysis_failed = False
@@ -87,8 +108,29 @@ class Agent:
         self._server: MetricsServer | None = None
 
     def open(self) -> None:
-        """Initialise NVML (raises NvmlNotFoundError when there is no driver)."""
+        """Initialise NVML (raises NvmlNotFoundError when there is no driver) and billing."""
         self.sampler.open()
+        identities = self.sampler.identities
+        name = identities[0].name if identities else ""
+        spec = self.catalog.match_nvml_name(name)
+        self.billing = BillingCollector(
+            self._billing_config,
+            state_dir=self.config.agent.state_dir,
+            clock=self.clock,
+            hostname=self.hostname,
+            gpu_count=len(identities),
+            gpu_name=name,
+            catalog_price_usd_per_gpu_hour=None if spec is None else spec.rent_usd_per_hour,
+        )
+
+    def _billing_families(self) -> Iterator[Metric]:
+        if self.billing is not None:
+            yield from self.billing.families()
+
+    def refresh_billing(self) -> None:
+        """Ask the price tiers that are due (network I/O: never on the sampling path)."""
+        if self.billing is not None:
+            self.billing.refresh()
 
     def tick(self) -> FleetSnapshot:
         """Sample every GPU once, analyse the sample and publish the snapshot."""
@@ -97,6 +139,7 @@ class Agent:
         verdicts, analysis_result = timed(
             "analysis", self.clock, lambda: self._analyse(now, gpus), failed=_no_verdicts
         )
+        cost = self.cost.observe(now, gpus, verdicts, self.prices(gpus), self._token_totals())
         snapshot = FleetSnapshot(
             timestamp_seconds=now,
             driver=self.sampler.driver,
@@ -104,6 +147,7 @@ class Agent:
             collectors=(*results, analysis_result),
             verdicts=verdicts,
             hostname=self.hostname,
+            cost=cost,
         )
         self.store.publish(snapshot)
         return snapshot
@@ -116,6 +160,43 @@ class Agent:
                 log.exception("waste analysis failed; sampling and export go on")
                 self._analysis_failed = True
             raise CollectorFailedError(type(exc).__name__) from exc
+
+    def prices(self, gpus: tuple[GpuSample, ...]) -> dict[str, GpuPrice]:
+        """$/GPU-hour of each GPU by uuid: billing's effective price (the whole instance
+        charged to its GPUs), else each GPU's own sizing-catalog reference price."""
+        effective = None if self.billing is None else self.billing.latest().effective
+        if effective is not None and effective.source != "catalog":
+            price = GpuPrice(effective.gpu_usd_per_hour, effective.source)
+            return {gpu.identity.uuid: price for gpu in gpus}
+        prices = {}
+        for gpu in gpus:
+            spec = self.catalog.match_nvml_name(gpu.identity.name)
+            if spec is not None:
+                prices[gpu.identity.uuid] = GpuPrice(spec.rent_usd_per_hour, "catalog")
+        return prices
+
+    def _token_totals(self) -> list[TokenTotals]:
+        gpus_by_source = {s.name: tuple(s.gpus) for s in self.tokens.sources}
+        return [
+            TokenTotals(
+                reading.source,
+                gpus_by_source.get(reading.source, ()),
+                reading.prompt_tokens_total + reading.generation_tokens_total,
+            )
+            for reading in self.tokens.readings()
+        ]
+
+    def _alert_costs(self, uuid: str) -> tuple[float | None, float | None]:
+        """(cost of the GPU's current condition so far, its $/h) for Slack messages."""
+        snapshot = self.store.latest()
+        if snapshot is None:
+            return None, None
+        cost = next((c for c in snapshot.cost.gpus if c.uuid == uuid), None)
+        verdict = next((v for v in snapshot.verdicts if v.uuid == uuid), None)
+        if cost is None or cost.price is None or verdict is None:
+            return None, None
+        hours = max(snapshot.timestamp_seconds - verdict.state_since_seconds, 0.0) / 3600.0
+        return cost.price.usd_per_hour * hours, cost.price.usd_per_hour
 
     def evaluate_alerts(self) -> None:
         """Let the alert dispatcher look at the newest snapshot (no network here)."""
@@ -156,6 +237,26 @@ class Agent:
             coalesce=True,
             misfire_grace_time=None,
         )
+        scheduler.add_job(
+            self.refresh_billing,
+            "interval",
+            seconds=self._real(BILLING_REFRESH_SECONDS),
+            id="billing",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            next_run_time=datetime.now(UTC),
+        )
+        if self.tokens.sources:
+            scheduler.add_job(
+                self.tokens.scrape_due,
+                "interval",
+                seconds=self._real(1.0),
+                id="tokens",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+            )
         if self.alerts is not None:
             scheduler.add_job(
                 self.evaluate_alerts,

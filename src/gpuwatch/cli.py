@@ -144,13 +144,46 @@ def _with_listen(config: Config, listen: str | None) -> Config:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gpuwatch.agent import Agent  # noqa: PLC0415
-    from gpuwatch.nvml import NvmlNotFoundError  # noqa: PLC0415
-
     config = _with_listen(load_config(args.config), args.listen)
     configure_logging(config.logging.level, config.logging.format)
     nv, clock, workloads = _nvml(args.simulate, args.speed)
-    agent = Agent(config, nv, clock, speed=args.speed or 1.0, extra_workloads=workloads)
+    services = _scenario_services(nv, clock) if args.simulate else None
+    try:
+        return _serve(config, nv, clock, args, workloads=workloads, services=services)
+    finally:
+        if services is not None:
+            services.stop()
+
+
+def _scenario_services(nv: Any, clock: Clock) -> Any:
+    from gpuwatch.simulate.services import ScenarioServices  # noqa: PLC0415
+
+    services = ScenarioServices(nv, clock)
+    services.start()
+    return services
+
+
+def _serve(
+    config: Config,
+    nv: Any,
+    clock: Clock,
+    args: argparse.Namespace,
+    *,
+    workloads: tuple[WorkloadDeclaration, ...],
+    services: Any,
+) -> int:
+    from gpuwatch.agent import Agent  # noqa: PLC0415
+    from gpuwatch.nvml import NvmlNotFoundError  # noqa: PLC0415
+
+    agent = Agent(
+        config,
+        nv,
+        clock,
+        speed=args.speed or 1.0,
+        extra_workloads=workloads,
+        extra_token_sources=() if services is None else services.token_sources(),
+        extra_static_prices=nv.scenario.prices if services is not None else (),
+    )
     try:
         agent.open()
     except NvmlNotFoundError as exc:

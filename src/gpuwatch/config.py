@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.analysis.engine import declared_workload
+from gpuwatch.billing import BillingConfig
 from gpuwatch.sizing import (
     CatalogError,
     GpuCatalogEntry,
@@ -29,6 +30,7 @@ from gpuwatch.sizing import (
     build_model_catalog,
 )
 from gpuwatch.tco import RentVsBuyConfig
+from gpuwatch.tokens import TokenSources
 
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
@@ -136,6 +138,8 @@ class Config(_Section):
     alerts: AlertsConfig = AlertsConfig()
     rent_vs_buy: RentVsBuyConfig = RentVsBuyConfig()
     workloads: list[WorkloadDeclaration] = []
+    token_sources: TokenSources = []
+    billing: BillingConfig = BillingConfig()
 
 
 def _parse_env_value(raw: str) -> Any:

@@ -61,6 +61,11 @@ class NvmlSampler:
         self.last_error: str | None = None
 
     @property
+    def identities(self) -> tuple[GpuIdentity, ...]:
+        """Every GPU seen since NVML was first initialised, by index."""
+        return tuple(self._known[i] for i in sorted(self._known))
+
+    @property
     def initialized(self) -> bool:
         """True while NVML is initialised and the devices are enumerated."""
         return self._initialized

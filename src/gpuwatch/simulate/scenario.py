@@ -145,6 +145,7 @@ from pydantic import (
 )
 
 from gpuwatch.analysis.declarations import WorkloadDeclaration
+from gpuwatch.billing import StaticPrice
 from gpuwatch.simulate.faults import Faults
 from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
 from gpuwatch.simulate.timeline import Activity
@@ -302,6 +303,17 @@ class GpuConfig(_Model):
         return bool(self.mig) if self.mig_mode is None else self.mig_mode
 
 
+class SimulatedTokenServer(_Model):
+    """An inference server's /metrics the simulator serves on loopback for a GPU."""
+
+    gpu_index: int = Field(ge=0)
+    kind: Literal["vllm"] = "vllm"
+    prompt_tokens_per_second: float = Field(default=20_000.0, ge=0.0)  # at full SM activity
+    generation_tokens_per_second: float = Field(default=4_000.0, ge=0.0)
+    model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
+    interval_seconds: float = Field(default=15.0, ge=1.0)  # the token source's scrape period
+
+
 class Scenario(_Model):
     """A simulated fleet: GPUs with workloads over time, and faults."""
 
@@ -312,6 +324,8 @@ class Scenario(_Model):
     gpus: tuple[GpuConfig, ...] = ()
     faults: Faults = Faults()
     workloads: tuple[WorkloadDeclaration, ...] = ()  # hold with any --config
+    token_servers: tuple[SimulatedTokenServer, ...] = ()
+    prices: tuple[StaticPrice, ...] = ()  # static billing prices, after the config's
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

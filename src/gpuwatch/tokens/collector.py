@@ -140,6 +140,7 @@ class TokenCollector:
         self._fetch: Fetch = fetch if fetch is not None else UrllibFetch()
         self._sources = {s.name: _Source(s) for s in sources}
         self._schedule_lock = threading.Lock()
+        self.sources: tuple[TokenSourceConfig, ...] = tuple(sources)
 
     def scrape_due(self) -> None:
         """Scrape every source whose interval has elapsed (all of them the first time).

@@ -1,0 +1,59 @@
+"""Loopback services a simulated scenario brings with it (its inference servers' /metrics).
+
+`ScenarioServices` starts one `SimulatedVllmServer` per `[[token_servers]]` entry of the
+scenario, on 127.0.0.1, on the stand-in's simulated time, and tells the agent which token
+sources to scrape — so the demo's cost per token is read over real HTTP, exactly as a
+real server's would be.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.clock import Clock
+from gpuwatch.simulate.stand_in import SimulatedNvml
+from gpuwatch.simulate.vllm_server import SimulatedVllmServer, activity_rate
+from gpuwatch.tokens import TokenSourceConfig
+
+
+class ScenarioServices:
+    """The scenario's simulated servers; `start()` before the agent, `stop()` after."""
+
+    def __init__(self, nv: SimulatedNvml, clock: Clock) -> None:
+        start_time = clock.time() - nv.scenario_time()
+        self._entries = nv.scenario.token_servers
+        self._servers = [
+            SimulatedVllmServer(
+                clock,
+                start_time,
+                activity_rate(
+                    nv,
+                    entry.gpu_index,
+                    entry.prompt_tokens_per_second,
+                    entry.generation_tokens_per_second,
+                ),
+                model_name=entry.model_name,
+            )
+            for entry in self._entries
+        ]
+
+    def start(self) -> None:
+        """Start every server on a free loopback port."""
+        for server in self._servers:
+            server.start()
+
+    def token_sources(self) -> tuple[TokenSourceConfig, ...]:
+        """Token sources pointing at the started servers."""
+        return tuple(
+            TokenSourceConfig(
+                name=f"simulated-{entry.kind}-gpu{entry.gpu_index}",
+                url=server.url,
+                kind=entry.kind,
+                gpus=[entry.gpu_index],
+                interval_seconds=entry.interval_seconds,
+            )
+            for entry, server in zip(self._entries, self._servers, strict=True)
+        )
+
+    def stop(self) -> None:
+        """Stop every server."""
+        for server in self._servers:
+            server.stop()
