@@ -7,6 +7,7 @@ GPU 0 never.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -61,6 +62,9 @@ def test_demo_at_speed_120_alerts_idle_and_held_gpus_only(slack: FakeSlack, tmp_
     assert proc.returncode == 0, err.decode()
     assert {1, 2} <= alerted, f"alerted GPUs: {alerted}"
     assert 0 not in alerted, "the training GPU's data-loading pauses are not idleness"
+    bodies = json.dumps([p.body for p in slack.delivered()])
+    assert "$6.88/h" in bodies, "alerts carry the GPU's price (the demo's static price)"
+    assert "Cost so far" in bodies
     assert slack.url.rsplit("/", 1)[-1].encode() not in err, "the webhook secret leaked to logs"
 
 
