@@ -19,6 +19,7 @@ from typing import Any
 import agent_resources
 import analysis_eval
 import scrape_latency
+import token_parse
 from benchlib import BENCH_DIR, machine_info
 
 RESULTS_DIR = BENCH_DIR / "results"
@@ -55,6 +56,8 @@ def main() -> int:
     print("\n== analysis evaluation ==", flush=True)
     analysis = analysis_eval.run(quick=args.quick)
     print(analysis_eval.report(analysis), flush=True)
+    tokens = token_parse.run(quick=args.quick)
+    print(token_parse.report(tokens), flush=True)
 
     elapsed = time.monotonic() - started
     results = {
@@ -64,6 +67,7 @@ def main() -> int:
         "scrape_latency": scrape,
         "agent_resources": resources,
         "analysis_eval": {"target_us": analysis_eval.TARGET_SECONDS * 1e6, "windows": analysis},
+        "token_parse": tokens,
     }
     suffix = "-quick" if args.quick else ""
     output = args.output or RESULTS_DIR / f"{machine['date']}{suffix}.json"
