@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
@@ -32,11 +32,20 @@ from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
-from gpuwatch.snapshot import FleetSnapshot, GpuPrice, GpuSample, GpuVerdict
+from gpuwatch.snapshot import (
+    CollectorResult,
+    CostSummary,
+    FleetSnapshot,
+    GpuPrice,
+    GpuSample,
+    GpuVerdict,
+)
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MIN_REAL_INTERVAL_SECONDS = 0.05
 BILLING_REFRESH_SECONDS = 60.0
@@ -70,13 +79,13 @@ class Agent:
         self.sampler = NvmlSampler(nv, clock, retry_max_seconds=config.agent.nvml_retry_max_seconds)
         self.nvml = NvmlCollector(self.sampler, clock)
         self.hostname = config.agent.hostname or socket.gethostname()
+        self.catalog = build_gpu_catalog(config.sizing.gpus)
         self.analysis = AnalysisEngine(
             analysis_settings(config.analysis),
             (*config.workloads, *extra_workloads),
-            build_gpu_catalog(config.sizing.gpus),
+            self.catalog,
             build_model_catalog(config.sizing.models),
         )
-        self.catalog = build_gpu_catalog(config.sizing.gpus)
         self.cost = CostEngine(self.catalog, config.rent_vs_buy)
         self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
         self._billing_config = config.billing.model_copy(
@@ -103,7 +112,7 @@ class Agent:
             ],
         )
         self.registry = build_registry(self.collector)
-        self._analysis_failed = False
+        self._failed_stages: set[str] = set()
         self._scheduler: BackgroundScheduler | None = None
         self._server: MetricsServer | None = None
 
@@ -136,15 +145,19 @@ class Agent:
         """Sample every GPU once, analyse the sample and publish the snapshot."""
         gpus, results = self.nvml.collect()
         now = self.clock.time()
-        verdicts, analysis_result = timed(
-            "analysis", self.clock, lambda: self._analyse(now, gpus), failed=_no_verdicts
+        verdicts, analysis_result = self._stage(
+            "analysis", lambda: self.analysis.observe(now, gpus), _no_verdicts
         )
-        cost = self.cost.observe(now, gpus, verdicts, self.prices(gpus), self._token_totals())
+        cost, cost_result = self._stage(
+            "cost",
+            lambda: self.cost.observe(now, gpus, verdicts, self.prices(gpus), self._token_totals()),
+            CostSummary,
+        )
         snapshot = FleetSnapshot(
             timestamp_seconds=now,
             driver=self.sampler.driver,
             gpus=gpus,
-            collectors=(*results, analysis_result),
+            collectors=(*results, analysis_result, cost_result),
             verdicts=verdicts,
             hostname=self.hostname,
             cost=cost,
@@ -152,14 +165,23 @@ class Agent:
         self.store.publish(snapshot)
         return snapshot
 
-    def _analyse(self, now: float, gpus: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
-        try:
-            return self.analysis.observe(now, gpus)
-        except Exception as exc:  # a bug in the analysis must not stop the sampling
-            if not self._analysis_failed:
-                log.exception("waste analysis failed; sampling and export go on")
-                self._analysis_failed = True
-            raise CollectorFailedError(type(exc).__name__) from exc
+    def _stage(
+        self, name: str, run: Callable[[], T], fallback: Callable[[], T]
+    ) -> tuple[T, CollectorResult]:
+        """Run a derived stage (analysis, cost) as a collector: a bug there is logged
+        once, reported as `gpuwatch_collector_success{collector=name} 0`, and never stops
+        sampling or export."""
+
+        def guarded() -> T:
+            try:
+                return run()
+            except Exception as exc:
+                if name not in self._failed_stages:
+                    log.exception("%s failed; sampling and export go on", name)
+                    self._failed_stages.add(name)
+                raise CollectorFailedError(type(exc).__name__) from exc
+
+        return timed(name, self.clock, guarded, failed=fallback)
 
     def prices(self, gpus: tuple[GpuSample, ...]) -> dict[str, GpuPrice]:
         """$/GPU-hour of each GPU by uuid: billing's effective price (the whole instance
@@ -219,54 +241,26 @@ class Agent:
         self.tick()
         agent_cfg = self.config.agent
         scheduler = BackgroundScheduler(daemon=True)
-        scheduler.add_job(
-            self.tick,
-            "interval",
-            seconds=self._real(agent_cfg.interval_seconds),
-            id="sample",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-        )
-        scheduler.add_job(
-            self.nvml.collect_slow,
-            "interval",
-            seconds=self._real(agent_cfg.slow_interval_seconds),
-            id="sample_slow",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-        )
-        scheduler.add_job(
-            self.refresh_billing,
-            "interval",
-            seconds=self._real(BILLING_REFRESH_SECONDS),
-            id="billing",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            next_run_time=datetime.now(UTC),
-        )
+
+        def every(simulated_seconds: float, job: Callable[[], object], **options: Any) -> None:
+            scheduler.add_job(
+                job,
+                "interval",
+                seconds=self._real(simulated_seconds),
+                id=job.__name__,
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+                **options,
+            )
+
+        every(agent_cfg.interval_seconds, self.tick)
+        every(agent_cfg.slow_interval_seconds, self.nvml.collect_slow)
+        every(BILLING_REFRESH_SECONDS, self.refresh_billing, next_run_time=datetime.now(UTC))
         if self.tokens.sources:
-            scheduler.add_job(
-                self.tokens.scrape_due,
-                "interval",
-                seconds=self._real(1.0),
-                id="tokens",
-                max_instances=1,
-                coalesce=True,
-                misfire_grace_time=None,
-            )
+            every(1.0, self.tokens.scrape_due)
         if self.alerts is not None:
-            scheduler.add_job(
-                self.evaluate_alerts,
-                "interval",
-                seconds=self._real(self.config.analysis.evaluation_interval_seconds),
-                id="alerts",
-                max_instances=1,
-                coalesce=True,
-                misfire_grace_time=None,
-            )
+            every(self.config.analysis.evaluation_interval_seconds, self.evaluate_alerts)
             self.alerts.start()
         scheduler.start()
         self._scheduler = scheduler

@@ -9,4 +9,11 @@ source never breaks a scrape or the other sources.
 | nvml      | gpuwatch.collectors.nvml       | yes           | every `agent.interval_seconds` |
 | nvml_slow | gpuwatch.collectors.nvml       | yes           | every `agent.slow_interval_seconds` |
 | xid       | gpuwatch.nvml.xid (a thread)   | yes           | event-driven                |
+| analysis  | gpuwatch.analysis.engine       | yes           | in every tick, after nvml   |
+| cost      | gpuwatch.cost.engine           | yes           | in every tick, after analysis |
+| billing   | gpuwatch.billing (own metrics) | static/catalog; AWS tiers opt-in | every 60 s, each tier its own TTL |
+| tokens    | gpuwatch.tokens (own metrics)  | when `[[token_sources]]` exist | each source's interval |
+
+billing and tokens report their own health (`gpuwatch_billing_up{source}`,
+`gpuwatch_token_source_up{source}`) because each has several independent sources.
 """
