@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +98,42 @@ def test_python_dash_m_and_console_script_agree() -> None:
     result = gpuwatch("--version")
     assert result.returncode == 0
     assert result.stdout.startswith("gpuwatch ")
+
+
+def test_unreadable_basic_auth_password_file_names_the_field(tmp_path: Path) -> None:
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(
+        '[exporter]\nbasic_auth_username = "prometheus"\n'
+        f'basic_auth_password_file = "{tmp_path / "missing"}"\n'
+    )
+    result = gpuwatch(
+        "run", "--simulate", "demo", "--config", str(config), "--listen", f"127.0.0.1:{free_port()}"
+    )
+    assert result.returncode == 2
+    assert "exporter.basic_auth_password_file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_token_source_that_never_answers_does_not_delay_shutdown(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        config = tmp_path / "gpuwatch.toml"
+        config.write_text(
+            "[[token_sources]]\n"
+            'name = "silent"\n'
+            f'url = "http://127.0.0.1:{silent.getsockname()[1]}/metrics"\n'
+            "gpus = [0]\n"
+            "interval_seconds = 60.0\n"
+            "timeout_seconds = 30.0\n"
+        )
+        port = free_port()
+        proc = start_agent(["--simulate", "demo", "--config", str(config)], port)
+        time.sleep(1.0)  # the scrape is now waiting on the silent server
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=15)
+        elapsed = time.monotonic() - start
+    assert proc.returncode == 0, err.decode()
+    assert elapsed < 5.0
+    assert b"maximum number of running instances" not in err

@@ -12,7 +12,6 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -31,6 +30,7 @@ from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
 from gpuwatch.nvml import NvmlSampler
+from gpuwatch.periodic import PeriodicThread
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
 from gpuwatch.snapshot import (
     CollectorResult,
@@ -114,6 +114,7 @@ class Agent:
         self.registry = build_registry(self.collector)
         self._failed_stages: set[str] = set()
         self._scheduler: BackgroundScheduler | None = None
+        self._threads: list[PeriodicThread] = []
         self._server: MetricsServer | None = None
 
     def open(self) -> None:
@@ -256,9 +257,14 @@ class Agent:
 
         every(agent_cfg.interval_seconds, self.tick)
         every(agent_cfg.slow_interval_seconds, self.nvml.collect_slow)
-        every(BILLING_REFRESH_SECONDS, self.refresh_billing, next_run_time=datetime.now(UTC))
+        # network I/O runs on daemon threads: a slow server never delays shutdown
+        self._threads = [
+            PeriodicThread("billing", self._real(BILLING_REFRESH_SECONDS), self.refresh_billing)
+        ]
         if self.tokens.sources:
-            every(1.0, self.tokens.scrape_due)
+            self._threads.append(PeriodicThread("tokens", self._real(1.0), self.tokens.scrape_due))
+        for thread in self._threads:
+            thread.start()
         if self.alerts is not None:
             every(self.config.analysis.evaluation_interval_seconds, self.evaluate_alerts)
             self.alerts.start()
@@ -304,6 +310,9 @@ class Agent:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
+        for thread in self._threads:
+            thread.stop()
+        self._threads = []
         if self.alerts is not None:
             self.alerts.stop()
         self.sampler.close()

@@ -22,7 +22,14 @@ from gpuwatch import __version__
 from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
 from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
-from gpuwatch.config import Config, ConfigError, load_config, parse_listen_address, render_config
+from gpuwatch.config import (
+    Config,
+    ConfigError,
+    load_config,
+    parse_listen_address,
+    render_config,
+    secret_file_problems,
+)
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import add_tco_parser, run_tco
@@ -145,6 +152,9 @@ def _with_listen(config: Config, listen: str | None) -> Config:
 
 def _run(args: argparse.Namespace) -> int:
     config = _with_listen(load_config(args.config), args.listen)
+    problems = secret_file_problems(config.exporter)
+    if problems:
+        raise ConfigError(problems)
     configure_logging(config.logging.level, config.logging.format)
     nv, clock, workloads = _nvml(args.simulate, args.speed)
     services = _scenario_services(nv, clock) if args.simulate else None
@@ -220,6 +230,11 @@ def _status(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     configure_logging("error", config.logging.format)
     nv, clock, workloads = _nvml(args.simulate, None, args.at)
+    # one-shot: no Slack dispatcher (it would share a running daemon's outbox)
+    quiet = config.alerts.model_copy(
+        update={"slack": config.alerts.slack.model_copy(update={"enabled": False})}
+    )
+    config = config.model_copy(update={"alerts": quiet})
     agent = Agent(config, nv, clock, extra_workloads=workloads)
     try:
         agent.open()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -254,6 +255,32 @@ def reference_problems(config: Config) -> list[str]:
             problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
         except ValueError as exc:
             problems.append(f"workloads.{i}.{field}: {exc}")
+    return problems
+
+
+def secret_file_problems(exporter: ExporterConfig) -> list[str]:
+    """The TLS and basic-auth files can be read and used (checked when the agent starts).
+
+    Not part of `load_config`, so a config can be checked on a machine that does not
+    hold the secrets. Messages name the field, never a file's content.
+    """
+    problems = []
+    if exporter.basic_auth_password_file is not None:
+        try:
+            exporter.basic_auth_password_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            problems.append(f"exporter.basic_auth_password_file: cannot read: {exc.strerror}")
+        except UnicodeDecodeError:
+            problems.append("exporter.basic_auth_password_file: not UTF-8 text")
+    if exporter.tls_cert_file is not None and exporter.tls_key_file is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(str(exporter.tls_cert_file), str(exporter.tls_key_file))
+        except OSError as exc:  # ssl.SSLError is an OSError
+            detail = exc.strerror or getattr(exc, "reason", None) or type(exc).__name__
+            problems.append(
+                f"exporter.tls_cert_file: cannot load the certificate and key: {detail}"
+            )
     return problems
 
 

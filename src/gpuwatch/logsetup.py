@@ -31,4 +31,7 @@ def configure_logging(level: str = "info", fmt: str = "text") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    scheduler = logging.getLogger("apscheduler")  # a job's own exception, in our format
+    scheduler.handlers[:] = [handler]
+    scheduler.setLevel(logging.ERROR)
+    scheduler.propagate = False

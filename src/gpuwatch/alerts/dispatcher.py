@@ -100,6 +100,7 @@ class AlertDispatcher:
         self._dead = False
         self._failing = False  # a delivery failure was logged; log the recovery once
         self._outbox_failing = False
+        self._outbox_full = False
         self._cost_failing = False
         self._not_before = 0.0  # monotonic seconds before which no round starts
         self._thread: threading.Thread | None = None
@@ -147,11 +148,14 @@ class AlertDispatcher:
                     )
                     if dropped:
                         self._count_failure("outbox_full", dropped)
-                        log.warning(
-                            "alert outbox full (%d messages): dropped the %d oldest",
-                            self.config.outbox_max_messages,
-                            dropped,
-                        )
+                        if not self._outbox_full:  # one line per episode, not per drop
+                            log.warning(
+                                "alert outbox full (%d messages): dropping the oldest",
+                                self.config.outbox_max_messages,
+                            )
+                        self._outbox_full = True
+                    else:
+                        self._outbox_full = False
                 else:
                     self._outbox.update_memory(decision.updates)
             except (OutboxError, sqlite3.Error, OSError) as exc:

@@ -175,7 +175,7 @@ class PricingSource:
         cached = self.cache.get(key)
         fresh = cached is not None and 0 <= now - cached.fetched_at_seconds < self.ttl
         if fresh:
-            if not self.health.up and self.health.failures == 0:
+            if not self.health.up:  # a fresh cached price is a working source
                 self.health.succeeded()
         elif self.health.may_try(now):
             try:

@@ -9,6 +9,7 @@ PUT never gets an answer and the fetch times out.
 
 from __future__ import annotations
 
+import http.client
 import re
 import urllib.error
 import urllib.request
@@ -82,7 +83,7 @@ class ImdsClient:
             if exc.code == 404:
                 raise _NotFoundError from None
             raise SourceError(f"IMDS answered {what} with HTTP {exc.code}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
             hint = " (in a container the metadata hop limit must be 2)" if method == "PUT" else ""
             reason = getattr(exc, "reason", exc)
             kind = "timed out" if isinstance(reason, TimeoutError) else type(reason).__name__

@@ -11,8 +11,8 @@ source never breaks a scrape or the other sources.
 | xid       | gpuwatch.nvml.xid (a thread)   | yes           | event-driven                |
 | analysis  | gpuwatch.analysis.engine       | yes           | in every tick, after nvml   |
 | cost      | gpuwatch.cost.engine           | yes           | in every tick, after analysis |
-| billing   | gpuwatch.billing (own metrics) | static/catalog; AWS tiers opt-in | every 60 s, each tier its own TTL |
-| tokens    | gpuwatch.tokens (own metrics)  | when `[[token_sources]]` exist | each source's interval |
+| billing   | gpuwatch.billing (own metrics) | AWS opt-in    | 60 s thread, per-tier TTLs  |
+| tokens    | gpuwatch.tokens (own metrics)  | if configured | 1 s thread, per-source      |
 
 billing and tokens report their own health (`gpuwatch_billing_up{source}`,
 `gpuwatch_token_source_up{source}`) because each has several independent sources.

@@ -60,8 +60,9 @@ class CostEngine:
     ) -> CostSummary:
         """One tick at epoch time `t`; `prices` is keyed by GPU uuid."""
         costs = self._ledger.observe(t, verdicts, prices)
-        busy = sum(c.busy_seconds_total for c in costs)
-        observed = sum(c.observed_seconds_total for c in costs)
+        every_gpu = self._ledger.totals()  # a GPU down this tick keeps its totals in the sums
+        busy = sum(c.busy_seconds_total for c in every_gpu)
+        observed = sum(c.observed_seconds_total for c in every_gpu)
         self._utilization.record(t, (busy, observed))
         utilization = tuple(
             (name, ratio)
@@ -70,7 +71,7 @@ class CostEngine:
         )
         return CostSummary(
             gpus=costs,
-            tokens=self._token_costs(t, costs, tokens),
+            tokens=self._token_costs(t, every_gpu, tokens),
             utilization_busy=utilization,
             rent_vs_buy=self._rent_vs_buy_positions(gpus, costs, dict(utilization)),
         )

@@ -16,7 +16,15 @@ MAX_GAP_SECONDS = 60.0
 
 
 class _Account:
-    __slots__ = ("cost", "idle_charged", "idle_cost", "idle_seconds", "observed", "previous_t")
+    __slots__ = (
+        "cost",
+        "idle_charged",
+        "idle_cost",
+        "idle_seconds",
+        "last",
+        "observed",
+        "previous_t",
+    )
 
     def __init__(self) -> None:
         self.previous_t: float | None = None
@@ -25,6 +33,7 @@ class _Account:
         self.idle_cost = 0.0
         self.idle_charged = 0.0  # idle seconds counted since this ledger started
         self.observed = 0.0
+        self.last: GpuCost | None = None
 
 
 class CostLedger:
@@ -45,23 +54,31 @@ class CostLedger:
             if dt > MAX_GAP_SECONDS:
                 dt = 0.0
             account.previous_t = t
-            idle_delta = max(verdict.idle_seconds_total - account.idle_seconds, 0.0)
-            account.idle_seconds = verdict.idle_seconds_total
             account.observed += dt
+            # the analysis counts idle time retroactively; never charge more idle seconds
+            # than this ledger observed (a sampling gap is charged to neither)
+            idle_delta = min(
+                max(verdict.idle_seconds_total - account.idle_seconds, 0.0),
+                max(account.observed - account.idle_charged, 0.0),
+            )
+            account.idle_seconds = verdict.idle_seconds_total
             account.idle_charged += idle_delta
             if price is not None:
                 rate = price.usd_per_hour / 3600.0
                 account.cost += rate * dt
                 account.idle_cost += rate * idle_delta
-            costs.append(
-                GpuCost(
-                    gpu_index=verdict.gpu_index,
-                    uuid=verdict.uuid,
-                    price=price,
-                    cost_usd_total=account.cost,
-                    idle_cost_usd_total=min(account.idle_cost, account.cost),
-                    busy_seconds_total=max(account.observed - account.idle_charged, 0.0),
-                    observed_seconds_total=account.observed,
-                )
+            account.last = GpuCost(
+                gpu_index=verdict.gpu_index,
+                uuid=verdict.uuid,
+                price=price,
+                cost_usd_total=account.cost,
+                idle_cost_usd_total=account.idle_cost,
+                busy_seconds_total=max(account.observed - account.idle_charged, 0.0),
+                observed_seconds_total=account.observed,
             )
+            costs.append(account.last)
         return tuple(costs)
+
+    def totals(self) -> tuple[GpuCost, ...]:
+        """The latest figures of every GPU seen, including GPUs down this tick."""
+        return tuple(a.last for a in self._accounts.values() if a.last is not None)
