@@ -119,6 +119,16 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     context = 8192
     batch = 16
 
+    [[token_servers]]                  # a vLLM /metrics on loopback, counting tokens at
+    gpu_index = 0                      # these rates x the GPU's SM activity (tokens/s)
+    prompt_tokens_per_second = 20000
+    generation_tokens_per_second = 4000
+
+    [[prices]]                         # static billing prices, after the config's
+    gpu_model = "NVIDIA H100 80GB HBM3"   # ([[billing.static]] keys, docs/billing.md)
+    usd_per_hour = 6.88
+    per_gpu = true
+
 How values follow activity: power goes from the preset's idle floor toward its limit
 with ``0.7 sm + 0.3 tensor + 0.25 dram`` (capped at the enforced limit, which then
 sets SwPowerCap), temperature follows power, clocks are the idle clocks when nothing

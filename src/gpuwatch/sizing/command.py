@@ -66,7 +66,12 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             "fits, tokens/s and $ per 1M tokens rented and owned, cheapest fitting first."
         ),
     )
-    size.add_argument("model", nargs="?", metavar="MODEL", help="a catalog model, e.g. llama-2-7b")
+    size.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help="a catalog model: " + ", ".join(build_model_catalog().names),
+    )
     size.add_argument(
         "--config", type=Path, help="agent config whose [sizing] GPUs and models are used"
     )
