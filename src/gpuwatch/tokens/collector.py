@@ -16,6 +16,7 @@ import logging
 import math
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -202,7 +203,9 @@ class TokenCollector:
         if source.failing:
             log.debug("token source %s still down: %s", name, error)
         else:
-            log.warning("token source %s (%s) is down: %s", name, source.config.url, error)
+            log.warning(
+                "token source %s (%s) is down: %s", name, _loggable(source.config.url), error[:200]
+            )
             source.failing = True
         return replace(source.reading, up=False, error=error)
 
@@ -242,3 +245,9 @@ class TokenCollector:
         yield up
         if duration.samples:
             yield duration
+
+
+def _loggable(url: str) -> str:
+    """The URL without its query string and fragment (they may carry tokens)."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
