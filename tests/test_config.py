@@ -293,7 +293,7 @@ def test_env_override_with_invalid_value_is_an_error_with_its_path() -> None:
     assert _starts_with_path(errors[0], "exporter.listen"), errors
 
 
-def test_apply_env_overrides_values_are_read_as_toml_or_as_text() -> None:
+def test_apply_env_overrides_values_are_text_unless_they_start_like_toml() -> None:
     merged = apply_env_overrides(
         {},
         {
@@ -306,11 +306,11 @@ def test_apply_env_overrides_values_are_read_as_toml_or_as_text() -> None:
             "GPUWATCH_A__EMPTY": "",
         },
     )
-    assert merged == {
+    assert merged == {  # pydantic turns "3", "2.5", "false" into what a field wants
         "a": {
-            "int": 3,
-            "float": 2.5,
-            "bool": False,
+            "int": "3",
+            "float": "2.5",
+            "bool": "false",
             "quoted": "hello",
             "bare": "hello world",
             "addr": "[::1]:9842",
@@ -332,7 +332,7 @@ def test_apply_env_overrides_does_not_mutate_its_input() -> None:
     assert data == snapshot
     assert merged == {
         "exporter": {"listen": "127.0.0.1:2"},
-        "agent": {"nested": {"x": 1, "y": 2}},
+        "agent": {"nested": {"x": 1, "y": "2"}},
     }
 
 
@@ -591,3 +591,17 @@ def _lookup(data: dict[str, object], path: str) -> dict[str, object]:
         value = data.get(part, {})
         data = value if isinstance(value, dict) else {}
     return data
+
+
+def test_env_override_keeps_number_like_strings_as_strings() -> None:
+    config = load_config(None, environ={"GPUWATCH_AGENT__HOSTNAME": "1234"})
+    assert config.agent.hostname == "1234"
+    config = load_config(None, environ={"GPUWATCH_AGENT__INTERVAL_SECONDS": "2.5"})
+    assert config.agent.interval_seconds == 2.5
+
+
+def test_infinite_values_are_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "inf.toml"
+    path.write_text("[analysis]\nresolve_after_seconds = inf\n")
+    errors = _load_errors(path, {})
+    assert any(_starts_with_path(e, "analysis.resolve_after_seconds") for e in errors)

@@ -332,3 +332,42 @@ def test_collector_success_goes_to_zero_during_a_driver_error() -> None:
     results = {r.name: r.success for r in snapshot.collectors}
     assert results["nvml"] is False
     assert all(not g.up for g in snapshot.gpus)
+
+
+def test_old_driver_falls_back_to_v2_processes_and_throttle_reasons(tmp_path: Path) -> None:
+    scenario = tmp_path / "old-driver.toml"
+    scenario.write_text(
+        'name = "old-driver"\n'
+        "[[gpus]]\n"
+        'preset = "a100-sxm4-40gb"\n'
+        "[[gpus.processes]]\n"
+        "pid = 4242\n"
+        'name = "python3 job.py"\n'
+        'memory = "8 GiB"\n'
+        "[faults]\n"
+        'function_not_found = ["nvmlDeviceGetCurrentClocksEventReasons",'
+        ' "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3"]\n'
+    )
+    clock = ManualClock()
+    sampler = NvmlSampler(SimulatedNvml(load_scenario(str(scenario)), clock=clock), clock)
+    sampler.open()
+    try:
+        clock.advance(2)
+        gpu = sampler.sample()[0]
+    finally:
+        sampler.close()
+    assert gpu.processes is not None
+    assert [p.pid for p in gpu.processes] == [4242]
+    assert gpu.throttle_reasons == ("gpu_idle",)
+
+
+def test_nvlink_counters_sum_every_link() -> None:
+    sampler, clock, _ = open_sampler("demo")
+    try:
+        first = run_to(sampler, clock, 10)[0].nvlink_tx_bytes_total
+        second = run_to(sampler, clock, 110)[0].nvlink_tx_bytes_total
+    finally:
+        sampler.close()
+    assert first is not None
+    assert second is not None
+    assert second - first == pytest.approx(100 * 1500 * 1024 * 1024, rel=0.05)  # 1500 MiB/s

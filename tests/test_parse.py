@@ -434,3 +434,8 @@ def test_describe_error_whose_str_fails() -> None:
 def test_describe_plain_exceptions() -> None:
     assert describe(ValueError("bad value")) == "ValueError (bad value)"
     assert describe(ValueError()) == "ValueError"
+
+
+def test_a_nan_from_gpm_is_no_reading() -> None:
+    assert parse.percent_to_ratio(float("nan")) is None
+    assert parse.percent_to_ratio(float("inf")) is None

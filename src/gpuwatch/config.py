@@ -48,7 +48,7 @@ class ConfigError(Exception):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def parse_listen_address(value: str) -> tuple[str, int]:
@@ -144,7 +144,11 @@ class Config(_Section):
 
 
 def _parse_env_value(raw: str) -> Any:
-    """Read an override as a TOML value (`true`, `2.5`, `"x"`), else as a plain string."""
+    """An override as a plain string (pydantic turns "2.5" and "true" into numbers and
+    booleans where a field wants them, and "1234" stays a string where it wants one);
+    a value that starts like a TOML array, table or quoted string is read as TOML."""
+    if raw.lstrip()[:1] not in ("[", "{", '"', "'"):
+        return raw
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

@@ -98,6 +98,7 @@ class GpuSample:
     mig_instances: tuple[MigInstanceSample, ...] = ()
     processes: tuple[ProcessSample, ...] | None = None
     xid_errors_total: tuple[tuple[int, int], ...] = ()  # (xid code, count), sorted by code
+    last_xid: int | None = None  # the most recent XID code; None: none seen or not watched
     pod: PodRef | None = None
     error: str | None = None  # why `up` is False, short, no secrets
 

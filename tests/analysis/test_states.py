@@ -92,3 +92,27 @@ def test_bucketed_window_mean_max_and_expiry() -> None:
     # after a gap longer than the window, nothing is left
     assert window.mean(500.0) is None
     assert window.maximum(500.0) is None
+
+
+def test_no_activity_signal_is_not_idleness() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
+    states = [tracker.observe(float(t), None, 200.0, True) for t in range(0, 4000)]
+    assert set(states) == {"busy"}
+    assert tracker.idle_seconds_total == 0.0
+
+
+def test_a_sampling_gap_does_not_count_as_idle_time() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
+    feed(tracker, 0, 300, 0.0)
+    # two hours without samples (agent stopped, GPU down), then one inactive sample
+    assert tracker.observe(7500.0, 0.0, None, False) not in ("idle", "held")
+    assert feed(tracker, 7501, 9100, 0.0)[-1] == "idle"
+    assert tracker.idle_seconds_total < 1900 + 300, "only sampled seconds are idle seconds"
+
+
+def test_a_clock_step_back_never_decreases_idle_seconds() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
+    feed(tracker, 0, 1900, 0.0)
+    before = tracker.idle_seconds_total
+    tracker.observe(1870.0, 0.0, None, False)  # wall clock stepped back 30 s
+    assert tracker.idle_seconds_total >= before

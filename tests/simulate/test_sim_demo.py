@@ -159,9 +159,10 @@ def test_energy_does_not_depend_on_how_often_it_is_read() -> None:
 def test_nvlink_counters_are_cumulative_kib_with_timestamps() -> None:
     nv, clock, _ = start("demo")
     h = nv.nvmlDeviceGetHandleByIndex(0)
+    all_links = 0xFFFFFFFF  # nvml.h: scopeId UINT_MAX sums every link
     fields = [
-        pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
-        pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+        (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, all_links),
+        (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, all_links),
         pynvml.NVML_FI_DEV_POWER_INSTANT,
     ]
     clock.advance(100)
@@ -169,6 +170,8 @@ def test_nvlink_counters_are_cumulative_kib_with_timestamps() -> None:
     assert tx.nvmlReturn == rx.nvmlReturn == pynvml.NVML_SUCCESS
     assert tx.valueType == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
     assert tx.value.ullVal == 100 * 1500 * 1024  # 1500 MiB/s for 100 s, in KiB
+    (link0,) = nv.nvmlDeviceGetFieldValues(h, [pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX])
+    assert link0.value.ullVal < tx.value.ullVal / 2, "no scope: link 0 only"
     assert tx.timestamp == round(clock.time() * 1_000_000)
     assert other.nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
     idle = nv.nvmlDeviceGetFieldValues(nv.nvmlDeviceGetHandleByIndex(1), fields[:1])[0]

@@ -66,8 +66,15 @@ def analysis_settings(config: AnalysisConfig) -> AnalysisSettings:
 
 
 def activity_of(gpu: GpuSample) -> float | None:
-    """The activity signal: GPM SM activity where supported, else kernel-busy time."""
-    return gpu.sm_active_ratio if gpu.sm_active_ratio is not None else gpu.utilization_ratio
+    """The activity signal: GPM SM activity where supported, else kernel-busy time; on a
+    MIG-enabled GPU (where NVML gives neither for the whole GPU) the busiest instance's
+    GPM SM activity. None when the GPU gives no activity signal at all."""
+    if gpu.sm_active_ratio is not None:
+        return gpu.sm_active_ratio
+    if gpu.utilization_ratio is not None:
+        return gpu.utilization_ratio
+    instances = [m.sm_active_ratio for m in gpu.mig_instances if m.sm_active_ratio is not None]
+    return max(instances) if instances else None
 
 
 def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:

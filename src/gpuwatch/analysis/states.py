@@ -43,6 +43,7 @@ class GpuStateTracker:
         self._previous_t: float | None = None
         self._last_active: float | None = None
         self._active_since: float | None = None
+        self._inactive_observed = 0.0  # sampled seconds of the current inactivity
         self.state = "busy"
         self.state_since: float = 0.0
         self.idle_seconds_total = 0.0
@@ -68,29 +69,33 @@ class GpuStateTracker:
             self._first_seen = t
             self._window_start = t
             self.state_since = t
-        dt = (
-            0.0 if self._previous_t is None else min(t - self._previous_t, s.max_sample_gap_seconds)
-        )
-        self._previous_t = t
-        level = activity or 0.0
-        active = level >= s.noise_floor_ratio or (
+        # a gap (agent stopped, GPU down) or a clock step back counts as no time at all
+        elapsed = 0.0 if self._previous_t is None else t - self._previous_t
+        dt = min(max(elapsed, 0.0), s.max_sample_gap_seconds)
+        self._previous_t = max(t, self._previous_t or t)
+        vetoed = (
             s.power_veto_watts is not None
             and power_watts is not None
             and power_watts >= s.power_veto_watts
         )
+        if activity is None and not vetoed:
+            return self.state  # no activity signal this sample: unknown is not idle
+        level = activity or 0.0
+        active = level >= s.noise_floor_ratio or vetoed
         if dt > 0:
             self._activity.add(t, level, dt)
         if active:
             if self._active_since is None:
                 self._active_since = t
             self._last_active = t
+            self._inactive_observed = 0.0
         else:
             self._active_since = None
+            self._inactive_observed += dt
         new = self._decide(t, active, has_processes)
         if new in FLAGGED:
-            if self.state not in FLAGGED:
-                inactive = self.inactive_since
-                self.idle_seconds_total += t - (inactive if inactive is not None else t)
+            if self.state not in FLAGGED:  # counted from the confirmed start, observed only
+                self.idle_seconds_total += self._inactive_observed
             else:
                 self.idle_seconds_total += dt
         if new != self.state:
@@ -99,15 +104,13 @@ class GpuStateTracker:
                 self._activity = BucketedWindow(s.window_seconds)
                 self._window_start = t
             entering_flagged = new in FLAGGED and self.state not in FLAGGED
-            inactive = self.inactive_since
-            self.state_since = inactive if entering_flagged and inactive is not None else t
+            self.state_since = t - self._inactive_observed if entering_flagged else t
             self.state = new
         return new
 
     def _decide(self, t: float, active: bool, has_processes: bool) -> str:
         s = self._s
-        inactive = self.inactive_since
-        if not active and inactive is not None and t - inactive >= s.window_seconds:
+        if not active and self._inactive_observed >= s.window_seconds:
             return "held" if has_processes else "idle"
         if self.state in FLAGGED and (
             not active

@@ -44,7 +44,8 @@ def _free_mib(gpu: GpuSample) -> float | None:
 
 
 def _last_xid(gpu: GpuSample) -> float | None:
-    return float(max(code for code, _ in gpu.xid_errors_total)) if gpu.xid_errors_total else 0.0
+    """The most recent XID (dcgm-exporter reports 0 until one happens)."""
+    return 0.0 if gpu.last_xid is None else float(gpu.last_xid)
 
 
 # (name, help, reader)

@@ -43,6 +43,8 @@ GPM_METRIC_IDS = (
     GPM_PCIE_TX,
     GPM_PCIE_RX,
 )
+ALL_LINKS = 0xFFFFFFFF
+"""NVML field-value scopeId that sums a per-link field over every NVLink."""
 GPM_MIN_INTERVAL_SECONDS = 0.1
 """GPM needs its two samples at least 100 ms apart."""
 
@@ -146,6 +148,14 @@ class NvmlDevice:
                 log.debug("GPU %d: %s failed: %s", self.index, key, describe(exc))
             return None
 
+    def _first_answer(self, *calls: tuple[str, Callable[[Any], T]]) -> T | None:
+        """The first of several versions of a call that this device supports."""
+        for key, fn in calls:
+            value = self._optional(key, fn, self.handle)
+            if value is not None or key not in self.unsupported:
+                return value
+        return None
+
     def _guard(self, key: str, fn: Callable[[], T]) -> T | None:
         return self._optional(key, fn)
 
@@ -183,16 +193,22 @@ class NvmlDevice:
             info = self._optional(key_prefix + "memory_v1", nv.nvmlDeviceGetMemoryInfo, h)
         return None if info is None else parse.parse_memory(info)
 
-    def sample(self, xid_counts: tuple[tuple[int, int], ...] = ()) -> GpuSample:
+    def sample(
+        self, xid_counts: tuple[tuple[int, int], ...] = (), last_xid: int | None = None
+    ) -> GpuSample:
         """Read one tick; a lost GPU gives `up=False` and the others are unaffected.
 
         Raises DriverError when NVML as a whole has failed.
         """
         try:
-            return self._sample(xid_counts)
+            return replace(self._sample(xid_counts), last_xid=last_xid)
         except DeviceLostError as exc:
             return GpuSample(
-                identity=self.identity, up=False, error=str(exc), xid_errors_total=xid_counts
+                identity=self.identity,
+                up=False,
+                error=str(exc),
+                xid_errors_total=xid_counts,
+                last_xid=last_xid,
             )
 
     def _sample(self, xid_counts: tuple[tuple[int, int], ...]) -> GpuSample:
@@ -205,8 +221,9 @@ class NvmlDevice:
         temperature = self._read_temperature()
         clock_sm = self._optional("clock_sm", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
         clock_mem = self._optional("clock_mem", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)
-        reasons = self._optional(
-            "clock_event_reasons", nv.nvmlDeviceGetCurrentClocksEventReasons, h
+        reasons = self._first_answer(
+            ("clock_event_reasons", nv.nvmlDeviceGetCurrentClocksEventReasons),
+            ("clock_throttle_reasons", nv.nvmlDeviceGetCurrentClocksThrottleReasons),  # < R535
         )
         nvlink_tx, nvlink_rx = self._read_nvlink()
         gpm = self._read_gpm(self._gpm, now, None)
@@ -268,9 +285,10 @@ class NvmlDevice:
 
     def _read_nvlink(self) -> tuple[float | None, float | None]:
         nv = self._nv
+        # scopeId UINT_MAX: the sum over all links (no scope would be link 0 only)
         fields = [
-            nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
-            nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+            (nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),
+            (nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS),
         ]
         values = self._optional("nvlink", nv.nvmlDeviceGetFieldValues, self.handle, fields)
         if values is None:
@@ -319,9 +337,17 @@ class NvmlDevice:
         return values
 
     def _read_processes(self) -> tuple[ProcessSample, ...] | None:
-        nv, h = self._nv, self.handle
-        compute = self._optional("processes_compute", nv.nvmlDeviceGetComputeRunningProcesses, h)
-        graphics = self._optional("processes_graphics", nv.nvmlDeviceGetGraphicsRunningProcesses, h)
+        nv = self._nv
+        # the versioned calls: pynvml's unversioned ones raise a non-NVML exception on
+        # drivers without the _v3 symbol (before R510); fall back to _v2 there
+        compute = self._first_answer(
+            ("processes_compute_v3", nv.nvmlDeviceGetComputeRunningProcesses_v3),
+            ("processes_compute_v2", nv.nvmlDeviceGetComputeRunningProcesses_v2),
+        )
+        graphics = self._first_answer(
+            ("processes_graphics_v3", nv.nvmlDeviceGetGraphicsRunningProcesses_v3),
+            ("processes_graphics_v2", nv.nvmlDeviceGetGraphicsRunningProcesses_v2),
+        )
         if compute is None and graphics is None:
             return None
         raw = parse.merge_processes(compute or (), graphics or ())
@@ -375,14 +401,18 @@ class NvmlDevice:
         if not devices:
             return ()
         instances = []
+        gpm_by_instance: dict[int, dict[int, float]] = {}  # GPM is per GPU instance
         for mig in devices:
             memory = self._read_memory(mig.handle, key_prefix="mig_")
-            buffers = self._mig_gpm.get(mig.gpu_instance_id)
-            if buffers is None and self._gpm is not None:
-                buffers = self._guard("gpm_mig_alloc", lambda: _GpmBuffers(self._nv))
-                if buffers is not None:
-                    self._mig_gpm[mig.gpu_instance_id] = buffers
-            gpm = self._read_gpm(buffers, now, mig.gpu_instance_id)
+            gi = mig.gpu_instance_id
+            if gi not in gpm_by_instance:  # compute instances of one GPU instance share it
+                buffers = self._mig_gpm.get(gi)
+                if buffers is None and self._gpm is not None:
+                    buffers = self._guard("gpm_mig_alloc", lambda: _GpmBuffers(self._nv))
+                    if buffers is not None:
+                        self._mig_gpm[gi] = buffers
+                gpm_by_instance[gi] = self._read_gpm(buffers, now, gi)
+            gpm = gpm_by_instance[gi]
             instances.append(
                 MigInstanceSample(
                     uuid=mig.uuid,

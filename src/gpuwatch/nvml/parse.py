@@ -6,6 +6,7 @@ struct and returns bytes, seconds, watts, joules, hertz or ratios 0-1.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +35,8 @@ def decode_clock_event_reasons(mask: int) -> tuple[str, ...]:
 
 def percent_to_ratio(percent: float | None) -> float | None:
     """NVML percent (0-100) to a ratio (0-1), clamped; None stays None."""
-    if percent is None:
-        return None
+    if percent is None or not math.isfinite(percent):
+        return None  # GPM can answer NaN: that is no reading, not a value
     return min(max(float(percent), 0.0), 100.0) / 100.0
 
 

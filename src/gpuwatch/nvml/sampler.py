@@ -173,7 +173,8 @@ class NvmlSampler:
             return tuple(sorted(samples, key=lambda s: s.identity.index))
 
     def _sample_device(self, device: NvmlDevice) -> GpuSample:
-        return device.sample(self._xid_counts.for_gpu(device.identity.uuid))
+        uuid = device.identity.uuid
+        return device.sample(self._xid_counts.for_gpu(uuid), self._xid_counts.last_for_gpu(uuid))
 
     def _lost_sample(self, index: int) -> GpuSample:
         identity = self._known.get(index) or GpuIdentity(

@@ -26,11 +26,18 @@ class XidCounts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, int]] = Counter()
+        self._last: dict[str, int] = {}
 
     def add(self, uuid: str, xid: int) -> None:
         """Count one event."""
         with self._lock:
             self._counts[(uuid, xid)] += 1
+            self._last[uuid] = xid
+
+    def last_for_gpu(self, uuid: str) -> int | None:
+        """The most recent XID code seen on this GPU."""
+        with self._lock:
+            return self._last.get(uuid)
 
     def for_gpu(self, uuid: str) -> tuple[tuple[int, int], ...]:
         """(xid code, count) pairs seen on this GPU, sorted by code."""
@@ -97,6 +104,7 @@ class XidWatcher:
                     log.error("XID event wait failed, XID counting stops: %s", describe(exc))
                     self.healthy = False
                     return
+                self._stop.wait(WAIT_TIMEOUT_MS / 1000)  # never spin on a failing wait
                 continue
             if int(data.eventType) != int(nv.nvmlEventTypeXidCriticalError):
                 continue

@@ -79,6 +79,7 @@ _ECC_EVENTS = pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDouble
 _BASE_EVENTS = (
     pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeClock
 )
+_ALL_LINKS = 0xFFFFFFFF  # field-value scopeId: every NVLink summed
 _POLL_SECONDS = 0.1  # real seconds between looks at the simulated clock while waiting
 
 
@@ -564,10 +565,11 @@ class SimulatedNvml:
         _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
 
     def nvmlDeviceGetFieldValues(self, handle: Any, fieldIds: Sequence[Any]) -> Any:
-        """`c_nvmlFieldValue_t` array; NVLink throughput fields are device-wide KiB counters.
+        """`c_nvmlFieldValue_t` array; NVLink throughput fields are KiB counters.
 
-        Other fields, and NVLink fields on parts without NVLink, get a per-entry
-        nvmlReturn of NOT_SUPPORTED.
+        As in nvml.h, the scopeId picks the link: UINT_MAX sums all links, link `i`
+        (0 when no scope is given) carries its share of the traffic. Other fields, and
+        NVLink fields on parts without NVLink, get a per-entry nvmlReturn of NOT_SUPPORTED.
         """
         device, t = self._device(handle, "nvmlDeviceGetFieldValues")
         values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
@@ -588,8 +590,13 @@ class SimulatedNvml:
             if counters is None:
                 counters = device.counters(t)
             position, overhead = spec
+            links = device.preset.nvlink_links
+            if int(entry.scopeId) != _ALL_LINKS and int(entry.scopeId) >= links:
+                entry.nvmlReturn = pynvml.NVML_ERROR_INVALID_ARGUMENT
+                continue
+            share = 1.0 if int(entry.scopeId) == _ALL_LINKS else 1.0 / links
             entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-            entry.value.ullVal = int(counters[position] * overhead)
+            entry.value.ullVal = int(counters[position] * overhead * share)
             entry.nvmlReturn = pynvml.NVML_SUCCESS
         return values
 
@@ -720,6 +727,14 @@ class SimulatedNvml:
     def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any) -> list[Any]:
         """Running graphics processes, like the compute list."""
         return self._running(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics")
+
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: Any) -> list[Any]:
+        """The pre-R510 symbol: the same entries (pynvml's v2 and v3 structs are one)."""
+        return self._running(handle, "nvmlDeviceGetComputeRunningProcesses_v2", "compute")
+
+    def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: Any) -> list[Any]:
+        """The pre-R510 symbol, like the compute list."""
+        return self._running(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2", "graphics")
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
         """The _v3 call; a missing symbol raises NVMLLibraryMismatchError, as in pynvml."""
