@@ -116,3 +116,12 @@ def test_a_clock_step_back_never_decreases_idle_seconds() -> None:
     before = tracker.idle_seconds_total
     tracker.observe(1870.0, 0.0, None, False)  # wall clock stepped back 30 s
     assert tracker.idle_seconds_total >= before
+
+
+def test_waking_up_is_not_billed_as_idle_time() -> None:
+    tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW, resolve_after_seconds=60))
+    feed(tracker, 0, 1801, 0.0)
+    idle_before = tracker.idle_seconds_total
+    feed(tracker, 1801, 1900, 0.8)  # active: resolves after 60 s
+    assert tracker.state == "busy"
+    assert tracker.idle_seconds_total == idle_before

@@ -35,6 +35,14 @@ class BucketedWindow:
         if index <= self._current:
             return
         steps = min(index - self._current, self._n)
+        if steps == self._n:  # everything expired: start from exact zeros (no float drift)
+            self._sum = [0.0] * self._n
+            self._weight = [0.0] * self._n
+            self._max = [-math.inf] * self._n
+            self._total_sum = 0.0
+            self._total_weight = 0.0
+            self._current = index
+            return
         for k in range(1, steps + 1):
             slot = (self._current + k) % self._n
             self._total_sum -= self._sum[slot]

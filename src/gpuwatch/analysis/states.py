@@ -96,7 +96,7 @@ class GpuStateTracker:
         if new in FLAGGED:
             if self.state not in FLAGGED:  # counted from the confirmed start, observed only
                 self.idle_seconds_total += self._inactive_observed
-            else:
+            elif not active:  # waking up (active, not yet resolved) is not idle time
                 self.idle_seconds_total += dt
         if new != self.state:
             if self.state in FLAGGED and new not in FLAGGED:
