@@ -371,3 +371,38 @@ def test_nvlink_counters_sum_every_link() -> None:
     assert first is not None
     assert second is not None
     assert second - first == pytest.approx(100 * 1500 * 1024 * 1024, rel=0.05)  # 1500 MiB/s
+
+
+def test_a_gpu_back_after_a_loss_at_start_is_watched_for_xids(tmp_path: Path) -> None:
+    scenario = tmp_path / "comeback.toml"
+    scenario.write_text(
+        'name = "comeback"\n'
+        "[[gpus]]\n"
+        'preset = "h100-sxm"\n'
+        "[[faults.gpu_lost]]\n"
+        "gpu = 0\nat = 0\nuntil = 30\n"
+        "[[faults.xid]]\n"
+        "gpu = 0\nat = 60\nxid = 31\n"
+    )
+    clock = ManualClock()
+    nv = SimulatedNvml(
+        load_scenario(str(scenario)), clock=clock, sleep=lambda s: time.sleep(min(s, 0.01))
+    )
+    sampler = NvmlSampler(nv, clock)
+    sampler.open()
+    try:
+        clock.advance(1)
+        assert [g.up for g in sampler.sample()] == [False]
+        clock.advance(39)
+        sampler.sample_slow()  # retries the lost GPU: it is back
+        clock.advance(25)
+        deadline = time.monotonic() + 5
+        gpu = sampler.sample()[0]
+        while not gpu.xid_errors_total and time.monotonic() < deadline:
+            time.sleep(0.05)
+            gpu = sampler.sample()[0]
+    finally:
+        sampler.close()
+    assert gpu.up
+    assert gpu.xid_errors_total == ((31, 1),)
+    assert gpu.last_xid == 31

@@ -95,6 +95,7 @@ class GpuSample:
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
     mig_enabled: bool | None = None
+    power_limit_watts: float | None = None  # enforced limit, re-read on the slow job
     mig_instances: tuple[MigInstanceSample, ...] = ()
     processes: tuple[ProcessSample, ...] | None = None
     xid_errors_total: tuple[tuple[int, int], ...] = ()  # (xid code, count), sorted by code

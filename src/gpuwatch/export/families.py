@@ -87,7 +87,7 @@ _GPU_GAUGES: tuple[tuple[str, str, GaugeReader], ...] = (
     (
         "gpu_power_limit_watts",
         "Enforced power limit in watts.",
-        lambda g: g.identity.power_limit_watts,
+        lambda g: g.power_limit_watts,
     ),
     (
         "gpu_temperature_celsius",

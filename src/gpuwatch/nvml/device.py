@@ -63,6 +63,7 @@ class SlowReadings:
     remapped_rows_failure: bool | None = None
     mig_enabled: bool | None = None
     mig_devices: tuple[MigDevice, ...] = ()
+    power_limit_watts: float | None = None  # re-read: `nvidia-smi -pl` changes it
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +268,7 @@ class NvmlDevice:
             remapped_rows_pending=slow.remapped_rows_pending,
             remapped_rows_failure=slow.remapped_rows_failure,
             mig_enabled=slow.mig_enabled,
+            power_limit_watts=slow.power_limit_watts,
             mig_instances=self._read_mig(now),
             processes=processes,
             xid_errors_total=xid_counts,
@@ -434,7 +436,7 @@ class NvmlDevice:
         """Refresh PCIe (a blocking call), ECC, remapped rows and the MIG layout."""
         nv, h = self._nv, self.handle
         pcie_tx = pcie_rx = None
-        if not self.identity.gpm_supported:
+        if not self.identity.gpm_supported or "gpm" in self.unsupported:  # no GPM 20/21
             tx = self._optional(
                 "pcie", nv.nvmlDeviceGetPcieThroughput, h, nv.NVML_PCIE_UTIL_TX_BYTES
             )
@@ -459,6 +461,7 @@ class NvmlDevice:
         )
         remapped = self._optional("remapped_rows", nv.nvmlDeviceGetRemappedRows, h)
         mig_mode = self._optional("mig_mode", nv.nvmlDeviceGetMigMode, h)
+        limit_mw = self._optional("power_limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
         mig_enabled = None if mig_mode is None else bool(mig_mode[0])
         self.slow = SlowReadings(
             pcie_tx_bytes_per_second=pcie_tx,
@@ -471,6 +474,7 @@ class NvmlDevice:
             remapped_rows_failure=None if remapped is None else bool(remapped[3]),
             mig_enabled=mig_enabled,
             mig_devices=self._read_mig_layout() if mig_enabled else (),
+            power_limit_watts=None if limit_mw is None else parse.milliwatts_to_watts(limit_mw),
         )
 
     def _read_mig_layout(self) -> tuple[MigDevice, ...]:

@@ -107,7 +107,7 @@ class NvmlSampler:
         if self._watch_xid:
             handles = {d.identity.uuid: d.handle for d in devices}
             self._xid = XidWatcher(nv, handles, self._xid_counts)
-            if not self._xid.start():
+            if not self._xid.start(keep_empty=bool(lost)):
                 self._xid = None
         self._initialized = True
         self._retry_delay = self._retry_initial
@@ -227,6 +227,8 @@ class NvmlSampler:
         for device in found:
             log.info("GPU %d is back", device.index)
             self._known[device.index] = device.identity
+            if self._xid is not None:
+                self._xid.add_device(device.identity.uuid, device.handle)
         self._devices = sorted([*self._devices, *found], key=lambda d: d.index)
         self._lost_at_open = still_lost
 

@@ -67,8 +67,12 @@ class XidWatcher:
         # by handle address: asking NVML for the uuid fails once the GPU is lost (XID 79)
         self._uuid_by_address = {handle_address(h): u for u, h in handles_by_uuid.items()}
 
-    def start(self) -> bool:
-        """Register every device that supports XID events; False when none does."""
+    def start(self, *, keep_empty: bool = False) -> bool:
+        """Register every device that supports XID events; False when none does.
+
+        `keep_empty` keeps watching with no device registered yet (GPUs lost at start
+        may come back and be added with `add_device`).
+        """
         nv = self._nv
         try:
             self._event_set = nv.nvmlEventSetCreate()
@@ -84,12 +88,24 @@ class XidWatcher:
                 registered += 1
             except nv.NVMLError as exc:
                 log.debug("GPU %s: XID events not registered: %s", uuid, describe(exc))
-        if not registered:
+        if not registered and not keep_empty:
             self._free()
             return False
         self._thread = threading.Thread(target=self._run, name="gpuwatch-xid", daemon=True)
         self._thread.start()
         return True
+
+    def add_device(self, uuid: str, handle: Any) -> None:
+        """Watch a GPU that came back after NVML was initialised (best effort)."""
+        nv = self._nv
+        if self._event_set is None:
+            return
+        try:
+            nv.nvmlDeviceRegisterEvents(handle, nv.nvmlEventTypeXidCriticalError, self._event_set)
+        except nv.NVMLError as exc:
+            log.debug("GPU %s: XID events not registered: %s", uuid, describe(exc))
+            return
+        self._uuid_by_address = {**self._uuid_by_address, handle_address(handle): uuid}
 
     def _run(self) -> None:
         nv = self._nv
