@@ -47,6 +47,16 @@ def open_sampler(scenario: str) -> tuple[NvmlSampler, ManualClock, CountingNvml]
     return sampler, clock, counting
 
 
+def first_gpu_after(scenario: Path, seconds: float) -> GpuSample:
+    """GPU 0 of a scenario file, sampled once `seconds` into it."""
+    sampler, clock, _ = open_sampler(str(scenario))
+    try:
+        clock.advance(seconds)
+        return sampler.sample()[0]
+    finally:
+        sampler.close()
+
+
 def run_to(sampler: NvmlSampler, clock: ManualClock, seconds: float) -> tuple[GpuSample, ...]:
     """Tick once per simulated second until `seconds` past the start; the last tick."""
     gpus: tuple[GpuSample, ...] = ()
@@ -268,14 +278,7 @@ def test_memory_v2_missing_falls_back_to_v1(tmp_path: Path) -> None:
         "[faults]\n"
         'function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]\n'
     )
-    clock = ManualClock()
-    sampler = NvmlSampler(SimulatedNvml(load_scenario(str(scenario)), clock=clock), clock)
-    sampler.open()
-    try:
-        clock.advance(1)
-        gpu = sampler.sample()[0]
-    finally:
-        sampler.close()
+    gpu = first_gpu_after(scenario, 1)
     assert gpu.up
     assert gpu.memory_reserved_bytes is None  # v1 has no reserved field
     assert gpu.memory_used_bytes is not None
@@ -348,14 +351,7 @@ def test_old_driver_falls_back_to_v2_processes_and_throttle_reasons(tmp_path: Pa
         'function_not_found = ["nvmlDeviceGetCurrentClocksEventReasons",'
         ' "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3"]\n'
     )
-    clock = ManualClock()
-    sampler = NvmlSampler(SimulatedNvml(load_scenario(str(scenario)), clock=clock), clock)
-    sampler.open()
-    try:
-        clock.advance(2)
-        gpu = sampler.sample()[0]
-    finally:
-        sampler.close()
+    gpu = first_gpu_after(scenario, 2)
     assert gpu.processes is not None
     assert [p.pid for p in gpu.processes] == [4242]
     assert gpu.throttle_reasons == ("gpu_idle",)
@@ -384,12 +380,7 @@ def test_a_gpu_back_after_a_loss_at_start_is_watched_for_xids(tmp_path: Path) ->
         "[[faults.xid]]\n"
         "gpu = 0\nat = 60\nxid = 31\n"
     )
-    clock = ManualClock()
-    nv = SimulatedNvml(
-        load_scenario(str(scenario)), clock=clock, sleep=lambda s: time.sleep(min(s, 0.01))
-    )
-    sampler = NvmlSampler(nv, clock)
-    sampler.open()
+    sampler, clock, _ = open_sampler(str(scenario))
     try:
         clock.advance(1)
         assert [g.up for g in sampler.sample()] == [False]

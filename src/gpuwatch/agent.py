@@ -88,6 +88,7 @@ class Agent:
         )
         self.cost = CostEngine(self.catalog, config.rent_vs_buy)
         self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
+        self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
         self._billing_config = config.billing.model_copy(
             update={"static": [*config.billing.static, *extra_static_prices]}
         )
@@ -199,11 +200,10 @@ class Agent:
         return prices
 
     def _token_totals(self) -> list[TokenTotals]:
-        gpus_by_source = {s.name: tuple(s.gpus) for s in self.tokens.sources}
         return [
             TokenTotals(
                 reading.source,
-                gpus_by_source.get(reading.source, ()),
+                self._token_source_gpus.get(reading.source, ()),
                 reading.prompt_tokens_total + reading.generation_tokens_total,
             )
             for reading in self.tokens.readings()

@@ -202,7 +202,7 @@ class NvmlDevice:
         Raises DriverError when NVML as a whole has failed.
         """
         try:
-            return replace(self._sample(xid_counts), last_xid=last_xid)
+            return self._sample(xid_counts, last_xid)
         except DeviceLostError as exc:
             return GpuSample(
                 identity=self.identity,
@@ -212,7 +212,7 @@ class NvmlDevice:
                 last_xid=last_xid,
             )
 
-    def _sample(self, xid_counts: tuple[tuple[int, int], ...]) -> GpuSample:
+    def _sample(self, xid_counts: tuple[tuple[int, int], ...], last_xid: int | None) -> GpuSample:
         nv, h = self._nv, self.handle
         now = self._clock.monotonic()
         memory = self._read_memory()
@@ -272,6 +272,7 @@ class NvmlDevice:
             mig_instances=self._read_mig(now),
             processes=processes,
             xid_errors_total=xid_counts,
+            last_xid=last_xid,
         )
 
     def _read_temperature(self) -> int | None:
