@@ -107,6 +107,7 @@ class AnalysisConfig(_Section):
     window_seconds: float = Field(default=1800.0, ge=60.0, le=7 * 86400.0)
     noise_floor_ratio: float = Field(default=0.01, ge=0.0, le=1.0)
     underutilized_below_ratio: float = Field(default=0.25, ge=0.0, le=1.0)
+    underutilized_hysteresis_ratio: float = Field(default=0.05, ge=0.0, le=1.0)
     resolve_after_seconds: float = Field(default=60.0, ge=0.0)
     power_veto_watts: float | None = Field(default=None, gt=0.0)
     lookback_seconds: float = Field(default=86400.0, ge=60.0, le=90 * 86400.0)

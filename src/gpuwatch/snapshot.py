@@ -122,7 +122,7 @@ class DriverInfo:
     nvml_version: str | None
 
 
-GPU_STATES = ("busy", "idle", "held", "underutilized")
+GPU_STATES = ("pending", "busy", "idle", "held", "underutilized")
 """Waste-analysis states, in the order they are exported."""
 
 
@@ -144,8 +144,13 @@ class GpuVerdict:
     state: str  # one of GPU_STATES
     state_since_seconds: float  # epoch seconds the current state began
     inactive_since_seconds: float | None  # start of the inactivity the window confirmed
-    idle_seconds_total: float  # seconds spent idle or held, counted from confirmed start
+    idle_seconds_total: float  # settled seconds spent idle or held
     activity_mean_ratio: float | None  # mean activity over the window
+    inactive_seconds: float = 0.0  # sampled seconds of the current inactivity (0: active)
+    unsettled_seconds: float = 0.0  # sampled seconds not yet classed (pending, open spell)
+    tick_seconds: float = 0.0  # sampled seconds this tick adds (0 after a gap)
+    tick_class: str | None = None  # this tick's class when known at once, else unsettled
+    settlements: tuple[tuple[str, int], ...] = ()  # (class, oldest unsettled ticks) settled
     required_memory_bytes: tuple[tuple[str, int], ...] = ()  # (source, bytes)
     required_bandwidth_bytes_per_second: float | None = None
     catalog_gpu_id: str | None = None  # this GPU's catalog entry, when matched
@@ -164,16 +169,53 @@ class GpuPrice:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """One GPU's settled time and cost over one window (1 h, 24 h, 30 d).
+
+    Covers the settled samples in (`start_seconds`, `end_seconds`]: from the oldest
+    checkpoint inside the window to the newest settled sample. Seconds not yet settled
+    (pending period, open inactive spell) are in no window yet.
+    """
+
+    window: str
+    start_seconds: float
+    end_seconds: float
+    busy_seconds: float
+    idle_seconds: float
+    held_seconds: float
+    unknown_seconds: float
+    cost_usd: float  # all settled cost in the window, any class
+    idle_cost_usd: float  # idle and held
+
+    @property
+    def judged_seconds(self) -> float:
+        """Seconds classed busy, idle or held (unknown excluded)."""
+        return self.busy_seconds + self.idle_seconds + self.held_seconds
+
+    @property
+    def busy_ratio(self) -> float | None:
+        """busy / (busy + idle + held); None when no second was judged."""
+        judged = self.judged_seconds
+        return None if judged <= 0 else self.busy_seconds / judged
+
+
+@dataclass(frozen=True, slots=True)
 class GpuCost:
-    """One GPU's accrued cost since the agent started."""
+    """One GPU's accrued cost and classed time since the agent started."""
 
     gpu_index: int
     uuid: str
     price: GpuPrice | None
-    cost_usd_total: float
-    idle_cost_usd_total: float
-    busy_seconds_total: float  # observed seconds the analysis did not count as idle or held
-    observed_seconds_total: float
+    cost_usd_total: float  # every sampled second, settled or not
+    idle_cost_usd_total: float  # settled idle and held seconds
+    busy_seconds_total: float  # settled busy seconds
+    observed_seconds_total: float  # every sampled second
+    held_cost_usd_total: float = 0.0  # the held part of the idle cost
+    idle_seconds_total: float = 0.0  # settled idle seconds (held not included)
+    held_seconds_total: float = 0.0
+    unknown_seconds_total: float = 0.0  # no activity signal
+    unsettled_seconds: float = 0.0  # sampled, not yet classed
+    windows: tuple[TimeWindow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +232,14 @@ class TokenCostWindow:
 
 @dataclass(frozen=True, slots=True)
 class RentVsBuyPosition:
-    """Rent vs buy for one GPU at the host's measured utilization."""
+    """Rent vs buy for one GPU at its own measured 30-day busy fraction."""
 
     gpu_index: int
     uuid: str
     breakeven_utilization_ratio: float
     monthly_delta_usd: float  # positive when buying would be cheaper
+    busy_ratio: float = 0.0  # the GPU's busy fraction it was judged at
+    owned_usd_per_year: float = 0.0  # GPU and host share
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +248,9 @@ class CostSummary:
 
     gpus: tuple[GpuCost, ...] = ()
     tokens: tuple[TokenCostWindow, ...] = ()
-    utilization_busy: tuple[tuple[str, float], ...] = ()  # (window, ratio)
+    utilization_busy: tuple[tuple[str, float], ...] = ()  # (window, ratio), the host's
     rent_vs_buy: tuple[RentVsBuyPosition, ...] = ()
+    rent_vs_buy_host_monthly_delta_usd: float | None = None  # the sum over its GPUs
 
 
 @dataclass(frozen=True, slots=True)

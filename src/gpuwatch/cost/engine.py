@@ -1,11 +1,14 @@
 """The cost engine: prices and verdicts in, cost, $/1M tokens and rent vs buy out.
 
-Per tick: the ledger charges every GPU its price for the elapsed time (idle and held
-seconds also to its idle cost); each token source's GPUs' cost and its token count are
-checkpointed so that realized $/1M tokens over 1 h, 24 h and 30 d is a subtraction:
-*all* the cost of the source's GPUs in the window, idle included, divided by the tokens
-served in the window (prompt + generation). The host's busy fraction over the same
-windows is the measured utilization that rent vs buy compares with its break-even.
+Per tick: the ledger charges every GPU its price for the sampled time and classes that
+time (busy, idle, held, unknown) as the analysis settles it; each token source's GPUs'
+cost and its token count are checkpointed so that realized $/1M tokens over 1 h, 24 h
+and 30 d is a subtraction: *all* the cost of the source's GPUs in the window, idle
+included, divided by the tokens served in the window (prompt + generation).
+
+Busy fraction over a window = busy seconds / (busy + idle + held seconds) settled in it;
+unsettled and unknown seconds count in neither. Each GPU's 30-day busy fraction is the
+utilization its rent-vs-buy position is judged at; the host's position is the sum.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuwatch.cost.history import CheckpointHistory
-from gpuwatch.cost.ledger import CostLedger
+from gpuwatch.cost.ledger import WINDOWS, CostLedger
 from gpuwatch.sizing import GpuCatalog
 from gpuwatch.snapshot import (
     CostSummary,
@@ -27,7 +30,6 @@ from gpuwatch.snapshot import (
 )
 from gpuwatch.tco import RentVsBuyConfig, model
 
-WINDOWS: tuple[tuple[str, float], ...] = (("1h", 3600.0), ("24h", 86400.0), ("30d", 30 * 86400.0))
 RENT_VS_BUY_WINDOW = "30d"
 
 
@@ -47,7 +49,7 @@ class CostEngine:
         self._catalog = catalog
         self._rent_vs_buy = rent_vs_buy
         self._ledger = CostLedger()
-        self._utilization = CheckpointHistory(2)
+        self._names: dict[str, str] = {}
         self._sources: dict[str, CheckpointHistory] = {}
 
     def observe(
@@ -60,28 +62,18 @@ class CostEngine:
     ) -> CostSummary:
         """One tick at epoch time `t`; `prices` is keyed by GPU uuid."""
         costs = self._ledger.observe(t, verdicts, prices)
-        every_gpu = self._ledger.totals()  # a GPU down this tick keeps its totals in the sums
-        busy = sum(c.busy_seconds_total for c in every_gpu)
-        observed = sum(c.observed_seconds_total for c in every_gpu)
-        self._utilization.record(t, (busy, observed))
-        utilization = tuple(
-            (name, ratio)
-            for name, seconds in WINDOWS
-            if (ratio := self._busy_ratio(seconds)) is not None
-        )
+        every_gpu = self._ledger.totals(t)  # a GPU down this tick keeps its totals in the sums
+        self._names.update((g.identity.uuid, g.identity.name) for g in gpus)
+        positions = self._rent_vs_buy_positions(every_gpu)
         return CostSummary(
             gpus=costs,
             tokens=self._token_costs(t, every_gpu, tokens),
-            utilization_busy=utilization,
-            rent_vs_buy=self._rent_vs_buy_positions(gpus, costs, dict(utilization)),
+            utilization_busy=host_busy_ratios(every_gpu),
+            rent_vs_buy=positions,
+            rent_vs_buy_host_monthly_delta_usd=(
+                sum(p.monthly_delta_usd for p in positions) if positions else None
+            ),
         )
-
-    def _busy_ratio(self, window: float) -> float | None:
-        increase = self._utilization.increase(window)
-        if increase is None:
-            return None
-        _, (busy, observed) = increase
-        return None if observed <= 0 else min(max(busy / observed, 0.0), 1.0)
 
     def _token_costs(
         self, t: float, costs: tuple[GpuCost, ...], tokens: Sequence[TokenTotals]
@@ -111,21 +103,15 @@ class CostEngine:
                 )
         return tuple(windows)
 
-    def _rent_vs_buy_positions(
-        self,
-        gpus: tuple[GpuSample, ...],
-        costs: tuple[GpuCost, ...],
-        utilization: dict[str, float],
-    ) -> tuple[RentVsBuyPosition, ...]:
-        busy = utilization.get(RENT_VS_BUY_WINDOW)
-        if busy is None:
-            return ()
-        names = {g.identity.uuid: g.identity.name for g in gpus}
+    def _rent_vs_buy_positions(self, costs: tuple[GpuCost, ...]) -> tuple[RentVsBuyPosition, ...]:
+        """Each GPU judged at its own 30-day busy fraction; GPUs with none are left out."""
         config = self._rent_vs_buy
         positions = []
         for cost in costs:
-            spec = self._catalog.match_nvml_name(names.get(cost.uuid, ""))
-            if spec is None:
+            spec = self._catalog.match_nvml_name(self._names.get(cost.uuid, ""))
+            window = next((w for w in cost.windows if w.window == RENT_VS_BUY_WINDOW), None)
+            busy = None if window is None else window.busy_ratio
+            if spec is None or busy is None:
                 continue
             rent = config.rent_usd_per_hour or (
                 cost.price.usd_per_hour if cost.price is not None else spec.rent_usd_per_hour
@@ -137,6 +123,19 @@ class CostEngine:
                     uuid=cost.uuid,
                     breakeven_utilization_ratio=model.breakeven_utilization(owned, rent),
                     monthly_delta_usd=model.monthly_delta_usd(rent, busy, owned),
+                    busy_ratio=busy,
+                    owned_usd_per_year=owned,
                 )
             )
         return tuple(positions)
+
+
+def host_busy_ratios(costs: tuple[GpuCost, ...]) -> tuple[tuple[str, float], ...]:
+    """(window, busy / judged seconds summed over the host's GPUs), windows with data."""
+    ratios = []
+    for name, _ in WINDOWS:
+        windows = [w for c in costs for w in c.windows if w.window == name]
+        judged = sum(w.judged_seconds for w in windows)
+        if judged > 0:
+            ratios.append((name, sum(w.busy_seconds for w in windows) / judged))
+    return tuple(ratios)

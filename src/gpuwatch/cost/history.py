@@ -56,3 +56,24 @@ class CheckpointHistory:
             return None
         past = self._values[index]
         return now - then, tuple(c - p for c, p in zip(current, past, strict=True))
+
+    def span(
+        self, window_seconds: float, now: float
+    ) -> tuple[float, float, tuple[float, ...]] | None:
+        """(start, end, increase of each total) over the window ending at `now`.
+
+        `start` is the oldest checkpoint at or after `now - window_seconds`, `end` the
+        latest recorded time (which may lag `now`: the totals are recorded as they
+        settle). None before two distinct times were recorded inside the window.
+        """
+        if self._latest is None or not self._times:
+            return None
+        end, current = self._latest
+        index = bisect.bisect_left(self._times, now - window_seconds)
+        if index >= len(self._times):
+            return None
+        start = self._times[index]
+        if start >= end:
+            return None
+        past = self._values[index]
+        return start, end, tuple(c - p for c, p in zip(current, past, strict=True))

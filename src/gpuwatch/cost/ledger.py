@@ -1,43 +1,137 @@
-"""Per-GPU cost accrual: cost and idle cost, sample by sample.
+"""Per-GPU cost accrual and classed time, settled in time order.
 
-Each sample adds price x elapsed time to the GPU's cost. Idle cost follows the waste
-analysis: every second the analysis counts as idle or held (`idle_seconds_total`,
-which counts retroactively from the start of the inactivity the window confirmed) is
-charged at the GPU's price, so a GPU idle from its first sample has idle cost equal to
-its whole cost.
+Each sample adds price x sampled seconds to the GPU's cost at once. Which *class* those
+seconds (and that cost) belong to — busy, idle, held or unknown — is often known only
+later (see `gpuwatch.analysis.states`: the pending period and an open inactive spell are
+unsettled until the window gives evidence). The ledger therefore keeps every unsettled
+tick (time, seconds, cost) in a queue and books it when the analysis settles it, oldest
+first. Booked ticks feed checkpoint histories of the cumulative classed totals *at the
+tick's own time*, so a window such as "the last hour" holds exactly the seconds that
+were busy or idle inside that hour, however late their class became known.
+
+Windows 1 h and 24 h use checkpoints every 60 s, the 30-day window every 15 min: the
+window's start moves in those steps and `TimeWindow` says which span it covers.
 """
 
 from __future__ import annotations
 
-from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict
+from collections import deque
+from dataclasses import dataclass, replace
 
-MAX_GAP_SECONDS = 60.0
-"""A longer gap between samples (agent stopped, host asleep) is not charged."""
+from gpuwatch.analysis.states import TIME_CLASSES
+from gpuwatch.cost.history import CheckpointHistory
+from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
+
+WINDOWS: tuple[tuple[str, float], ...] = (("1h", 3600.0), ("24h", 86400.0), ("30d", 30 * 86400.0))
+"""The windows of every windowed figure: (name, seconds)."""
+
+FINE_RESOLUTION_SECONDS = 60.0
+COARSE_RESOLUTION_SECONDS = 900.0
+FINE_RETENTION_SECONDS = 86400.0 + 3600.0
+
+# cumulative columns kept per checkpoint: seconds and cost of every class
+_COLUMNS = len(TIME_CLASSES) * 2
+_CLASS_INDEX = {name: i for i, name in enumerate(TIME_CLASSES)}
+
+
+@dataclass(slots=True)
+class _Tick:
+    t: float
+    seconds: float
+    cost: float
+    time_class: str | None  # None: unsettled
 
 
 class _Account:
     __slots__ = (
+        "coarse",
         "cost",
-        "idle_charged",
-        "idle_cost",
-        "idle_seconds",
+        "fine",
         "last",
+        "last_t",
         "observed",
-        "previous_t",
+        "queue",
+        "settled",
+        "unsettled_seconds",
     )
 
     def __init__(self) -> None:
-        self.previous_t: float | None = None
-        self.idle_seconds = 0.0
         self.cost = 0.0
-        self.idle_cost = 0.0
-        self.idle_charged = 0.0  # idle seconds counted since this ledger started
         self.observed = 0.0
+        self.settled = [0.0] * _COLUMNS  # seconds by class, then cost by class
+        self.queue: deque[_Tick] = deque()
+        self.unsettled_seconds = 0.0
+        self.fine = CheckpointHistory(
+            _COLUMNS, resolution=FINE_RESOLUTION_SECONDS, retention=FINE_RETENTION_SECONDS
+        )
+        self.coarse = CheckpointHistory(_COLUMNS, resolution=COARSE_RESOLUTION_SECONDS)
         self.last: GpuCost | None = None
+        self.last_t = 0.0
+
+    def append(self, tick: _Tick) -> None:
+        if tick.time_class is not None and not self.queue:
+            self.book(tick)
+        else:
+            self.queue.append(tick)
+            if tick.time_class is None:
+                self.unsettled_seconds += tick.seconds
+
+    def settle(self, time_class: str, ticks: int) -> None:
+        """Book the oldest `ticks` unsettled ticks as `time_class` (classed ones pass)."""
+        while ticks > 0 and self.queue:
+            tick = self.queue.popleft()
+            if tick.time_class is None:
+                tick.time_class = time_class
+                self.unsettled_seconds -= tick.seconds
+                ticks -= 1
+            self.book(tick)
+        self.flush()
+
+    def flush(self) -> None:
+        """Book the classed ticks at the head of the queue."""
+        while self.queue and self.queue[0].time_class is not None:
+            self.book(self.queue.popleft())
+        if not self.queue:
+            self.unsettled_seconds = 0.0  # exact zero: no float drift
+
+    def book(self, tick: _Tick) -> None:
+        assert tick.time_class is not None
+        index = _CLASS_INDEX[tick.time_class]
+        self.settled[index] += tick.seconds
+        self.settled[len(TIME_CLASSES) + index] += tick.cost
+        totals = tuple(self.settled)
+        self.fine.record(tick.t, totals)
+        self.coarse.record(tick.t, totals)
+
+    def windows(self, now: float) -> tuple[TimeWindow, ...]:
+        out = []
+        for name, seconds in WINDOWS:
+            history = self.fine if seconds <= FINE_RETENTION_SECONDS - 3600.0 else self.coarse
+            span = history.span(seconds, now)
+            if span is None:
+                continue
+            start, end, delta = span
+            n = len(TIME_CLASSES)
+            by_class = dict(zip(TIME_CLASSES, delta[:n], strict=True))
+            cost = dict(zip(TIME_CLASSES, delta[n:], strict=True))
+            out.append(
+                TimeWindow(
+                    window=name,
+                    start_seconds=start,
+                    end_seconds=end,
+                    busy_seconds=by_class["busy"],
+                    idle_seconds=by_class["idle"],
+                    held_seconds=by_class["held"],
+                    unknown_seconds=by_class["unknown"],
+                    cost_usd=sum(cost.values()),
+                    idle_cost_usd=cost["idle"] + cost["held"],
+                )
+            )
+        return tuple(out)
 
 
 class CostLedger:
-    """Accrues cost for every GPU the analysis reports."""
+    """Accrues cost and classed time for every GPU the analysis reports."""
 
     def __init__(self) -> None:
         self._accounts: dict[str, _Account] = {}
@@ -45,40 +139,54 @@ class CostLedger:
     def observe(
         self, t: float, verdicts: tuple[GpuVerdict, ...], prices: dict[str, GpuPrice]
     ) -> tuple[GpuCost, ...]:
-        """Charge the time since each GPU's previous sample; `prices` is keyed by uuid."""
+        """Charge each verdict's sampled seconds and apply its settlements; `prices` is
+        keyed by uuid. Returns the GPUs of `verdicts`."""
         costs = []
         for verdict in verdicts:
             account = self._accounts.setdefault(verdict.uuid, _Account())
             price = prices.get(verdict.uuid)
-            dt = 0.0 if account.previous_t is None else t - account.previous_t
-            if dt > MAX_GAP_SECONDS:
-                dt = 0.0
-            account.previous_t = t
+            dt = verdict.tick_seconds
+            cost = 0.0 if price is None else price.usd_per_hour / 3600.0 * dt
+            account.cost += cost
             account.observed += dt
-            # the analysis counts idle time retroactively; never charge more idle seconds
-            # than this ledger observed (a sampling gap is charged to neither)
-            idle_delta = min(
-                max(verdict.idle_seconds_total - account.idle_seconds, 0.0),
-                max(account.observed - account.idle_charged, 0.0),
-            )
-            account.idle_seconds = verdict.idle_seconds_total
-            account.idle_charged += idle_delta
-            if price is not None:
-                rate = price.usd_per_hour / 3600.0
-                account.cost += rate * dt
-                account.idle_cost += rate * idle_delta
-            account.last = GpuCost(
-                gpu_index=verdict.gpu_index,
-                uuid=verdict.uuid,
-                price=price,
-                cost_usd_total=account.cost,
-                idle_cost_usd_total=account.idle_cost,
-                busy_seconds_total=max(account.observed - account.idle_charged, 0.0),
-                observed_seconds_total=account.observed,
-            )
+            account.append(_Tick(t, dt, cost, verdict.tick_class))
+            for time_class, ticks in verdict.settlements:
+                account.settle(time_class, ticks)
+            account.last = _gpu_cost(verdict, price, account, t)
+            account.last_t = t
             costs.append(account.last)
         return tuple(costs)
 
-    def totals(self) -> tuple[GpuCost, ...]:
-        """The latest figures of every GPU seen, including GPUs down this tick."""
-        return tuple(a.last for a in self._accounts.values() if a.last is not None)
+    def totals(self, t: float) -> tuple[GpuCost, ...]:
+        """Every GPU seen, including GPUs down this tick (windows as of `t`)."""
+        out = []
+        for account in self._accounts.values():
+            if account.last is None:
+                continue
+            if account.last_t != t:
+                account.last = replace(account.last, windows=account.windows(t))
+                account.last_t = t
+            out.append(account.last)
+        return tuple(out)
+
+
+def _gpu_cost(verdict: GpuVerdict, price: GpuPrice | None, account: _Account, t: float) -> GpuCost:
+    settled = account.settled
+    n = len(TIME_CLASSES)
+    seconds = dict(zip(TIME_CLASSES, settled[:n], strict=True))
+    cost = dict(zip(TIME_CLASSES, settled[n:], strict=True))
+    return GpuCost(
+        gpu_index=verdict.gpu_index,
+        uuid=verdict.uuid,
+        price=price,
+        cost_usd_total=account.cost,
+        idle_cost_usd_total=cost["idle"] + cost["held"],
+        busy_seconds_total=seconds["busy"],
+        observed_seconds_total=account.observed,
+        held_cost_usd_total=cost["held"],
+        idle_seconds_total=seconds["idle"],
+        held_seconds_total=seconds["held"],
+        unknown_seconds_total=seconds["unknown"],
+        unsettled_seconds=max(account.unsettled_seconds, 0.0),
+        windows=account.windows(t),
+    )

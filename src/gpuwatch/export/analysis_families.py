@@ -26,8 +26,20 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     idle = CounterMetricFamily(
         "gpuwatch_gpu_idle_seconds",
-        "Seconds the GPU spent idle or held, from the start of the inactivity the window "
-        "confirmed.",
+        "Sampled seconds the GPU spent idle or held, from the start of the inactivity the "
+        "window confirmed.",
+        labels=GPU_LABELS,
+    )
+    inactive = GaugeMetricFamily(
+        "gpuwatch_gpu_inactive_seconds",
+        "Sampled seconds the GPU has looked inactive so far (activity under the noise "
+        "floor), whatever its state; 0 while active.",
+        labels=GPU_LABELS,
+    )
+    unsettled = GaugeMetricFamily(
+        "gpuwatch_gpu_unsettled_seconds",
+        "Sampled seconds not yet classed busy or idle (the pending period, an inactive "
+        "spell shorter than the window); they count in no ratio or cost split yet.",
         labels=GPU_LABELS,
     )
     activity = GaugeMetricFamily(
@@ -68,6 +80,8 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
             state.add_metric([*labels, name], 1.0 if verdict.state == name else 0.0)
         state_seconds.add_metric(labels, max(now - verdict.state_since_seconds, 0.0))
         idle.add_metric(labels, verdict.idle_seconds_total)
+        inactive.add_metric(labels, verdict.inactive_seconds)
+        unsettled.add_metric(labels, verdict.unsettled_seconds)
         if verdict.activity_mean_ratio is not None:
             activity.add_metric(labels, verdict.activity_mean_ratio)
         for source, value in verdict.required_memory_bytes:
@@ -84,6 +98,8 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         state,
         state_seconds,
         idle,
+        inactive,
+        unsettled,
         activity,
         required,
         bandwidth,

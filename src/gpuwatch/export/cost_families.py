@@ -31,13 +31,29 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         "analysis window confirmed, in USD.",
         labels=GPU_LABELS,
     )
+    held_cost = CounterMetricFamily(
+        "gpuwatch_gpu_held_cost_usd",
+        "The held part of the idle cost: time processes kept memory on a GPU that computed "
+        "nothing for the whole window, in USD.",
+        labels=GPU_LABELS,
+    )
+    gpu_busy = GaugeMetricFamily(
+        "gpuwatch_gpu_busy_ratio",
+        "Busy seconds / (busy + idle + held seconds) of the GPU over the window; time not "
+        "yet classed (pending, an open inactive spell) and unknown time count in neither.",
+        labels=(*GPU_LABELS, "window"),
+    )
     for gpu in summary.gpus:
         labels = [str(gpu.gpu_index), gpu.uuid]
+        for span in gpu.windows:
+            if (ratio := span.busy_ratio) is not None:
+                gpu_busy.add_metric([*labels, span.window], ratio)
         if gpu.price is None:
             continue
         price.add_metric([*labels, gpu.price.source], gpu.price.usd_per_hour)
         cost.add_metric(labels, gpu.cost_usd_total)
         idle_cost.add_metric(labels, gpu.idle_cost_usd_total)
+        held_cost.add_metric(labels, gpu.held_cost_usd_total)
     per_token = GaugeMetricFamily(
         "gpuwatch_cost_per_million_tokens_usd",
         "All the cost of the token source's GPUs in the window, idle included, divided by "
@@ -49,7 +65,8 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
             per_token.add_metric([window.source, window.window], window.usd_per_million_tokens)
     busy = GaugeMetricFamily(
         "gpuwatch_utilization_busy_ratio",
-        "Fraction of the host's GPU time that was neither idle nor held, over the window.",
+        "Busy seconds / (busy + idle + held seconds) summed over the host's GPUs, over the "
+        "window; time not yet classed and unknown time count in neither.",
         labels=("window",),
     )
     for name, ratio in summary.utilization_busy:
@@ -61,14 +78,21 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     delta = GaugeMetricFamily(
         "gpuwatch_rent_vs_buy_monthly_delta_usd",
-        "Monthly rent at the host's measured 30-day utilization minus the monthly cost of "
-        "owning the GPU; positive when buying would be cheaper.",
+        "Monthly rent at the GPU's own 30-day busy fraction minus the monthly cost of "
+        "owning it with its host share; positive when buying would be cheaper.",
         labels=GPU_LABELS,
+    )
+    host_delta = GaugeMetricFamily(
+        "gpuwatch_rent_vs_buy_host_monthly_delta_usd",
+        "The host's rent-vs-buy position: the sum of its GPUs' monthly deltas; positive "
+        "when buying would be cheaper.",
     )
     for position in summary.rent_vs_buy:
         labels = [str(position.gpu_index), position.uuid]
         breakeven.add_metric(labels, position.breakeven_utilization_ratio)
         delta.add_metric(labels, position.monthly_delta_usd)
+    if summary.rent_vs_buy_host_monthly_delta_usd is not None:
+        host_delta.add_metric([], summary.rent_vs_buy_host_monthly_delta_usd)
     theoretical = GaugeMetricFamily(
         "gpuwatch_gpu_theoretical_tokens_per_second",
         "The sizing model's decode tokens/s for the declared workload on this GPU (the "
@@ -80,6 +104,18 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
             theoretical.add_metric(
                 [str(verdict.gpu_index), verdict.uuid], verdict.theoretical_tokens_per_second
             )
-    for family in (price, cost, idle_cost, per_token, busy, breakeven, delta, theoretical):
+    for family in (
+        price,
+        cost,
+        idle_cost,
+        held_cost,
+        per_token,
+        busy,
+        gpu_busy,
+        breakeven,
+        delta,
+        host_delta,
+        theoretical,
+    ):
         if family.samples:
             yield family

@@ -1,9 +1,11 @@
 """The `[rent_vs_buy]` config section, and the `TcoInputs` it gives for a catalog GPU.
 
 Figures left unset come from the sizing catalog entry of the GPU being judged: its
-purchase price, its on-demand rent and its TDP. The life is explicit (3 years by
-default) because it is the most disputed input: 3-year depreciation against the 5-6
-years datacenter GPUs are often kept. This module must not import `gpuwatch.config`.
+purchase price, its on-demand rent and its TDP, plus the host's share of owning it
+(server, networking, host power, colocation: `gpuwatch.tco.host_share`, by tier).
+The life is explicit (3 years by default) because it is the most disputed input: 3-year
+depreciation against the 5-6 years datacenter GPUs are often kept. This module must
+not import `gpuwatch.config`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuwatch.sizing.gpus import GpuSpec
 from gpuwatch.tco import model
+from gpuwatch.tco.host_share import defaults_for_tier
 from gpuwatch.tco.model import (
     DEFAULT_HOSTING_USD_PER_KW_MONTH,
     DEFAULT_OPS_USD_PER_YEAR,
@@ -31,7 +34,11 @@ class RentVsBuyConfig(BaseModel):
     catalog's figures for the GPU (purchase price, on-demand rent, TDP).
     `life_years`: amortization life and period compared. `usd_per_kwh`: electricity.
     `pue`: facility watts per IT watt. `hosting_usd_per_kw_month`: colocation per kW of
-    IT load. `ops_usd_per_year_per_gpu`: operations, support and spares per GPU.
+    IT load (GPU and host). `ops_usd_per_year_per_gpu`: operations, support and spares
+    per GPU. The host's share per GPU — `host_server_usd`, `host_networking_usd`,
+    `host_power_watts` — and `hosting_usd_per_kw_month` default to the catalog tier's
+    figures (`gpuwatch.tco.host_share`); `host_share = false` leaves the host out (a
+    bare card against a bare card).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -41,9 +48,11 @@ class RentVsBuyConfig(BaseModel):
     life_years: float = Field(default=DEFAULT_LIFE_YEARS, gt=0.0, le=30.0)
     usd_per_kwh: float = Field(default=DEFAULT_USD_PER_KWH, ge=0.0, le=10.0)
     pue: float = Field(default=DEFAULT_PUE, ge=1.0, le=5.0)
-    hosting_usd_per_kw_month: float = Field(
-        default=DEFAULT_HOSTING_USD_PER_KW_MONTH, ge=0.0, allow_inf_nan=False
-    )
+    hosting_usd_per_kw_month: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    host_share: bool = True
+    host_server_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    host_networking_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    host_power_watts: float | None = Field(default=None, ge=0.0, le=10_000.0)
     ops_usd_per_year_per_gpu: float = Field(
         default=DEFAULT_OPS_USD_PER_YEAR, ge=0.0, allow_inf_nan=False
     )
@@ -61,15 +70,47 @@ class RentVsBuyConfig(BaseModel):
         """Power drawn by one owned `gpu`, W: this section's, else the catalog's TDP."""
         return gpu.tdp_watts if self.power_watts is None else self.power_watts
 
+    def host_capex_usd_for(self, gpu: GpuSpec) -> float:
+        """The host's server and networking per `gpu`, $ (0 with `host_share` off)."""
+        if not self.host_share:
+            return 0.0
+        share = defaults_for_tier(gpu.tier)
+        purchase = self.purchase_usd_for(gpu)
+        server = (
+            share.server_ratio * purchase if self.host_server_usd is None else self.host_server_usd
+        )
+        networking = (
+            share.networking_ratio * purchase
+            if self.host_networking_usd is None
+            else self.host_networking_usd
+        )
+        return server + networking
+
+    def host_power_watts_for(self, gpu: GpuSpec) -> float:
+        """Power the host draws per `gpu` beside it, W (0 with `host_share` off)."""
+        if not self.host_share:
+            return 0.0
+        if self.host_power_watts is not None:
+            return self.host_power_watts
+        return defaults_for_tier(gpu.tier).power_ratio * self.power_watts_for(gpu)
+
+    def hosting_usd_per_kw_month_for(self, gpu: GpuSpec) -> float:
+        """Colocation per kW of IT load, $/kW-month: this section's, else the tier's."""
+        if self.hosting_usd_per_kw_month is not None:
+            return self.hosting_usd_per_kw_month
+        if not self.host_share:
+            return DEFAULT_HOSTING_USD_PER_KW_MONTH
+        return defaults_for_tier(gpu.tier).colocation_usd_per_kw_month
+
     def owned_usd_per_gpu_year(self, gpu: GpuSpec) -> float:
-        """Cost of owning one `gpu`, $/year, busy or not."""
+        """Cost of owning one `gpu` with its host share, $/year, busy or not."""
         return model.owned_usd_per_gpu_year(
-            self.purchase_usd_for(gpu),
+            self.purchase_usd_for(gpu) + self.host_capex_usd_for(gpu),
             self.life_years,
-            self.power_watts_for(gpu),
+            self.power_watts_for(gpu) + self.host_power_watts_for(gpu),
             usd_per_kwh=self.usd_per_kwh,
             pue=self.pue,
-            hosting_usd_per_kw_month=self.hosting_usd_per_kw_month,
+            hosting_usd_per_kw_month=self.hosting_usd_per_kw_month_for(gpu),
             ops_usd_per_year=self.ops_usd_per_year_per_gpu,
         )
 
@@ -93,14 +134,14 @@ class RentVsBuyConfig(BaseModel):
     ) -> TcoInputs:
         """`TcoInputs` for one `gpu` busy `utilization` (0, 1] of the time (ValueError else)."""
         return TcoInputs(
-            purchase_usd=self.purchase_usd_for(gpu),
+            purchase_usd=self.purchase_usd_for(gpu) + self.host_capex_usd_for(gpu),
             rent_usd_per_hour=self.rent_usd_per_hour_for(gpu),
             utilization=utilization,
             years=self.life_years,
-            power_watts=self.power_watts_for(gpu),
+            power_watts=self.power_watts_for(gpu) + self.host_power_watts_for(gpu),
             usd_per_kwh=self.usd_per_kwh,
             pue=self.pue,
-            hosting_usd_per_kw_month=self.hosting_usd_per_kw_month,
+            hosting_usd_per_kw_month=self.hosting_usd_per_kw_month_for(gpu),
             ops_usd_per_year=self.ops_usd_per_year_per_gpu,
             tokens_per_second=tokens_per_second,
         )
