@@ -29,8 +29,9 @@ def test_idle_and_held_are_flagged_after_the_window_and_not_before() -> None:
         after = run_until(agent, clock, 1810)
     finally:
         agent.stop()
-    assert verdict(before, 1).state == "busy"
-    assert verdict(before, 2).state == "busy"
+    assert {v.state for v in before.verdicts} == {"pending"}, "no evidence yet, for any GPU"
+    assert verdict(before, 1).inactive_seconds == 1790, "how long it has looked idle so far"
+    assert verdict(before, 0).inactive_seconds == 0
     assert verdict(after, 1).state == "idle"
     assert verdict(after, 2).state == "held"
     assert verdict(after, 1).state_since_seconds == START, "idle since its first sample"
@@ -39,15 +40,16 @@ def test_idle_and_held_are_flagged_after_the_window_and_not_before() -> None:
 
 def test_training_gpu_with_data_loading_pauses_is_never_flagged() -> None:
     agent, clock = make_agent("demo")
-    states = set()
+    states = []
     try:
         agent.tick()
         for _ in range(2 * 3600):  # two hours: six 2-minute pauses
             clock.advance(1.0)
-            states.add(verdict(agent.tick(), 0).state)
+            states.append(verdict(agent.tick(), 0).state)
     finally:
         agent.stop()
-    assert states == {"busy"}
+    assert set(states[:1799]) == {"pending"}
+    assert set(states[1799:]) == {"busy"}
 
 
 def test_inference_server_is_overprovisioned_with_a_cheaper_recommendation() -> None:

@@ -36,21 +36,50 @@ def test_defaults() -> None:
     assert config.life_years == 3.0
     assert config.usd_per_kwh == 0.12
     assert config.pue == DEFAULT_PUE == 1.58
-    assert config.hosting_usd_per_kw_month == 0.0
+    assert config.hosting_usd_per_kw_month is None, "the tier's colocation rate"
+    assert config.host_share is True
     assert config.ops_usd_per_year_per_gpu == 0.0
 
 
-def test_unset_figures_come_from_the_catalog() -> None:
+def test_unset_figures_come_from_the_catalog_with_the_hosts_share() -> None:
     inputs = RentVsBuyConfig().inputs_for(A100, 0.7)
+    # datacenter host share: server 0.32 + networking 0.10 of the $12,000 card, host
+    # power 0.82 x its 400 W, colocation $150/kW-month
     assert inputs == TcoInputs(
-        purchase_usd=12_000,
+        purchase_usd=inputs.purchase_usd,
         rent_usd_per_hour=A100.rent_usd_per_hour,
         utilization=0.7,
         years=3.0,
-        power_watts=400,
+        power_watts=inputs.power_watts,
         usd_per_kwh=0.12,
         pue=1.58,
+        hosting_usd_per_kw_month=150.0,
     )
+    assert inputs.purchase_usd == pytest.approx(12_000 * 1.42)
+    assert inputs.power_watts == pytest.approx(400 * 1.82)
+
+
+def test_host_share_off_compares_bare_cards() -> None:
+    inputs = RentVsBuyConfig(host_share=False).inputs_for(A100, 0.7)
+    assert (inputs.purchase_usd, inputs.power_watts, inputs.hosting_usd_per_kw_month) == (
+        12_000,
+        400,
+        0.0,
+    )
+
+
+def test_host_share_figures_are_overridable() -> None:
+    config = RentVsBuyConfig(host_server_usd=4000, host_networking_usd=0, host_power_watts=200)
+    inputs = config.inputs_for(A100, 0.7)
+    assert (inputs.purchase_usd, inputs.power_watts) == (16_000, 600)
+
+
+def test_a_consumer_card_gets_a_workstation_host_and_no_colocation() -> None:
+    rtx = build_gpu_catalog().get("RTX-4090-24GB")
+    inputs = RentVsBuyConfig().inputs_for(rtx, 0.5)
+    assert inputs.purchase_usd == pytest.approx(1600 * 1.5)
+    assert inputs.power_watts == pytest.approx(450 * 1.3)
+    assert inputs.hosting_usd_per_kw_month == 0.0
 
 
 def test_set_figures_win() -> None:
@@ -65,12 +94,21 @@ def test_set_figures_win() -> None:
         ops_usd_per_year_per_gpu=400,
     )
     inputs = config.inputs_for(A100, 0.5, tokens_per_second=100.0)
-    assert (inputs.purchase_usd, inputs.rent_usd_per_hour, inputs.power_watts) == (9000, 2.0, 300)
+    # the host share follows the card's price and power: 0.42 x 9000, 0.82 x 300
+    assert inputs.purchase_usd == pytest.approx(9000 + 3780)
+    assert inputs.power_watts == pytest.approx(300 + 246)
+    assert inputs.rent_usd_per_hour == 2.0
     assert (inputs.years, inputs.usd_per_kwh, inputs.pue) == (5, 0.2, 1.2)
     assert (inputs.hosting_usd_per_kw_month, inputs.ops_usd_per_year) == (150, 400)
     assert inputs.tokens_per_second == 100.0
     owned = owned_usd_per_gpu_year(
-        9000, 5, 300, usd_per_kwh=0.2, pue=1.2, hosting_usd_per_kw_month=150, ops_usd_per_year=400
+        9000 + 3780,
+        5,
+        300 + 246,
+        usd_per_kwh=0.2,
+        pue=1.2,
+        hosting_usd_per_kw_month=150,
+        ops_usd_per_year=400,
     )
     assert config.owned_usd_per_gpu_year(A100) == pytest.approx(owned)
     assert config.breakeven_utilization(A100) == pytest.approx(breakeven_utilization(owned, 2.0))
@@ -130,21 +168,41 @@ def test_frozen() -> None:
 
 
 def test_catalog_break_even_utilizations_quoted_in_the_docs() -> None:
-    """docs/tco.md: datacenter GPUs 10-22 % against on-demand, consumer cards 42-48 %."""
-    config = RentVsBuyConfig()
+    """docs/tco.md: with the host's share, datacenter GPUs 20-40 % against on-demand,
+    consumer and workstation cards 57-70 %; bare cards 10-22 % and 42-48 %."""
     quoted = {
-        "T4-16GB": 0.098,
-        "A100-SXM-80GB": 0.155,
-        "H100-SXM-80GB": 0.185,
-        "L40S-48GB": 0.220,
-        "RTX-3090-24GB": 0.423,
-        "RTX-4090-24GB": 0.430,
-        "RTX-A6000-48GB": 0.477,
+        "T4-16GB": (0.198, 0.098),
+        "A100-SXM-80GB": (0.273, 0.155),
+        "H100-SXM-80GB": (0.309, 0.185),
+        "L40S-48GB": (0.397, 0.220),
+        "RTX-3090-24GB": (0.574, 0.423),
+        "RTX-4090-24GB": (0.595, 0.430),
+        "RTX-A6000-48GB": (0.693, 0.477),
     }
     catalog = build_gpu_catalog()
-    for gpu_id, u_star in quoted.items():
-        assert round(config.breakeven_utilization(catalog.get(gpu_id)), 3) == u_star, gpu_id
-    datacenter = [config.breakeven_utilization(g) for g in catalog if g.tier == "datacenter"]
-    others = [config.breakeven_utilization(g) for g in catalog if g.tier != "datacenter"]
-    assert 0.095 < min(datacenter) <= max(datacenter) < 0.225
-    assert 0.42 < min(others) <= max(others) < 0.48
+    hosted, bare = RentVsBuyConfig(), RentVsBuyConfig(host_share=False)
+    for gpu_id, (with_host, without) in quoted.items():
+        gpu = catalog.get(gpu_id)
+        assert round(hosted.breakeven_utilization(gpu), 3) == with_host, gpu_id
+        assert round(bare.breakeven_utilization(gpu), 3) == without, gpu_id
+    for config, (lo, hi), (clo, chi) in (
+        (hosted, (0.19, 0.40), (0.57, 0.70)),
+        (bare, (0.095, 0.225), (0.42, 0.48)),
+    ):
+        datacenter = [config.breakeven_utilization(g) for g in catalog if g.tier == "datacenter"]
+        others = [config.breakeven_utilization(g) for g in catalog if g.tier != "datacenter"]
+        assert lo < min(datacenter) <= max(datacenter) < hi
+        assert clo < min(others) <= max(others) < chi
+
+
+def test_seed_000s_own_above_50_to_60_percent_is_an_h100_rented_at_3_54_to_4_25() -> None:
+    """docs/tco.md: the rents at which an H100 with its host breaks even at 50 and 60 %."""
+    h100 = build_gpu_catalog().get("H100-SXM-80GB")
+    owned = RentVsBuyConfig().owned_usd_per_gpu_year(h100)
+    assert breakeven_utilization(owned, 4.25) == pytest.approx(0.5, abs=0.001)
+    assert breakeven_utilization(owned, 3.54) == pytest.approx(0.6, abs=0.001)
+
+
+def test_an_always_idle_gpu_is_never_a_buy() -> None:
+    for gpu in build_gpu_catalog():
+        assert RentVsBuyConfig().monthly_delta_usd(gpu, 0.0) < 0, gpu.id
