@@ -18,6 +18,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.alerts import build_dispatcher
+from gpuwatch.alerts.dispatcher import slack_off_reason
+from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
@@ -93,9 +95,10 @@ class Agent:
             update={"static": [*config.billing.static, *extra_static_prices]}
         )
         self.billing: BillingCollector | None = None  # built by open(), once the GPUs are known
+        self._environ = os.environ if environ is None else environ
         self.alerts = build_dispatcher(
             config.alerts.slack,
-            os.environ if environ is None else environ,
+            self._environ,
             state_dir=config.agent.state_dir,
             clock=clock,
             hostname=self.hostname,
@@ -113,6 +116,7 @@ class Agent:
             ],
         )
         self.registry = build_registry(self.collector)
+        self._state_changes = StateChanges()
         self._failed_stages: set[str] = set()
         self._scheduler: BackgroundScheduler | None = None
         self._threads: list[PeriodicThread] = []
@@ -150,6 +154,8 @@ class Agent:
         verdicts, analysis_result = self._stage(
             "analysis", lambda: self.analysis.observe(now, gpus), _no_verdicts
         )
+        for line in self._state_changes.lines(verdicts):
+            log.info("%s", line)
         cost, cost_result = self._stage(
             "cost",
             lambda: self.cost.observe(now, gpus, verdicts, self.prices(gpus), self._token_totals()),
@@ -268,6 +274,8 @@ class Agent:
         if self.alerts is not None:
             every(self.config.analysis.evaluation_interval_seconds, self.evaluate_alerts)
             self.alerts.start()
+        else:
+            log.info("Slack alerting is off: %s", slack_off_reason(self.config.alerts.slack))
         scheduler.start()
         self._scheduler = scheduler
         exporter = self.config.exporter

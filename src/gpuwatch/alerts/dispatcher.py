@@ -406,3 +406,13 @@ def build_dispatcher(
     if url is None:
         return None
     return AlertDispatcher(config, url, state_dir, clock, hostname, costs=costs)
+
+
+def slack_off_reason(config: SlackConfig) -> str:
+    """Why `build_dispatcher` returned None, in one line a user can act on."""
+    if not config.enabled:
+        return "[alerts.slack] enabled = false"
+    return (
+        "no webhook URL: set GPUWATCH_SLACK_WEBHOOK_URL or [alerts.slack] webhook_url_file "
+        "(docs/alerts.md)"
+    )
