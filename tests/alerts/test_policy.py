@@ -106,3 +106,11 @@ def test_events_are_ordered_by_gpu_index() -> None:
     clock = ManualClock(START)
     decision = run(clock, [verdict(3, "idle", START), verdict(1, "held", START)])
     assert [e.verdict.gpu_index for e in decision.events] == [1, 3]
+
+
+def test_pending_after_a_restart_neither_resolves_nor_alerts() -> None:
+    clock = ManualClock(START + 10)
+    memory = {uuid_of(0): AlertMemory("idle", START)}
+    decision = run(clock, [verdict(0, "pending", START + 5, overprovisioned=None)], memory)
+    assert decision.events == (), "no evidence yet: the idle alert is not resolved"
+    assert decision.updates == {}, "and its memory is kept"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from gpuwatch.cost.ledger import RESOLUTION_SECONDS
 from gpuwatch.simulate import load_scenario
 from gpuwatch.simulate.timeline import Timeline
 from gpuwatch.snapshot import FleetSnapshot
@@ -100,7 +101,8 @@ def test_windows_hold_exactly_the_timelines_busy_and_idle_seconds() -> None:
                 )
                 seconds = dict(WINDOWS)[window.window]
                 assert lo >= now - seconds, "nothing from before the window"
-                assert lo <= max(now - seconds, 0.0) + 900.0, "the window is not cut short"
+                step = RESOLUTION_SECONDS[window.window]
+                assert lo <= max(now - seconds, 0.0) + step, "the window is not cut short"
                 unsettled = [tk for tk in ticks if tk.t > hi]
                 assert all(tk.time_class is None for tk in unsettled), "settled time is booked"
                 if window.window == "1h":

@@ -70,7 +70,8 @@ def decide(
     - the same condition: nothing until `cooldown_seconds` passed since the last alert,
       then a "reminder";
     - no condition any more (typically busy again): one "resolved" (unless `resolve` is
-      False) and the GPU is forgotten.
+      False) and the GPU is forgotten;
+    - `pending` (no evidence yet, e.g. just after a restart): nothing, either way.
     """
     now = snapshot.timestamp_seconds
     samples = {gpu.identity.uuid: gpu for gpu in snapshot.gpus}
@@ -78,6 +79,8 @@ def decide(
     updates: dict[str, AlertMemory | None] = {}
     for verdict in sorted(snapshot.verdicts, key=lambda v: v.gpu_index):
         uuid = verdict.uuid
+        if verdict.state == "pending":
+            continue  # no evidence: neither a new condition nor a resolution
         gpu = samples.get(uuid)
         condition = alertable_condition(verdict, states)
         last = memory.get(uuid)

@@ -9,8 +9,9 @@ first. Booked ticks feed checkpoint histories of the cumulative classed totals *
 tick's own time*, so a window such as "the last hour" holds exactly the seconds that
 were busy or idle inside that hour, however late their class became known.
 
-Windows 1 h and 24 h use checkpoints every 60 s, the 30-day window every 15 min: the
-window's start moves in those steps and `TimeWindow` says which span it covers.
+Each window keeps its own checkpoints — every 60 s for 1 h, 10 min for 24 h, 1 h for
+30 d (about 1,000 per GPU in all) — so the window's start moves in those steps and
+`TimeWindow` says which span it covers.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
 WINDOWS: tuple[tuple[str, float], ...] = (("1h", 3600.0), ("24h", 86400.0), ("30d", 30 * 86400.0))
 """The windows of every windowed figure: (name, seconds)."""
 
-FINE_RESOLUTION_SECONDS = 60.0
-COARSE_RESOLUTION_SECONDS = 900.0
-FINE_RETENTION_SECONDS = 86400.0 + 3600.0
+RESOLUTION_SECONDS = {"1h": 60.0, "24h": 600.0, "30d": 3600.0}
+"""How far apart each window's checkpoints are: the step its start moves in."""
 
 # cumulative columns kept per checkpoint: seconds and cost of every class
 _COLUMNS = len(TIME_CLASSES) * 2
@@ -44,9 +44,8 @@ class _Tick:
 
 class _Account:
     __slots__ = (
-        "coarse",
         "cost",
-        "fine",
+        "histories",
         "last",
         "last_t",
         "observed",
@@ -61,10 +60,13 @@ class _Account:
         self.settled = [0.0] * _COLUMNS  # seconds by class, then cost by class
         self.queue: deque[_Tick] = deque()
         self.unsettled_seconds = 0.0
-        self.fine = CheckpointHistory(
-            _COLUMNS, resolution=FINE_RESOLUTION_SECONDS, retention=FINE_RETENTION_SECONDS
-        )
-        self.coarse = CheckpointHistory(_COLUMNS, resolution=COARSE_RESOLUTION_SECONDS)
+        # unsettled time lags by up to two windows of the analysis: keep a margin of 2 h
+        self.histories = {
+            name: CheckpointHistory(
+                _COLUMNS, resolution=RESOLUTION_SECONDS[name], retention=seconds + 7200.0
+            )
+            for name, seconds in WINDOWS
+        }
         self.last: GpuCost | None = None
         self.last_t = 0.0
 
@@ -100,14 +102,13 @@ class _Account:
         self.settled[index] += tick.seconds
         self.settled[len(TIME_CLASSES) + index] += tick.cost
         totals = tuple(self.settled)
-        self.fine.record(tick.t, totals)
-        self.coarse.record(tick.t, totals)
+        for history in self.histories.values():
+            history.record(tick.t, totals)
 
     def windows(self, now: float) -> tuple[TimeWindow, ...]:
         out = []
         for name, seconds in WINDOWS:
-            history = self.fine if seconds <= FINE_RETENTION_SECONDS - 3600.0 else self.coarse
-            span = history.span(seconds, now)
+            span = self.histories[name].span(seconds, now)
             if span is None:
                 continue
             start, end, delta = span
