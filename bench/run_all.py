@@ -18,6 +18,7 @@ from typing import Any
 
 import agent_resources
 import analysis_eval
+import ledger_cost
 import scrape_latency
 import token_parse
 from benchlib import BENCH_DIR, machine_info
@@ -56,6 +57,8 @@ def main() -> int:
     print("\n== analysis evaluation ==", flush=True)
     analysis = analysis_eval.run(quick=args.quick)
     print(analysis_eval.report(analysis), flush=True)
+    ledger = ledger_cost.run(quick=args.quick)
+    print(ledger_cost.report(ledger), flush=True)
     tokens = token_parse.run(quick=args.quick)
     print(token_parse.report(tokens), flush=True)
 
@@ -67,6 +70,7 @@ def main() -> int:
         "scrape_latency": scrape,
         "agent_resources": resources,
         "analysis_eval": {"target_us": analysis_eval.TARGET_SECONDS * 1e6, "windows": analysis},
+        "ledger_cost": ledger,
         "token_parse": tokens,
     }
     suffix = "-quick" if args.quick else ""
