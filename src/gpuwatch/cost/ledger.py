@@ -112,20 +112,18 @@ class _Account:
             if span is None:
                 continue
             start, end, delta = span
-            n = len(TIME_CLASSES)
-            by_class = dict(zip(TIME_CLASSES, delta[:n], strict=True))
-            cost = dict(zip(TIME_CLASSES, delta[n:], strict=True))
+            busy, idle, held, unknown, *cost = delta  # the order of TIME_CLASSES
             out.append(
                 TimeWindow(
                     window=name,
                     start_seconds=start,
                     end_seconds=end,
-                    busy_seconds=by_class["busy"],
-                    idle_seconds=by_class["idle"],
-                    held_seconds=by_class["held"],
-                    unknown_seconds=by_class["unknown"],
-                    cost_usd=sum(cost.values()),
-                    idle_cost_usd=cost["idle"] + cost["held"],
+                    busy_seconds=busy,
+                    idle_seconds=idle,
+                    held_seconds=held,
+                    unknown_seconds=unknown,
+                    cost_usd=sum(cost),
+                    idle_cost_usd=cost[1] + cost[2],
                 )
             )
         return tuple(out)
@@ -144,7 +142,9 @@ class CostLedger:
         keyed by uuid. Returns the GPUs of `verdicts`."""
         costs = []
         for verdict in verdicts:
-            account = self._accounts.setdefault(verdict.uuid, _Account())
+            account = self._accounts.get(verdict.uuid)
+            if account is None:
+                account = self._accounts[verdict.uuid] = _Account()
             price = prices.get(verdict.uuid)
             dt = verdict.tick_seconds
             cost = 0.0 if price is None else price.usd_per_hour / 3600.0 * dt
