@@ -101,10 +101,10 @@ def test_a_gpu_down_for_a_tick_keeps_its_cost_in_the_token_source_total() -> Non
 
     per_million = []
     for t in range(0, 600):
-        tokens = [TokenTotals("server", (0, 1), 1000.0 * t)]
+        tokens = [TokenTotals("server", (0, 1), 500.0 * t, 500.0 * t, float(t))]
         verdicts = both("busy") if t != 300 else both("busy")[:1]  # GPU b down at t=300
         summary = engine.observe(float(t), (), verdicts, prices, tokens)
-        hour = next((w for w in summary.tokens if w.window == "1h"), None)
+        hour = next((w for w in summary.tokens if (w.window, w.kind) == ("1h", "all")), None)
         if hour is not None and hour.usd_per_million_tokens is not None:
             per_million.append(hour.usd_per_million_tokens)
     # two GPUs at $1/s each for 1,000 tokens/s: $2 per 1,000 tokens = $2,000 per million
