@@ -29,7 +29,7 @@ from gpuwatch.config import AgentConfig, Config
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.tokens import TokenSourceConfig
 from tests.agent_process import fetch
-from tests.conftest import free_port, simulated
+from tests.conftest import free_port, require_binary, simulated
 
 SOURCE = "simulated-vllm-gpu3"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -182,6 +182,14 @@ def test_sources_sharing_a_gpu_are_charged_its_cost_once() -> None:
         own = per_million(values, "all")
         assert own is not None
         assert two_gpus > 2.0 * own
+        exposition = generate_latest(run.agent.registry)
+        lint = subprocess.run(
+            [require_binary("promtool"), "check", "metrics"],
+            input=exposition,
+            capture_output=True,
+            check=False,
+        )
+        assert (lint.returncode, lint.stdout + lint.stderr) == (0, b"")
     finally:
         run.close()
 
