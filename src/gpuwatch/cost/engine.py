@@ -24,6 +24,7 @@ from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
 from gpuwatch.sizing import GpuCatalog
 from gpuwatch.snapshot import (
+    TOKEN_KINDS,
     CostSummary,
     GpuCost,
     GpuPrice,
@@ -138,11 +139,8 @@ class _TokenAccount:
             if increase is None:
                 continue
             covered, (cost, prompt, generation) = increase
-            for kind, tokens in (
-                ("prompt", prompt),
-                ("generation", generation),
-                ("all", prompt + generation),
-            ):
+            by_kind = (prompt, generation, prompt + generation)
+            for kind, tokens in zip(TOKEN_KINDS, by_kind, strict=True):
                 windows.append(
                     TokenCostWindow(
                         source=source,
