@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -38,6 +38,7 @@ from gpuwatch.snapshot import (
     CollectorResult,
     CostSummary,
     FleetSnapshot,
+    GpuIdentity,
     GpuPrice,
     GpuSample,
     GpuVerdict,
@@ -126,6 +127,7 @@ class Agent:
         """Initialise NVML (raises NvmlNotFoundError when there is no driver) and billing."""
         self.sampler.open()
         identities = self.sampler.identities
+        _check_token_source_gpus(self.tokens.sources, identities)
         name = identities[0].name if identities else ""
         spec = self.catalog.match_nvml_name(name)
         self.billing = BillingCollector(
@@ -208,9 +210,11 @@ class Agent:
     def _token_totals(self) -> list[TokenTotals]:
         return [
             TokenTotals(
-                reading.source,
-                self._token_source_gpus.get(reading.source, ()),
-                reading.prompt_tokens_total + reading.generation_tokens_total,
+                source=reading.source,
+                gpus=self._token_source_gpus.get(reading.source, ()),
+                prompt_tokens_total=reading.prompt_tokens_total,
+                generation_tokens_total=reading.generation_tokens_total,
+                scraped_at_seconds=reading.last_scrape_seconds,
             )
             for reading in self.tokens.readings()
         ]
@@ -328,3 +332,24 @@ class Agent:
 
 def _no_verdicts() -> tuple[GpuVerdict, ...]:
     return ()
+
+
+def _check_token_source_gpus(
+    sources: tuple[TokenSourceConfig, ...], identities: Sequence[GpuIdentity]
+) -> None:
+    """Say once, at start, which token sources can have no $/1M tokens and why."""
+    known: set[int | str] = {i.index for i in identities} | {i.uuid for i in identities}
+    for source in sources:
+        if not source.gpus:
+            log.info(
+                "token source %r names no GPU: tokens are counted, no $/1M tokens", source.name
+            )
+            continue
+        missing = [gpu for gpu in source.gpus if gpu not in known]
+        if missing:
+            log.warning(
+                "token source %r names GPU(s) %s that this host does not have: "
+                "its $/1M tokens stays absent (MIG instances: name their GPU)",
+                source.name,
+                ", ".join(repr(gpu) for gpu in missing),
+            )

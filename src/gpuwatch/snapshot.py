@@ -218,16 +218,34 @@ class GpuCost:
     windows: tuple[TimeWindow, ...] = ()
 
 
+TOKEN_KINDS = ("prompt", "generation", "all")
+"""Kinds of tokens a realized cost per token is computed for ("all" = prompt + generation)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TokenCostWindow:
-    """Realized cost per token of one token source over one window."""
+    """Realized cost per token of one kind of one token source over one window.
+
+    `tokens` and `cost_usd` cover the same scrape-to-scrape spans: only spans over which
+    every GPU of the source was charged in full count (see gpuwatch.cost.engine).
+    """
 
     source: str
     window: str  # "1h", "24h", "30d"
-    covered_seconds: float  # less than the window while the agent is younger than it
+    kind: str  # one of TOKEN_KINDS
+    covered_seconds: float  # scrape to scrape; less than the window while the agent is younger
     tokens: float
     cost_usd: float
-    usd_per_million_tokens: float | None  # None when no token was served
+    usd_per_million_tokens: float | None  # None when no token of this kind was counted
+
+
+@dataclass(frozen=True, slots=True)
+class TokenSourceCost:
+    """What a token source has been charged since the agent started: each of its GPUs'
+    cost divided by the number of sources that name that GPU."""
+
+    source: str
+    cost_usd_total: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +269,7 @@ class CostSummary:
     utilization_busy: tuple[tuple[str, float], ...] = ()  # (window, ratio), the host's
     rent_vs_buy: tuple[RentVsBuyPosition, ...] = ()
     rent_vs_buy_host_monthly_delta_usd: float | None = None  # the sum over its GPUs
+    token_sources: tuple[TokenSourceCost, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

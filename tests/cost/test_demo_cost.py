@@ -93,7 +93,17 @@ def test_demo_costs_idle_cost_and_cost_per_token(tmp_path: Path) -> None:
     )
     cost = value(values, "gpuwatch_gpu_cost_usd_total", gpu="3")
     assert tokens > 0
-    per_million = value(values, "gpuwatch_cost_per_million_tokens_usd", source=source, window="1h")
+    by_kind = {
+        kind: value(
+            values, "gpuwatch_cost_per_million_tokens_usd", source=source, window="1h", kind=kind
+        )
+        for kind in ("prompt", "generation", "all")
+    }
     # the agent is younger than an hour: the window holds all its cost and all its tokens
-    # (the token counter may be one 15 s scrape ahead of the tick that priced it)
-    assert per_million == pytest.approx(cost / tokens * 1e6, rel=0.03)
+    # up to the last scrape (the cost runs on for up to one 15 s scrape interval after it)
+    assert by_kind["all"] == pytest.approx(cost / tokens * 1e6, rel=0.03)
+    generated = value(values, "gpuwatch_tokens_total", source=source, kind="generation")
+    assert by_kind["generation"] == pytest.approx(cost / generated * 1e6, rel=0.03)
+    # the demo server makes 5 prompt tokens per generated one: decode costs 6x "any token"
+    assert by_kind["generation"] == pytest.approx(6.0 * by_kind["all"], rel=1e-9)
+    assert by_kind["prompt"] == pytest.approx(1.2 * by_kind["all"], rel=1e-9)

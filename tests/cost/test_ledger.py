@@ -4,38 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch.analysis.states import GpuStateTracker, StateSettings
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
-from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
+from gpuwatch.snapshot import GpuCost, GpuPrice, TimeWindow
+from tests.cost.helpers import Gpu
 
 PRICE = GpuPrice(usd_per_hour=3600.0, source="static")  # $1 per second: easy arithmetic
 WINDOW = 1800.0
-
-
-class Gpu:
-    """One GPU's analysis (the real state tracker) turned into verdicts for the ledger."""
-
-    def __init__(self, uuid: str = "GPU-a", index: int = 0) -> None:
-        self.uuid = uuid
-        self.index = index
-        self.tracker = GpuStateTracker(StateSettings(window_seconds=WINDOW))
-
-    def verdict(self, t: float, activity: float | None) -> GpuVerdict:
-        tr = self.tracker
-        tr.observe(t, activity, None, False)
-        return GpuVerdict(
-            gpu_index=self.index,
-            uuid=self.uuid,
-            state=tr.state,
-            state_since_seconds=tr.state_since,
-            inactive_since_seconds=tr.inactive_since,
-            idle_seconds_total=tr.idle_seconds_total,
-            activity_mean_ratio=tr.activity_mean,
-            tick_seconds=tr.tick_seconds,
-            tick_class=tr.tick_class,
-            settlements=tr.settlements,
-        )
 
 
 def run(
@@ -165,12 +140,12 @@ def test_a_gpu_down_for_a_tick_keeps_its_cost_in_the_token_source_total() -> Non
 
     per_million = []
     for t in range(0, 600):
-        tokens = [TokenTotals("server", (0, 1), 1000.0 * t)]
+        tokens = [TokenTotals("server", (0, 1), 500.0 * t, 500.0 * t, float(t))]
         verdicts = (a.verdict(float(t), 0.9), b.verdict(float(t), 0.9))
         if t == 300:
             verdicts = verdicts[:1]  # GPU b down at t=300
         summary = engine.observe(float(t), (), verdicts, prices, tokens)
-        hour = next((w for w in summary.tokens if w.window == "1h"), None)
+        hour = next((w for w in summary.tokens if (w.window, w.kind) == ("1h", "all")), None)
         if hour is not None and hour.usd_per_million_tokens is not None:
             per_million.append(hour.usd_per_million_tokens)
     # two GPUs at $1/s each for 1,000 tokens/s: $2 per 1,000 tokens = $2,000 per million

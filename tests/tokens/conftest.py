@@ -85,8 +85,16 @@ def page_server() -> Iterator[PageServer]:
     thread.join(timeout=5)
 
 
-def vllm_page(prompt: float, generation: float, *, models: tuple[str, ...] = ("llama",)) -> str:
-    """A vLLM /metrics page (prometheus-client's text format) with noise around the counters."""
+def vllm_page(
+    prompt: float,
+    generation: float,
+    *,
+    models: tuple[str, ...] = ("llama",),
+    by_source: dict[str, float] | None = None,
+) -> str:
+    """A vLLM /metrics page (prometheus-client's text format) with noise around the counters;
+    `by_source` adds `vllm:prompt_tokens_by_source_total` (value x model's rank, like the
+    other counters)."""
     lines = [
         "# HELP vllm:num_requests_running Number of requests in model execution batches.",
         "# TYPE vllm:num_requests_running gauge",
@@ -107,6 +115,17 @@ def vllm_page(prompt: float, generation: float, *, models: tuple[str, ...] = ("l
         ]
         lines += [
             f'vllm:{family}_tokens_created{{engine="0",model_name="{m}"}} 1.7e+09' for m in models
+        ]
+    if by_source is not None:
+        lines += [
+            "# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by source.",
+            "# TYPE vllm:prompt_tokens_by_source_total counter",
+        ]
+        lines += [
+            f'vllm:prompt_tokens_by_source_total{{engine="0",model_name="{m}",source="{origin}"}}'
+            f" {value * (i + 1)}"
+            for i, m in enumerate(models)
+            for origin, value in by_source.items()
         ]
     lines += [
         "# HELP vllm:request_prompt_tokens Number of prefill tokens processed.",

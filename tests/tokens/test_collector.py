@@ -286,9 +286,9 @@ def test_families_pass_promtool(page_server: PageServer) -> None:
     up = source(page_server.url, name="llama")
     down = source(f"http://127.0.0.1:{dead_port()}/metrics", name="qwen")
     collector, _ = collector_for(up, down)
-    page_server.serve(vllm_page(10.0, 1.0))
+    page_server.serve(vllm_page(10.0, 1.0, by_source={"local_compute": 8.0}))
     collector.scrape_due()
-    page_server.serve(vllm_page(30.0, 2.0))
+    page_server.serve(vllm_page(30.0, 2.0, by_source={"local_compute": 20.0}))
     collector.scrape("llama")
     registry = CollectorRegistry()
     registry.register(Families(collector))
@@ -311,6 +311,47 @@ def test_families_pass_promtool(page_server: PageServer) -> None:
     assert samples[("gpuwatch_token_source_up", (("source", "llama"),))] == 1.0
     assert samples[("gpuwatch_token_source_up", (("source", "qwen"),))] == 0.0
     assert ("gpuwatch_token_source_scrape_duration_seconds", (("source", "qwen"),)) in samples
+    origin = ("gpuwatch_prompt_tokens_by_origin_total", (("origin", "local_compute"),))
+    assert samples[(origin[0], (*origin[1], ("source", "llama")))] == 12.0
+
+
+def test_vllm_prompt_tokens_by_origin_are_counted_and_exported(page_server: PageServer) -> None:
+    collector, _ = collector_for(source(page_server.url, label_matchers={"model_name": "b"}))
+    origins = {"local_compute": 700.0, "local_cache_hit": 300.0, "external_kv_transfer": 0.0}
+    page_server.serve(vllm_page(1000.0, 10.0, models=("a", "b"), by_source=origins))
+    assert collector.scrape("llm").prompt_tokens_by_origin == (
+        ("external_kv_transfer", 0.0),
+        ("local_cache_hit", 0.0),
+        ("local_compute", 0.0),
+    )
+    later = {"local_compute": 900.0, "local_cache_hit": 400.0, "external_kv_transfer": 5.0}
+    page_server.serve(vllm_page(1305.0, 20.0, models=("a", "b"), by_source=later))
+    reading = collector.scrape("llm")
+    # model b's series are twice the page's values (vllm_page scales by the model's rank)
+    assert dict(reading.prompt_tokens_by_origin) == {
+        "local_compute": 400.0,
+        "local_cache_hit": 200.0,
+        "external_kv_transfer": 10.0,
+    }
+    assert reading.prompt_tokens_total == 610.0
+    exported = {
+        s.labels["origin"]: s.value
+        for family in collector.families()
+        if family.name == "gpuwatch_prompt_tokens_by_origin"
+        for s in family.samples
+    }
+    assert exported == dict(reading.prompt_tokens_by_origin)
+
+
+def test_servers_without_the_breakdown_export_none(page_server: PageServer) -> None:
+    vllm, _ = collector_for(source(page_server.url))
+    page_server.serve(vllm_page(1000.0, 10.0))
+    assert vllm.scrape("llm").prompt_tokens_by_origin == ()
+    sglang, _ = collector_for(source(page_server.url, kind="sglang"))
+    page_server.serve(SGLANG_GAUGES)
+    assert sglang.scrape("llm").prompt_tokens_by_origin == ()
+    names = {f.name for c in (vllm, sglang) for f in c.families()}
+    assert "gpuwatch_prompt_tokens_by_origin" not in names
 
 
 def test_no_sources_no_families() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuwatch.tokens.counters import ResetCorrectedCounter
+from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter
 from gpuwatch.tokens.parse import LabelSet
 
 A: LabelSet = (("model_name", "a"),)
@@ -57,3 +57,27 @@ def test_total_never_decreases() -> None:
         assert counter.total >= previous
         previous = counter.total
     assert counter.total == 4.0 + 0.0 + 3.0 + 0.0 + 1.0 + 99.0
+
+
+def test_grouped_counter_totals_increases_by_one_label() -> None:
+    compute: LabelSet = (("engine", "0"), ("source", "local_compute"))
+    cache: LabelSet = (("engine", "0"), ("source", "local_cache_hit"))
+    other_engine: LabelSet = (("engine", "1"), ("source", "local_compute"))
+    counter = GroupedCounter("source")
+    counter.observe({compute: 700.0, cache: 300.0, other_engine: 50.0})
+    assert counter.totals == {"local_compute": 0.0, "local_cache_hit": 0.0}  # the baseline
+    counter.observe({compute: 770.0, cache: 330.0, other_engine: 60.0})
+    assert counter.totals == {"local_compute": 80.0, "local_cache_hit": 30.0}
+    counter.observe({compute: 5.0, cache: 340.0, other_engine: 70.0})  # engine 0 restarted?
+    assert counter.totals == {"local_compute": 80.0 + 5.0 + 10.0, "local_cache_hit": 40.0}
+    external: LabelSet = (("engine", "0"), ("source", "external_kv_transfer"))
+    counter.observe({compute: 5.0, cache: 340.0, other_engine: 70.0, external: 12.0})
+    assert counter.totals["external_kv_transfer"] == 12.0, "a new series counts in full"
+
+
+def test_grouped_counter_keeps_a_bounded_number_of_groups() -> None:
+    counter = GroupedCounter("source", max_groups=2)
+    series = {(("source", f"s{i}"),): 1.0 for i in range(5)}
+    counter.observe(series)
+    counter.observe(dict.fromkeys(series, 2.0))
+    assert counter.totals == {"s0": 1.0, "s1": 1.0}

@@ -24,3 +24,14 @@ def test_query_string_of_a_down_source_is_not_logged(caplog: pytest.LogCaptureFi
     assert reading.up is False
     assert [r.levelno for r in caplog.records if r.levelno >= logging.WARNING] == [logging.WARNING]
     assert "s3cr3t-token" not in caplog.text
+
+
+def test_a_source_name_cannot_forge_log_lines(caplog: pytest.LogCaptureFixture) -> None:
+    name = 'vllm\n2026-01-01 00:00:00,000 INFO gpuwatch: "all good"'
+    source = TokenSourceConfig(name=name, url="http://127.0.0.1:9/metrics", gpus=[0])
+    collector = TokenCollector([source], ManualClock(), fetch=refuse)
+    with caplog.at_level(logging.DEBUG, logger="gpuwatch"):
+        collector.scrape(name)
+        collector.scrape(name)
+    assert len(caplog.records) == 2
+    assert all("\n" not in record.getMessage() for record in caplog.records)

@@ -210,3 +210,27 @@ def test_agrees_with_prometheus_client_on_random_pages() -> None:
                 if sample.name in expected:
                     expected[sample.name] += sample.value
         assert totals(text.encode(), VLLM) == [expected[n] for n in VLLM]
+
+
+BY_SOURCE = "vllm:prompt_tokens_by_source_total"
+
+
+def test_an_optional_counter_is_read_when_present_and_left_out_when_not() -> None:
+    origins = {"local_compute": 70.0, "local_cache_hit": 30.0}
+    body = vllm_page(100.0, 40.0, models=("a", "b"), by_source=origins).encode()
+    series = counter_series(body, VLLM, {"model_name": "b"}, optional=(BY_SOURCE,))
+    assert {dict(labels)["source"]: v for labels, v in series[BY_SOURCE].items()} == {
+        "local_compute": 140.0,
+        "local_cache_hit": 60.0,
+    }
+    assert sum(series[VLLM[0]].values()) == 200.0
+    plain = vllm_page(100.0, 40.0).encode()
+    assert BY_SOURCE not in counter_series(plain, VLLM, {}, optional=(BY_SOURCE,))
+
+
+def test_an_optional_counter_without_a_matching_series_is_empty_not_an_error() -> None:
+    body = vllm_page(100.0, 40.0, models=("a",), by_source={"local_compute": 1.0}).encode()
+    body = body.replace(b'model_name="a",source=', b'model_name="z",source=')
+    series = counter_series(body, VLLM, {"model_name": "a"}, optional=(BY_SOURCE,))
+    assert series[BY_SOURCE] == {}
+    assert sum(series[VLLM[1]].values()) == 40.0

@@ -166,3 +166,24 @@ def test_url_needs_a_started_server(clock: ManualClock) -> None:
     finally:
         server.stop()
     server.stop()  # idempotent
+
+
+def test_prompt_tokens_split_by_origin(clock: ManualClock) -> None:
+    with SimulatedVllmServer(
+        clock, clock.time(), lambda t: (400.0, 50.0), prefix_cache_hit_ratio=0.25
+    ) as server:
+        clock.advance(100)
+        body = get(server.url).decode()
+    by_source = {
+        s.labels["source"]: s.value
+        for family in text_string_to_metric_families(body)
+        for s in family.samples
+        if s.name == "vllm:prompt_tokens_by_source_total"
+    }
+    assert by_source == {
+        "local_compute": 30_000.0,
+        "local_cache_hit": 10_000.0,
+        "external_kv_transfer": 0.0,
+    }
+    with pytest.raises(ValueError, match="prefix_cache_hit_ratio"):
+        SimulatedVllmServer(clock, clock.time(), lambda t: (1.0, 1.0), prefix_cache_hit_ratio=1.5)

@@ -1,10 +1,17 @@
 """The cost engine: prices and verdicts in, cost, $/1M tokens and rent vs buy out.
 
 Per tick: the ledger charges every GPU its price for the sampled time and classes that
-time (busy, idle, held, unknown) as the analysis settles it; each token source's GPUs'
-cost and its token count are checkpointed so that realized $/1M tokens over 1 h, 24 h
-and 30 d is a subtraction: *all* the cost of the source's GPUs in the window, idle
-included, divided by the tokens served in the window (prompt + generation).
+time (busy, idle, held, unknown) as the analysis settles it. Each token source is charged
+its GPUs' cost — a GPU named by n sources charges each of them 1/n of its cost, so no GPU
+is charged twice — and at each of its scrapes the cost charged so far (interpolated
+between ticks) and its token counts are checkpointed, so that realized $/1M tokens over
+1 h, 24 h and 30 d is a subtraction: *all* the cost of the source's GPUs in the window,
+idle included, divided by the tokens of one kind (`prompt`, `generation`, `all`) served
+in the window. A scrape-to-scrape span counts only when every GPU of the source was
+charged for all of it; a span with a sampling gap the ledger did not charge (agent
+stalled, host asleep, ticks further apart than the ledger's gap limit) is charged to
+neither cost nor tokens, so $/1M tokens is absent, never 0, until a span with tokens of
+that kind was charged.
 
 Busy fraction over a window = busy seconds / (busy + idle + held seconds) settled in it;
 unsettled and unknown seconds count in neither. Each GPU's 30-day busy fraction is the
@@ -13,13 +20,14 @@ utilization its rent-vs-buy position is judged at; the host's position is the su
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import WINDOWS, CostLedger
 from gpuwatch.sizing import GpuCatalog
 from gpuwatch.snapshot import (
+    TOKEN_KINDS,
     CostSummary,
     GpuCost,
     GpuPrice,
@@ -27,19 +35,126 @@ from gpuwatch.snapshot import (
     GpuVerdict,
     RentVsBuyPosition,
     TokenCostWindow,
+    TokenSourceCost,
 )
 from gpuwatch.tco import RentVsBuyConfig, model
 
 RENT_VS_BUY_WINDOW = "30d"
 
 
+CHARGED_SLACK_SECONDS = 0.01
+"""A scrape-to-scrape span counts when each GPU of the source was charged for all of it
+but this much (float rounding of epoch-second arithmetic, not a real gap)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TokenTotals:
-    """A token source's cumulative (reset-corrected) tokens and the GPUs it runs on."""
+    """A token source's cumulative (reset-corrected) tokens by kind, when they were
+    scraped, and the GPUs the source runs on."""
 
     source: str
     gpus: tuple[int | str, ...]  # GPU indexes or uuids
-    tokens_total: float
+    prompt_tokens_total: float
+    generation_tokens_total: float
+    scraped_at_seconds: float | None  # epoch s of the scrape behind the totals; None: none yet
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """A token source at one instant: the cost charged to it (USD), the seconds each of
+    its GPUs was charged for (by uuid; None when a named GPU is unknown or none is
+    named), and its token totals."""
+
+    t: float
+    cost_usd: float
+    charged_seconds: Mapping[str, float] | None
+    prompt: float = 0.0
+    generation: float = 0.0
+
+    def at(self, later: _Mark, t: float) -> _Mark:
+        """The mark at `t` (clamped between the two), cost and seconds interpolated."""
+        t = min(max(t, self.t), later.t)
+        f = (t - self.t) / (later.t - self.t) if later.t > self.t else 1.0
+        seconds = None
+        if self.charged_seconds is not None and later.charged_seconds is not None:
+            seconds = {
+                gpu: self.charged_seconds.get(gpu, value)
+                + (value - self.charged_seconds.get(gpu, value)) * f
+                for gpu, value in later.charged_seconds.items()
+            }
+        return _Mark(t, self.cost_usd + (later.cost_usd - self.cost_usd) * f, seconds)
+
+    def charged_in_full_since(self, start: _Mark) -> bool:
+        """True when every GPU was charged for all the time from `start` to this mark."""
+        span = self.t - start.t
+        if span <= 0 or self.charged_seconds is None or start.charged_seconds is None:
+            return False
+        if self.charged_seconds.keys() != start.charged_seconds.keys():
+            return False
+        return all(
+            value - start.charged_seconds[gpu] >= span - CHARGED_SLACK_SECONDS
+            for gpu, value in self.charged_seconds.items()
+        )
+
+
+class _TokenAccount:
+    """One token source: its marks and the checkpointed (cost, prompt, generation) of the
+    spans that count."""
+
+    def __init__(self) -> None:
+        self.tick: _Mark | None = None  # at the previous tick
+        self.span_start: _Mark | None = None  # at the last scrape
+        self.scraped_at: float | None = None
+        self.counted = (0.0, 0.0, 0.0)  # USD, prompt tokens, generation tokens
+        self.history = CheckpointHistory(3)
+
+    def observe(self, mark: _Mark, source: TokenTotals) -> None:
+        """One tick; closes the open span when the source was scraped since the last."""
+        previous, self.tick = self.tick, mark
+        scraped = source.scraped_at_seconds
+        if scraped is None or scraped == self.scraped_at:
+            return
+        self.scraped_at = scraped
+        at = mark if previous is None else previous.at(mark, scraped)
+        at = _Mark(
+            at.t,
+            at.cost_usd,
+            at.charged_seconds,
+            source.prompt_tokens_total,
+            source.generation_tokens_total,
+        )
+        start, self.span_start = self.span_start, at
+        if start is not None and at.charged_in_full_since(start):
+            cost, prompt, generation = self.counted
+            self.counted = (
+                cost + (at.cost_usd - start.cost_usd),
+                prompt + (at.prompt - start.prompt),
+                generation + (at.generation - start.generation),
+            )
+        self.history.record(at.t, self.counted)
+
+    def windows(self, source: str) -> list[TokenCostWindow]:
+        """The source's cost per token by window and kind, once two scrapes are in."""
+        windows = []
+        for name, seconds in WINDOWS:
+            increase = self.history.increase(seconds)
+            if increase is None:
+                continue
+            covered, (cost, prompt, generation) = increase
+            by_kind = (prompt, generation, prompt + generation)
+            for kind, tokens in zip(TOKEN_KINDS, by_kind, strict=True):
+                windows.append(
+                    TokenCostWindow(
+                        source=source,
+                        window=name,
+                        kind=kind,
+                        covered_seconds=covered,
+                        tokens=tokens,
+                        cost_usd=cost,
+                        usd_per_million_tokens=cost / tokens * 1e6 if tokens > 0 else None,
+                    )
+                )
+        return windows
 
 
 class CostEngine:
@@ -50,7 +165,8 @@ class CostEngine:
         self._rent_vs_buy = rent_vs_buy
         self._ledger = CostLedger()
         self._names: dict[str, str] = {}
-        self._sources: dict[str, CheckpointHistory] = {}
+        self._token_accounts: dict[str, _TokenAccount] = {}
+        self._gpu_charged: dict[str, tuple[float, float]] = {}  # uuid: (cost seen, seconds)
 
     def observe(
         self,
@@ -65,43 +181,58 @@ class CostEngine:
         every_gpu = self._ledger.totals(t)  # a GPU down this tick keeps its totals in the sums
         self._names.update((g.identity.uuid, g.identity.name) for g in gpus)
         positions = self._rent_vs_buy_positions(every_gpu)
+        token_windows, token_sources = self._token_costs(t, every_gpu, tokens)
         return CostSummary(
             gpus=costs,
-            tokens=self._token_costs(t, every_gpu, tokens),
+            tokens=token_windows,
             utilization_busy=host_busy_ratios(every_gpu),
             rent_vs_buy=positions,
             rent_vs_buy_host_monthly_delta_usd=(
                 sum(p.monthly_delta_usd for p in positions) if positions else None
             ),
+            token_sources=token_sources,
         )
+
+    def _charged_seconds(self, costs: tuple[GpuCost, ...]) -> dict[str, float]:
+        """Seconds each GPU has been charged for since first seen, by uuid: its cost
+        increase divided by its price (0 while it has no price)."""
+        seconds = {}
+        for cost in costs:
+            last, total = self._gpu_charged.get(cost.uuid, (cost.cost_usd_total, 0.0))
+            price = cost.price
+            if price is not None and price.usd_per_hour > 0:
+                total += max(cost.cost_usd_total - last, 0.0) * 3600.0 / price.usd_per_hour
+            self._gpu_charged[cost.uuid] = (cost.cost_usd_total, total)
+            seconds[cost.uuid] = total
+        return seconds
 
     def _token_costs(
         self, t: float, costs: tuple[GpuCost, ...], tokens: Sequence[TokenTotals]
-    ) -> tuple[TokenCostWindow, ...]:
-        windows = []
+    ) -> tuple[tuple[TokenCostWindow, ...], tuple[TokenSourceCost, ...]]:
+        """Charge each source its GPUs' cost (shared GPUs split equally), close the spans
+        of sources scraped since the last tick, and compute the windows."""
+        charged = self._charged_seconds(costs)
+        members: dict[str, list[GpuCost]] = {}
+        sharing: dict[str, int] = {}
         for source in tokens:
             wanted = set(source.gpus)
-            cost = sum(c.cost_usd_total for c in costs if c.gpu_index in wanted or c.uuid in wanted)
-            history = self._sources.setdefault(source.source, CheckpointHistory(2))
-            history.record(t, (cost, source.tokens_total))
-            for name, seconds in WINDOWS:
-                increase = history.increase(seconds)
-                if increase is None:
-                    continue
-                covered, (cost_delta, token_delta) = increase
-                windows.append(
-                    TokenCostWindow(
-                        source=source.source,
-                        window=name,
-                        covered_seconds=covered,
-                        tokens=token_delta,
-                        cost_usd=cost_delta,
-                        usd_per_million_tokens=(
-                            cost_delta / token_delta * 1e6 if token_delta > 0 else None
-                        ),
-                    )
-                )
-        return tuple(windows)
+            mine = [c for c in costs if c.gpu_index in wanted or c.uuid in wanted]
+            members[source.source] = mine
+            for cost in mine:
+                sharing[cost.uuid] = sharing.get(cost.uuid, 0) + 1
+        windows: list[TokenCostWindow] = []
+        totals = []
+        for source in tokens:
+            mine = members[source.source]
+            cost_usd = sum(c.cost_usd_total / sharing[c.uuid] for c in mine)
+            known = {c.gpu_index for c in mine} | {c.uuid for c in mine}
+            complete = bool(source.gpus) and all(gpu in known for gpu in source.gpus)
+            seconds = {c.uuid: charged[c.uuid] for c in mine} if complete else None
+            account = self._token_accounts.setdefault(source.source, _TokenAccount())
+            account.observe(_Mark(t, cost_usd, seconds), source)
+            windows.extend(account.windows(source.source))
+            totals.append(TokenSourceCost(source.source, cost_usd))
+        return tuple(windows), tuple(totals)
 
     def _rent_vs_buy_positions(self, costs: tuple[GpuCost, ...]) -> tuple[RentVsBuyPosition, ...]:
         """Each GPU judged at its own 30-day busy fraction; GPUs with none are left out."""

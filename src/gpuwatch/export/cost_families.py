@@ -57,12 +57,23 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     per_token = GaugeMetricFamily(
         "gpuwatch_cost_per_million_tokens_usd",
         "All the cost of the token source's GPUs in the window, idle included, divided by "
-        "the tokens (prompt + generation) it served in the window, per million.",
-        labels=("source", "window"),
+        "the tokens of this kind (prompt, generation, or all = both) it served in the "
+        "window, per million; absent while no token of the kind was counted.",
+        labels=("source", "window", "kind"),
     )
     for window in summary.tokens:
         if window.usd_per_million_tokens is not None:
-            per_token.add_metric([window.source, window.window], window.usd_per_million_tokens)
+            per_token.add_metric(
+                [window.source, window.window, window.kind], window.usd_per_million_tokens
+            )
+    source_cost = CounterMetricFamily(
+        "gpuwatch_token_source_cost_usd",
+        "Cost charged to the token source since the agent started, in USD: the cost of "
+        "its GPUs, a GPU named by several sources split equally between them.",
+        labels=("source",),
+    )
+    for charged in summary.token_sources:
+        source_cost.add_metric([charged.source], charged.cost_usd_total)
     busy = GaugeMetricFamily(
         "gpuwatch_utilization_busy_ratio",
         "Busy seconds / (busy + idle + held seconds) summed over the host's GPUs, over the "
@@ -110,6 +121,7 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         idle_cost,
         held_cost,
         per_token,
+        source_cost,
         busy,
         gpu_busy,
         breakeven,

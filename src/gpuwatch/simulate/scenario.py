@@ -123,6 +123,7 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     gpu_index = 0                      # these rates x the GPU's SM activity (tokens/s)
     prompt_tokens_per_second = 20000
     generation_tokens_per_second = 4000
+    prefix_cache_hit_ratio = 0.25      # optional: served as vllm:prompt_tokens_by_source
 
     [[prices]]                         # static billing prices, after the config's
     gpu_model = "NVIDIA H100 80GB HBM3"   # ([[billing.static]] keys, docs/billing.md)
@@ -322,6 +323,7 @@ class SimulatedTokenServer(_Model):
     generation_tokens_per_second: float = Field(default=4_000.0, ge=0.0)
     model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
     interval_seconds: float = Field(default=15.0, ge=1.0)  # the token source's scrape period
+    prefix_cache_hit_ratio: float = Field(default=0.0, ge=0.0, le=1.0)  # of prompt tokens
 
 
 class Scenario(_Model):

@@ -31,6 +31,7 @@ class ScenarioServices:
                     entry.generation_tokens_per_second,
                 ),
                 model_name=entry.model_name,
+                prefix_cache_hit_ratio=entry.prefix_cache_hit_ratio,
             )
             for entry in self._entries
         ]

@@ -2,7 +2,10 @@
 
 The demo scenario's GPU 3 runs vLLM; `SimulatedVllmServer` serves the token counters
 (`vllm:prompt_tokens_total`, `vllm:generation_tokens_total`) that a token source reads,
-among a few other vLLM families (request gauges, latency histograms) a parser must skip.
+the prompt tokens split by origin as recent vLLM releases do
+(`vllm:prompt_tokens_by_source_total{source=local_compute|local_cache_hit|
+external_kv_transfer}`, a fixed prefix-cache hit ratio), and a few other vLLM families
+(request gauges, latency histograms) a parser must skip.
 The counters are the integral over simulated time of a rate function, which
 `activity_rate()` derives from the scenario's SM activity of a GPU. Nothing here is
 started at import; the agent starts and stops the server.
@@ -157,6 +160,19 @@ class _VllmFamilies(Collector):
             counter = CounterMetricFamily(name, doc, labels=labels)
             counter.add_metric(values, value, created=server.start_time)
             yield counter
+        by_source = CounterMetricFamily(
+            "vllm:prompt_tokens_by_source",
+            "Number of prompt tokens by source.",
+            labels=(*labels, "source"),
+        )
+        cached = prompt * server.prefix_cache_hit_ratio
+        for origin, value in (
+            ("local_compute", prompt - cached),
+            ("local_cache_hit", cached),
+            ("external_kv_transfer", 0.0),
+        ):
+            by_source.add_metric([*values, origin], value, created=server.start_time)
+        yield by_source
         success = CounterMetricFamily(
             "vllm:request_success",
             "Count of successfully processed requests.",
@@ -231,7 +247,13 @@ class SimulatedVllmServer:
         port: int = 0,
         model_name: str = DEFAULT_MODEL,
         step_seconds: float = 1.0,
+        prefix_cache_hit_ratio: float = 0.0,
     ) -> None:
+        """`prefix_cache_hit_ratio` (0-1): the share of prompt tokens served from the
+        prefix cache (`local_cache_hit`); the rest is `local_compute`."""
+        if not 0.0 <= prefix_cache_hit_ratio <= 1.0:
+            raise ValueError("prefix_cache_hit_ratio must be within 0-1")
+        self.prefix_cache_hit_ratio = prefix_cache_hit_ratio
         self.clock = clock
         self.start_time = start_time
         self.model_name = model_name

@@ -27,7 +27,7 @@ from prometheus_client.metrics_core import Metric
 
 from gpuwatch.clock import Clock
 from gpuwatch.tokens.config import TokenSourceConfig, check_unique_names
-from gpuwatch.tokens.counters import ResetCorrectedCounter
+from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter
 from gpuwatch.tokens.parse import counter_series
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,9 @@ class TokenReading:
     first successful scrape), corrected for counter resets, so they never decrease.
     `last_scrape_seconds` is the clock time (epoch s) of the last successful scrape,
     None before one; `error` says why the last scrape failed, None when it succeeded.
+    `prompt_tokens_by_origin` splits the prompt tokens by where their KV cache came from,
+    as (origin, tokens) sorted by origin, when the server exposes such a counter (vLLM's
+    `vllm:prompt_tokens_by_source_total`); empty otherwise.
     """
 
     source: str
@@ -93,6 +96,7 @@ class TokenReading:
     generation_tokens_total: float
     last_scrape_seconds: float | None
     error: str | None
+    prompt_tokens_by_origin: tuple[tuple[str, float], ...] = ()
 
 
 def describe(exc: BaseException) -> str:
@@ -118,6 +122,12 @@ class _Source:
         self.names = config.counter_names()
         self.prompt = ResetCorrectedCounter()
         self.generation = ResetCorrectedCounter()
+        self.by_origin_name: str | None = None
+        self.by_origin: GroupedCounter | None = None
+        breakdown = config.prompt_by_origin()
+        if breakdown is not None:
+            self.by_origin_name = breakdown[0]
+            self.by_origin = GroupedCounter(breakdown[1])
         self.lock = threading.Lock()
         self.reading = TokenReading(config.name, False, 0.0, 0.0, None, None)
         self.duration_seconds: float | None = None
@@ -174,17 +184,22 @@ class TokenCollector:
             prompt_name, generation_name = source.names
             try:
                 body = self._fetch(source.config.url, source.config.timeout_seconds)
-                series = counter_series(body, source.names, source.config.label_matchers)
+                optional = () if source.by_origin_name is None else (source.by_origin_name,)
+                series = counter_series(body, source.names, source.config.label_matchers, optional)
             except SOURCE_ERRORS as exc:
                 reading = self._failed(source, describe(exc))
             else:
                 resets = source.prompt.resets + source.generation.resets
                 source.prompt.observe(series[prompt_name])
                 source.generation.observe(series[generation_name])
+                by_origin: tuple[tuple[str, float], ...] = ()
+                if source.by_origin is not None and source.by_origin_name in series:
+                    source.by_origin.observe(series[source.by_origin_name])
+                    by_origin = tuple(sorted(source.by_origin.totals.items()))
                 if source.prompt.resets + source.generation.resets > resets:
-                    log.info("token source %s: counters went back (server restart?)", name)
+                    log.info("token source %r: counters went back (server restart?)", name)
                 if source.failing:
-                    log.info("token source %s is up again", name)
+                    log.info("token source %r is up again", name)
                     source.failing = False
                 reading = TokenReading(
                     name,
@@ -193,6 +208,7 @@ class TokenCollector:
                     source.generation.total,
                     self._clock.time(),
                     None,
+                    by_origin,
                 )
             source.duration_seconds = max(self._clock.monotonic() - start, 0.0)
             source.reading = reading
@@ -201,10 +217,10 @@ class TokenCollector:
     def _failed(self, source: _Source, error: str) -> TokenReading:
         name = source.config.name
         if source.failing:
-            log.debug("token source %s still down: %s", name, error)
+            log.debug("token source %r still down: %s", name, error)
         else:
             log.warning(
-                "token source %s (%s) is down: %s", name, _loggable(source.config.url), error[:200]
+                "token source %r (%s) is down: %s", name, _loggable(source.config.url), error[:200]
             )
             source.failing = True
         return replace(source.reading, up=False, error=error)
@@ -214,8 +230,9 @@ class TokenCollector:
         return tuple(source.reading for source in self._sources.values())
 
     def families(self) -> Iterator[Metric]:
-        """gpuwatch_tokens_total{source,kind}, gpuwatch_token_source_up{source} and
-        gpuwatch_token_source_scrape_duration_seconds{source}."""
+        """gpuwatch_tokens_total{source,kind}, gpuwatch_token_source_up{source},
+        gpuwatch_token_source_scrape_duration_seconds{source} and, for servers that split
+        their prompt tokens, gpuwatch_prompt_tokens_by_origin_total{source,origin}."""
         if not self._sources:
             return
         tokens = CounterMetricFamily(
@@ -234,6 +251,13 @@ class TokenCollector:
             "Seconds the last scrape of the token source took.",
             labels=("source",),
         )
+        by_origin = CounterMetricFamily(
+            "gpuwatch_prompt_tokens_by_origin",
+            "Prompt tokens by where their KV cache came from (origin: the server's own label, "
+            "for vLLM local_compute, local_cache_hit or external_kv_transfer), since gpuwatch "
+            "started watching the server, corrected for counter resets.",
+            labels=("source", "origin"),
+        )
         for source in self._sources.values():
             reading = source.reading
             tokens.add_metric([reading.source, "prompt"], reading.prompt_tokens_total)
@@ -241,10 +265,14 @@ class TokenCollector:
             up.add_metric([reading.source], 1.0 if reading.up else 0.0)
             if source.duration_seconds is not None:
                 duration.add_metric([reading.source], source.duration_seconds)
+            for origin, total in reading.prompt_tokens_by_origin:
+                by_origin.add_metric([reading.source, origin], total)
         yield tokens
         yield up
         if duration.samples:
             yield duration
+        if by_origin.samples:
+            yield by_origin
 
 
 def _loggable(url: str) -> str:

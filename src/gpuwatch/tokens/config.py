@@ -25,6 +25,13 @@ COUNTER_NAMES: dict[str, tuple[str, str]] = {
 }
 """(prompt, generation) sample names per server kind, as the server exposes them."""
 
+PROMPT_BY_ORIGIN: dict[str, tuple[str, str]] = {
+    "vllm": ("vllm:prompt_tokens_by_source_total", "source"),
+}
+"""Per server kind, an optional counter that splits prompt tokens by where their KV cache
+came from, and the label that names the origin (vLLM: `local_compute`, `local_cache_hit`,
+`external_kv_transfer`). Read when the server exposes it; never required."""
+
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _GPU_UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]+$")
@@ -112,6 +119,10 @@ class TokenSourceConfig(BaseModel):
             assert self.generation_metric is not None
             return self.prompt_metric, self.generation_metric
         return COUNTER_NAMES[self.kind]
+
+    def prompt_by_origin(self) -> tuple[str, str] | None:
+        """(sample name, origin label) of this kind's prompt-token breakdown, if it has one."""
+        return PROMPT_BY_ORIGIN.get(self.kind)
 
 
 def check_unique_names(sources: list[TokenSourceConfig]) -> list[TokenSourceConfig]:

@@ -38,6 +38,11 @@ class ResetCorrectedCounter:
 
     def observe(self, series: Mapping[LabelSet, float]) -> float:
         """Take one scrape's raw values (all >= 0) by series; returns the increase added."""
+        return sum(self.observe_series(series).values())
+
+    def observe_series(self, series: Mapping[LabelSet, float]) -> dict[LabelSet, float]:
+        """Like `observe`, but returns the increase of each series (0 at the baseline)."""
+        steps: dict[LabelSet, float] = {}
         increase = 0.0
         for labels, value in series.items():
             previous = self._last.get(labels)
@@ -48,8 +53,35 @@ class ResetCorrectedCounter:
                 self.resets += 1
             else:
                 step = value - previous
+            steps[labels] = step
             increase += step
             self._last[labels] = value
         self._primed = True
         self.total += increase
-        return increase
+        return steps
+
+
+class GroupedCounter:
+    """Reset-corrected increases of counter series, totalled by the value of one label.
+
+    For a counter such as vLLM's `vllm:prompt_tokens_by_source_total{source=...}`: each
+    series is corrected on its own (see `ResetCorrectedCounter`), and its increases add
+    to the total of its `label` value (series without the label count under ""). At most
+    `max_groups` distinct values are kept; further ones are ignored, so a misbehaving
+    server cannot grow the exported series without bound.
+    """
+
+    def __init__(self, label: str, max_groups: int = 16) -> None:
+        self.label = label
+        self.max_groups = max_groups
+        self.totals: dict[str, float] = {}
+        """Cumulative increase by label value (tokens), never decreasing."""
+        self._counter = ResetCorrectedCounter()
+
+    def observe(self, series: Mapping[LabelSet, float]) -> None:
+        """Take one scrape's raw values by series."""
+        for labels, step in self._counter.observe_series(series).items():
+            group = dict(labels).get(self.label, "")
+            if group not in self.totals and len(self.totals) >= self.max_groups:
+                continue
+            self.totals[group] = self.totals.get(group, 0.0) + step

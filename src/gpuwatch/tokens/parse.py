@@ -175,12 +175,20 @@ def matching(samples: Iterable[Sample], matchers: Mapping[str, str]) -> dict[Lab
 
 
 def counter_series(
-    body: bytes, names: Iterable[str], matchers: Mapping[str, str]
+    body: bytes,
+    names: Iterable[str],
+    matchers: Mapping[str, str],
+    optional: Iterable[str] = (),
 ) -> dict[str, dict[LabelSet, float]]:
     """For each wanted name, its matching series' values; raises ExpositionError when a
-    name is missing or its samples exist but none matches `matchers`."""
+    name is missing or its samples exist but none matches `matchers`.
+
+    `optional` names are read in the same pass when the body has them and left out of the
+    result when it does not (no series matching `matchers` gives an empty mapping).
+    """
     names = list(names)
-    found = find_samples(body, names)
+    extra = [name for name in optional if name not in names]
+    found = find_samples(body, [*names, *extra])
     result: dict[str, dict[LabelSet, float]] = {}
     for name in names:
         if name not in found:
@@ -189,4 +197,7 @@ def counter_series(
         if found[name] and not series:
             raise ExpositionError(f"no {name} series matches the label matchers")
         result[name] = series
+    for name in extra:
+        if name in found:
+            result[name] = matching(found[name], matchers)
     return result
