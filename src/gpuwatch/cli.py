@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuwatch import __version__
 from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
@@ -33,6 +33,10 @@ from gpuwatch.config import (
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import add_tco_parser, run_tco
+
+if TYPE_CHECKING:
+    from gpuwatch.agent import Agent
+    from gpuwatch.simulate import Scenario
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -124,7 +128,7 @@ def _check_config(path: Path) -> int:
 
 
 def _nvml(
-    simulate: str | None, speed: float | None, at: float = 0.0
+    simulate: str | None, speed: float | None
 ) -> tuple[Any, Clock, tuple[WorkloadDeclaration, ...]]:
     """The pynvml module (real, or the stand-in), its clock, the scenario's workloads."""
     if simulate is None:
@@ -143,7 +147,7 @@ def _nvml(
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     clock = ScaledClock(speed or 1.0)
-    nv = SimulatedNvml(scenario, clock=clock, start_time=clock.time() - at)
+    nv = SimulatedNvml(scenario, clock=clock)
     return nv, clock, scenario.workloads
 
 
@@ -245,7 +249,7 @@ def _status(args: argparse.Namespace) -> int:
     if answer.document is not None:
         return _print_status(answer.document, args.json)
     print(
-        f"gpuwatch: no agent at {answer.url} ({answer.error}); "
+        f"gpuwatch: no status from an agent at {answer.url} ({answer.error}); "
         "showing one local sample: no states, no costs",
         file=sys.stderr,
     )
@@ -256,7 +260,7 @@ def _status(args: argparse.Namespace) -> int:
     return _print_status(document, args.json)
 
 
-def _quiet_agent(config: Config, nv: Any, clock: Clock, scenario: Any = None) -> Any:
+def _quiet_agent(config: Config, nv: Any, clock: Clock, scenario: Scenario | None = None) -> Agent:
     """An agent for one command: no Slack dispatcher (it would share a daemon's outbox)."""
     from gpuwatch.agent import Agent  # noqa: PLC0415
 

@@ -95,7 +95,8 @@ def test_no_agent_is_one_line_then_a_local_sample() -> None:
     result = gpuwatch("status", "--listen", f"127.0.0.1:{port}")
     lines = result.stderr.strip().splitlines()
     assert lines[0] == (
-        f"gpuwatch: no agent at http://127.0.0.1:{port}/status.json (nothing listens there); "
+        f"gpuwatch: no status from an agent at http://127.0.0.1:{port}/status.json "
+        "(nothing listens there); "
         "showing one local sample: no states, no costs"
     )
     assert "Traceback" not in result.stderr
@@ -250,7 +251,9 @@ def test_wrong_password_or_certificate_is_one_line_without_the_secret(
     for config, reason in cases.items():
         result = gpuwatch("status", "--config", str(config), "--listen", f"127.0.0.1:{port}")
         first = result.stderr.splitlines()[0]
-        assert first.startswith(f"gpuwatch: no agent at https://127.0.0.1:{port}/status.json ")
+        assert first.startswith(
+            f"gpuwatch: no status from an agent at https://127.0.0.1:{port}/status.json "
+        )
         assert reason in first
         assert PASSWORD not in result.stdout + result.stderr
         assert "Traceback" not in result.stderr
