@@ -39,7 +39,7 @@ def test_run_without_nvidia_driver_exits_1_with_one_line() -> None:
 def test_status_json_lists_every_simulated_gpu() -> None:
     result = gpuwatch("status", "--simulate", "demo", "--json")
     assert result.returncode == 0, result.stderr
-    gpus = json.loads(result.stdout)
+    gpus = json.loads(result.stdout)["gpus"]
     assert [g["index"] for g in gpus] == [0, 1, 2, 3]
     for gpu in gpus:
         for key in (

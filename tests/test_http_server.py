@@ -119,6 +119,7 @@ def make_server() -> Iterator[ServerFactory]:
         *,
         tls: TlsFiles | None = None,
         auth: BasicAuth | None = None,
+        status: Callable[[bool], bytes | None] | None = None,
     ) -> MetricsServer:
         server = MetricsServer(
             "127.0.0.1",
@@ -127,6 +128,7 @@ def make_server() -> Iterator[ServerFactory]:
             readiness or Readiness(),
             tls=tls,
             auth=auth,
+            status=status,
         )
         servers.append(server)
         server.start()
@@ -247,6 +249,51 @@ def test_stop_closes_the_port() -> None:
     _stop(server)
     with pytest.raises(OSError, match=r"[Rr]efused|URLError|urlopen"):
         _fetch(f"http://127.0.0.1:{port}/healthz", timeout=1.0)
+
+
+# --- /status.json -----------------------------------------------------------------------
+
+
+@dataclass
+class Status:
+    """A status callable that records whether each client was on this host."""
+
+    body: bytes | None = b'{"format": "test"}'
+    local: list[bool] = field(default_factory=list)
+
+    def __call__(self, local_client: bool) -> bytes | None:
+        self.local.append(local_client)
+        return self.body
+
+
+def test_status_json_is_served_as_json_to_a_local_client(make_server: ServerFactory) -> None:
+    status = Status()
+    server = make_server(status=status)
+    reply = _fetch(f"http://127.0.0.1:{server.port}/status.json?x=1")
+    assert (reply.status, reply.body) == (200, b'{"format": "test"}')
+    assert reply.headers["Content-Type"] == "application/json"
+    assert status.local == [True]
+
+
+def test_status_json_before_the_first_sample_is_503(make_server: ServerFactory) -> None:
+    server = make_server(status=Status(body=None))
+    reply = _fetch(f"http://127.0.0.1:{server.port}/status.json")
+    assert (reply.status, reply.body) == (503, b"no sample yet\n")
+
+
+def test_status_json_without_a_status_source_is_404(make_server: ServerFactory) -> None:
+    server = make_server()
+    assert _fetch(f"http://127.0.0.1:{server.port}/status.json").status == 404
+
+
+def test_status_json_needs_credentials_like_metrics(make_server: ServerFactory) -> None:
+    status = Status()
+    server = make_server(auth=BasicAuth(USER, PASSWORD), status=status)
+    url = f"http://127.0.0.1:{server.port}/status.json"
+    assert _fetch(url).status == 401
+    assert _fetch(url, _basic(USER, "wrong")).status == 401
+    assert status.local == []
+    assert _fetch(url, _basic(USER, PASSWORD)).status == 200
 
 
 # --- basic auth ------------------------------------------------------------------------

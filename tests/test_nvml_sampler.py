@@ -13,6 +13,7 @@ from prometheus_client.exposition import generate_latest
 from gpuwatch.clock import ManualClock
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.errors import NvmlNotFoundError
+from gpuwatch.nvml.parse import PROCESS_UTILIZATION_HOLD_SECONDS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.snapshot import GpuSample
 from tests.conftest import make_agent, simulated
@@ -99,7 +100,8 @@ def test_demo_readings_are_in_base_units() -> None:
     assert held.processes is not None
     assert len(held.processes) == 1
     assert held.processes[0].memory_used_bytes == 30 * GIB
-    assert held.processes[0].sm_utilization_ratio == 0.0  # NotFound: no new samples
+    # NVML records no sample for a process that never runs a kernel: unknown, not 0
+    assert held.processes[0].sm_utilization_ratio is None
     assert "ipykernel" in held.processes[0].name
     assert serve.processes is not None
     assert serve.processes[0].sm_utilization_ratio is not None
@@ -143,6 +145,41 @@ def test_pcie_comes_from_gpm_and_the_blocking_call_is_never_made_per_tick() -> N
     assert gpus[0].pcie_rx_bytes_per_second is not None
     assert gpus[0].pcie_rx_bytes_per_second > 1e9  # 1800 MiB/s
     assert counting.calls["nvmlDeviceGetPcieThroughput"] == 0
+
+
+def process_sm(gpu: GpuSample) -> float | None:
+    """The SM utilization ratio of the GPU's only process."""
+    assert gpu.processes is not None
+    (proc,) = gpu.processes
+    return proc.sm_utilization_ratio
+
+
+def test_a_process_keeps_its_last_sm_sample_for_the_hold_then_reads_absent() -> None:
+    sampler, clock, _ = open_sampler("demo")
+    start = clock.time()
+    try:
+        fresh = run_to(sampler, clock, 1079)[0]  # training, just before the 1080 s pause
+        clock.advance(0.15)  # `gpuwatch status` samples twice, 150 ms apart
+        again = sampler.sample()[0]
+        clock.set(start + 1079 + PROCESS_UTILIZATION_HOLD_SECONDS - 1)  # paused: no samples
+        held = sampler.sample()[0]
+        clock.set(start + 1079 + PROCESS_UTILIZATION_HOLD_SECONDS + 1)
+        expired = sampler.sample()[0]
+        resumed = run_to(sampler, clock, 1250)[0]
+    finally:
+        sampler.close()
+    value = process_sm(fresh)
+    assert value is not None
+    assert value > 0.8
+    assert again.utilization_ratio is not None
+    assert again.utilization_ratio > 0.9  # the GPU is busy ...
+    assert process_sm(again) == value  # ... and NVML's "no newer sample" is not 0 %
+    assert process_sm(held) == value
+    assert held.utilization_ratio == 0.0  # paused: the value shown is up to 10 s old
+    assert process_sm(expired) is None  # past the hold: unknown, never a made-up 0.0
+    resumed_value = process_sm(resumed)
+    assert resumed_value is not None
+    assert resumed_value > 0.8
 
 
 # -- the faults fleet -----------------------------------------------------------------
@@ -221,21 +258,44 @@ def test_unknown_errors_take_a_gpu_down_only_while_they_last() -> None:
     assert after[1].up is True
 
 
+def wait_for_xids(
+    sampler: NvmlSampler, clock: ManualClock, seconds: float
+) -> tuple[GpuSample, ...]:
+    """Tick to `seconds` into `faults`, then until XIDs 48 (GPU 0) and 79 (GPU 3) are in."""
+    run_to(sampler, clock, seconds)
+    deadline = time.monotonic() + 5
+    gpus = sampler.sample()
+    while (not gpus[0].xid_errors_total or not gpus[3].xid_errors_total) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)  # the event thread waits in real time
+        gpus = sampler.sample()
+    return gpus
+
+
 def test_xid_events_are_counted_per_gpu_even_for_a_lost_gpu() -> None:
     sampler, clock, _ = open_sampler("faults")
     try:
-        run_to(sampler, clock, 125)
-        deadline = time.monotonic() + 5
-        gpus = sampler.sample()
-        while (not gpus[0].xid_errors_total or not gpus[3].xid_errors_total) and (
-            time.monotonic() < deadline
-        ):
-            time.sleep(0.05)  # the event thread waits in real time
-            gpus = sampler.sample()
+        gpus = wait_for_xids(sampler, clock, 125)
     finally:
         sampler.close()
     assert gpus[0].xid_errors_total == ((48, 1),)
     assert gpus[3].xid_errors_total == ((79, 1),)
+
+
+def test_xid_counts_survive_a_driver_error_and_a_gpu_lost_at_reinit() -> None:
+    sampler, clock, _ = open_sampler("faults")
+    try:
+        wait_for_xids(sampler, clock, 125)
+        during = run_to(sampler, clock, 310)  # NVML down: every GPU from down_samples()
+        after = run_to(sampler, clock, 400)  # re-initialised; GPU 3 is lost at open
+    finally:
+        sampler.close()
+    for gpus in (during, after):
+        assert gpus[0].xid_errors_total == ((48, 1),)
+        assert gpus[3].up is False
+        assert gpus[3].xid_errors_total == ((79, 1),)
+        assert gpus[3].last_xid == 79
 
 
 def test_driver_error_marks_all_down_then_reinitialises_with_backoff() -> None:
@@ -322,6 +382,31 @@ def test_exporter_leaves_out_what_a_gpu_cannot_give() -> None:
     assert {"gpuwatch_gpu_info", "gpuwatch_gpu_up"} <= families
     assert families <= {"gpuwatch_gpu_info", "gpuwatch_gpu_up", "gpuwatch_gpu_xid_errors_total"}
     assert any(line.startswith("gpuwatch_gpu_up{") and line.endswith(" 0.0") for line in lost)
+
+
+def test_a_lost_gpus_xid_count_reaches_metrics_through_a_driver_error() -> None:
+    agent, clock = make_agent("faults")
+    start = clock.time()
+
+    def tick_to(seconds: float) -> str:
+        while clock.time() - start < seconds:
+            clock.advance(1.0)
+            agent.tick()
+        return generate_latest(agent.registry).decode()
+
+    try:
+        tick_to(125)
+        deadline = time.monotonic() + 5
+        while not agent.tick().gpus[3].xid_errors_total and time.monotonic() < deadline:
+            time.sleep(0.05)  # the event thread waits in real time
+        texts = [tick_to(125), tick_to(310), tick_to(400)]  # lost; NVML down; re-initialised
+        uuid = agent.sampler.identities[3].uuid
+    finally:
+        agent.stop()
+    for text in texts:
+        assert f'gpuwatch_gpu_up{{gpu="3",uuid="{uuid}"}} 0.0' in text
+        assert f'gpuwatch_gpu_xid_errors_total{{gpu="3",uuid="{uuid}",xid="79"}} 1.0' in text
+        assert 'xid="48"} 1.0' in text  # GPU 0's, while NVML is down too
 
 
 def test_collector_success_goes_to_zero_during_a_driver_error() -> None:

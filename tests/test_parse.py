@@ -306,6 +306,24 @@ def test_process_utilization_successive_calls() -> None:
     assert (last, last2) == (100, 200)
 
 
+def test_held_process_utilization_keeps_a_sample_for_the_hold_then_drops_it() -> None:
+    held = parse.held_process_utilization({}, {7: 0.97}, now=100.0)
+    assert held == {7: (0.97, 100.0)}
+    held = parse.held_process_utilization(held, {}, now=100.15)  # NotFound: nothing newer
+    assert held == {7: (0.97, 100.0)}
+    held = parse.held_process_utilization(
+        held, {}, now=100.0 + parse.PROCESS_UTILIZATION_HOLD_SECONDS
+    )
+    assert held == {7: (0.97, 100.0)}
+    assert parse.held_process_utilization(held, {}, now=110.01) == {}
+
+
+def test_held_process_utilization_fresh_samples_replace_held_ones() -> None:
+    held = {1: (0.5, 90.0), 2: (0.2, 95.0), 3: (0.9, 80.0)}
+    merged = parse.held_process_utilization(held, {1: 0.6, 4: 0.0}, now=100.0, hold_seconds=8.0)
+    assert merged == {1: (0.6, 100.0), 2: (0.2, 95.0), 4: (0.0, 100.0)}
+
+
 # --- field values and GPM --------------------------------------------------------------
 
 

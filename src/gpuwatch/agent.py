@@ -31,6 +31,7 @@ from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
+from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.periodic import PeriodicThread
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
@@ -237,6 +238,19 @@ class Agent:
         if self.alerts is not None and snapshot is not None:
             self.alerts.evaluate(snapshot)
 
+    def status_body(self, local_client: bool) -> bytes | None:
+        """`/status.json` from the newest snapshot (None before the first); never NVML.
+
+        Process names (command lines may hold secrets) go to clients on this host
+        (`gpuwatch status`), and to others only when `agent.per_process_metrics` already
+        publishes them on `/metrics`.
+        """
+        snapshot = self.store.latest()
+        if snapshot is None:
+            return None
+        names = local_client or self.config.agent.per_process_metrics
+        return encode(status_document(snapshot, source="agent", process_names=names))
+
     def readiness(self) -> tuple[bool, str]:
         """Ready once a snapshot exists and is fresh (within 5 intervals)."""
         snapshot = self.store.latest()
@@ -300,6 +314,7 @@ class Agent:
             tls=tls,
             auth=auth,
             version=self.store.latest,
+            status=self.status_body,
         )
         self._server.start()
         log.info("serving metrics on %s:%d", host, self._server.port)

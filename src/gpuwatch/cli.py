@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuwatch import __version__
 from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
@@ -33,6 +33,10 @@ from gpuwatch.config import (
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import add_tco_parser, run_tco
+
+if TYPE_CHECKING:
+    from gpuwatch.agent import Agent
+    from gpuwatch.simulate import Scenario
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -59,17 +63,25 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--speed", type=float, help="simulated seconds per real second")
     run.add_argument("--listen", metavar="ADDR:PORT", help="override exporter.listen")
 
-    status = commands.add_parser("status", help="print the GPUs once")
+    status = commands.add_parser(
+        "status", help="what the agent on this host says about its GPUs (states, costs)"
+    )
     status.add_argument("--config", type=Path, help="TOML config file")
-    status.add_argument("--simulate", metavar="SCENARIO", help="read a simulated fleet")
+    status.add_argument(
+        "--listen", metavar="ADDR:PORT", help="the agent's address (default: exporter.listen)"
+    )
+    status.add_argument(
+        "--simulate",
+        metavar="SCENARIO",
+        help="replay a simulated fleet here instead of asking an agent",
+    )
     status.add_argument(
         "--at",
         type=float,
-        default=0.0,
         metavar="SECONDS",
-        help="simulated time into the scenario (with --simulate)",
+        help="simulated time into the scenario (with --simulate; default 0)",
     )
-    status.add_argument("--json", action="store_true", help="print JSON")
+    status.add_argument("--json", action="store_true", help="print JSON (full names)")
 
     check = commands.add_parser("check-config", help="validate a config file")
     check.add_argument("file", type=Path)
@@ -116,7 +128,7 @@ def _check_config(path: Path) -> int:
 
 
 def _nvml(
-    simulate: str | None, speed: float | None, at: float = 0.0
+    simulate: str | None, speed: float | None
 ) -> tuple[Any, Clock, tuple[WorkloadDeclaration, ...]]:
     """The pynvml module (real, or the stand-in), its clock, the scenario's workloads."""
     if simulate is None:
@@ -135,7 +147,7 @@ def _nvml(
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     clock = ScaledClock(speed or 1.0)
-    nv = SimulatedNvml(scenario, clock=clock, start_time=clock.time() - at)
+    nv = SimulatedNvml(scenario, clock=clock)
     return nv, clock, scenario.workloads
 
 
@@ -221,21 +233,61 @@ def _serve(
 
 
 def _status(args: argparse.Namespace) -> int:
-    from rich.console import Console  # noqa: PLC0415
-
-    from gpuwatch.agent import Agent  # noqa: PLC0415
-    from gpuwatch.nvml import NvmlNotFoundError  # noqa: PLC0415
-    from gpuwatch.status import render_json, render_table  # noqa: PLC0415
+    """Ask the agent; without one, one local sample. `--simulate` replays a scenario here."""
+    from gpuwatch.status import fetch_status  # noqa: PLC0415 - keep startup light
 
     config = load_config(args.config)
-    configure_logging("error", config.logging.format)
-    nv, clock, workloads = _nvml(args.simulate, None, args.at)
-    # one-shot: no Slack dispatcher (it would share a running daemon's outbox)
+    if args.at is not None and args.simulate is None:
+        raise UsageError("--at needs --simulate")
+    if args.simulate is not None:
+        if args.listen is not None:
+            raise UsageError("--listen asks a running agent; --simulate asks none")
+        return _print_status(_replayed_status(config, args.simulate, args.at or 0.0), args.json)
+    if args.listen is not None:
+        _with_listen(config, args.listen)  # validates it
+    answer = fetch_status(config.exporter, listen=args.listen)
+    if answer.document is not None:
+        return _print_status(answer.document, args.json)
+    print(
+        f"gpuwatch: no status from an agent at {answer.url} ({answer.error}); "
+        "showing one local sample: no states, no costs",
+        file=sys.stderr,
+    )
+    document = _local_status(config)
+    if document is None:
+        return EXIT_FAILURE
+    document["agent"] = {"url": answer.url, "error": answer.error}
+    return _print_status(document, args.json)
+
+
+def _quiet_agent(config: Config, nv: Any, clock: Clock, scenario: Scenario | None = None) -> Agent:
+    """An agent for one command: no Slack dispatcher (it would share a daemon's outbox)."""
+    from gpuwatch.agent import Agent  # noqa: PLC0415
+
     quiet = config.alerts.model_copy(
         update={"slack": config.alerts.slack.model_copy(update={"enabled": False})}
     )
     config = config.model_copy(update={"alerts": quiet})
-    agent = Agent(config, nv, clock, extra_workloads=workloads)
+    if scenario is None:
+        return Agent(config, nv, clock)
+    return Agent(
+        config,
+        nv,
+        clock,
+        extra_workloads=scenario.workloads,
+        extra_static_prices=scenario.prices,
+    )
+
+
+def _local_status(config: Config) -> dict[str, Any] | None:
+    """One local sample of raw telemetry as a status document; None after an error line."""
+    from gpuwatch.export.status_json import status_document  # noqa: PLC0415
+    from gpuwatch.nvml import NvmlNotFoundError  # noqa: PLC0415
+    from gpuwatch.status.local import sample_once  # noqa: PLC0415
+
+    configure_logging("error", config.logging.format)
+    nv, clock, _ = _nvml(None, None)
+    agent = _quiet_agent(config, nv, clock)
     try:
         agent.open()
     except NvmlNotFoundError as exc:
@@ -243,18 +295,51 @@ def _status(args: argparse.Namespace) -> int:
             NVML_NOT_FOUND.format(reason=exc).replace("run --simulate", "status --simulate"),
             file=sys.stderr,
         )
-        return EXIT_FAILURE
+        return None
     try:
-        agent.tick()
-        time.sleep(0.15)  # GPM needs two samples at least 100 ms apart
-        snapshot = agent.tick()
+        snapshot = sample_once(agent)
     finally:
         agent.stop()
     if not snapshot.collectors[0].success:
         print(f"gpuwatch: NVML failed: {agent.sampler.last_error}", file=sys.stderr)
-        return EXIT_FAILURE
-    if args.json:
-        print(render_json(snapshot))
+        return None
+    return status_document(snapshot, source="local", analysis=False)
+
+
+def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str, Any]:
+    """The scenario replayed here from its start to `at` seconds, as an agent sees it."""
+    from gpuwatch.clock import ManualClock  # noqa: PLC0415
+    from gpuwatch.export.status_json import status_document  # noqa: PLC0415
+    from gpuwatch.simulate import ScenarioError, SimulatedNvml, load_scenario  # noqa: PLC0415
+    from gpuwatch.status.local import replay  # noqa: PLC0415
+
+    if not 0 <= at < float("inf"):
+        raise UsageError("--at must be a number of seconds, 0 or more")
+    try:
+        scenario = load_scenario(scenario_name)
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    configure_logging("error", config.logging.format)
+    clock = ManualClock()
+    # slow-call faults and the XID event wait sleep for real, but at most 10 ms
+    nv = SimulatedNvml(scenario, clock=clock, sleep=lambda s: time.sleep(min(s, 0.01)))
+    agent = _quiet_agent(config, nv, clock, scenario)
+    agent.open()
+    try:
+        snapshot = replay(agent, clock, at)
+    finally:
+        agent.stop()
+    return status_document(snapshot, source="simulation")
+
+
+def _print_status(document: dict[str, Any], as_json: bool) -> int:
+    from rich.console import Console  # noqa: PLC0415
+
+    from gpuwatch.export.status_json import encode  # noqa: PLC0415
+    from gpuwatch.status import render_table  # noqa: PLC0415
+
+    if as_json:
+        print(encode(document, indent=2).decode())
     else:
-        render_table(snapshot, Console())
+        render_table(document, Console())
     return EXIT_OK

@@ -301,7 +301,8 @@ def _process_families(gpus: list[GpuSample], options: ExportOptions) -> Iterator
     )
     sm = GaugeMetricFamily(
         "gpuwatch_process_sm_utilization_ratio",
-        "The process's share of SM time over the last sample period.",
+        "The process's share of SM time in NVML's newest sample for it "
+        "(held up to 10 s; absent without one).",
         labels=labels,
     )
     for gpu in gpus:

@@ -1,8 +1,10 @@
-"""The HTTP endpoint: `/metrics`, `/healthz`, `/readyz`, optional TLS and basic auth.
+"""The HTTP endpoint: `/metrics`, `/status.json`, `/healthz`, `/readyz`, optional TLS and
+basic auth.
 
-A scrape renders the registry (which renders the latest snapshot); nothing here
-touches NVML. `/healthz` and `/readyz` are exempt from basic auth so kubelet probes
-work without credentials; they reveal nothing but liveness.
+A scrape renders the registry (which renders the latest snapshot) and `/status.json`
+serializes the latest snapshot (`export/status_json.py`); nothing here touches NVML.
+`/healthz` and `/readyz` are exempt from basic auth so kubelet probes work without
+credentials; they reveal nothing but liveness.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hmac
+import ipaddress
 import logging
 import ssl
 import threading
@@ -22,9 +25,14 @@ from typing import Any
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
+from gpuwatch.export.status_json import STATUS_PATH
+
 log = logging.getLogger(__name__)
 
 Readiness = Callable[[], tuple[bool, str]]
+StatusBody = Callable[[bool], bytes | None]
+"""The status document as JSON bytes, given whether the client is on this host; None
+before the first sample."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +117,7 @@ class _Server(ThreadingHTTPServer):
     exposition: CachedExposition
     readiness: Readiness
     auth: BasicAuth | None
+    status: StatusBody | None = None
     tls_context: ssl.SSLContext | None = None
 
     def finish_request(self, request: Any, client_address: Any) -> None:
@@ -154,10 +163,29 @@ class _Handler(BaseHTTPRequestHandler):
             if gzip_ok:
                 headers["Content-Encoding"] = "gzip"
             self._reply(200, body, headers)
+        elif path == STATUS_PATH and self.server.status is not None:
+            document = self.server.status(self._client_on_this_host())
+            if document is None:
+                self._reply(503, b"no sample yet\n")
+            else:
+                self._reply(200, document, {"Content-Type": "application/json"})
         elif path == "/":
-            self._reply(200, b"gpuwatch: see /metrics, /healthz, /readyz\n")
+            self._reply(200, b"gpuwatch: see /metrics, /status.json, /healthz, /readyz\n")
         else:
             self._reply(404, b"not found\n")
+
+    def _client_on_this_host(self) -> bool:
+        """True for a loopback client, or one that connects from the address it reached
+        (`gpuwatch status` on this host asking an agent bound to one interface)."""
+        client = _address(self.client_address[0])
+        if client is None:
+            return False
+        if client.is_loopback:
+            return True
+        try:
+            return client == _address(self.connection.getsockname()[0])
+        except OSError:
+            return False
 
     def _authorized(self) -> bool:
         auth = self.server.auth
@@ -174,6 +202,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("%s " + format, self.address_string(), *args)
+
+
+def _address(host: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """A socket address's host as an IP address (IPv4-mapped IPv6 unwrapped)."""
+    try:
+        address = ipaddress.ip_address(str(host).split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,12 +236,15 @@ class MetricsServer:
         tls: TlsFiles | None = None,
         auth: BasicAuth | None = None,
         version: Callable[[], object] = lambda: None,
+        status: StatusBody | None = None,
     ) -> None:
-        """`version()` identifies the data behind `registry` (None: render every scrape)."""
+        """`version()` identifies the data behind `registry` (None: render every scrape);
+        `status` serves `/status.json` (None: that path is 404)."""
         self._httpd = _Server((host, port), _Handler)
         self._httpd.exposition = CachedExposition(registry, version)
         self._httpd.readiness = readiness
         self._httpd.auth = auth
+        self._httpd.status = status
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2

@@ -3,14 +3,15 @@
 `NvmlDevice` owns everything per device that must survive between ticks: the handle,
 the set of calls this device cannot answer (probed once: NotSupported, FunctionNotFound
 and NoPermission are remembered), the two GPM sample buffers, the last process-
-utilization timestamp, the process-name cache and the slow readings (PCIe, ECC,
-remapped rows, MIG layout) that a separate job refreshes.
+utilization timestamp and per-process samples (held up to 10 s), the process-name cache
+and the slow readings (PCIe, ECC, remapped rows, MIG layout) that a separate job
+refreshes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -112,7 +113,7 @@ class NvmlDevice:
         if self.identity.gpm_supported:
             self._gpm = self._guard("gpm", lambda: _GpmBuffers(nv))
         self._process_util_last_us = 0
-        self._process_util: dict[int, float] = {}
+        self._process_util: dict[int, tuple[float, float]] = {}  # pid: (ratio, received at)
         self._process_names: dict[int, str] = {}
         self.slow = SlowReadings()
 
@@ -354,7 +355,7 @@ class NvmlDevice:
         if compute is None and graphics is None:
             return None
         raw = parse.merge_processes(compute or (), graphics or ())
-        utilization = self._read_process_utilization()
+        utilization = self._read_process_utilization(raw)
         self._process_names = parse.pid_names(self._process_names, (p.pid for p in raw))
         samples = []
         for proc in raw:
@@ -369,35 +370,42 @@ class NvmlDevice:
                     name=name,
                     kind=proc.kind,
                     memory_used_bytes=proc.memory_used_bytes,
-                    sm_utilization_ratio=(
-                        None if utilization is None else utilization.get(proc.pid, 0.0)
-                    ),
+                    sm_utilization_ratio=None if utilization is None else utilization.get(proc.pid),
                     gpu_instance_id=proc.gpu_instance_id,
                     compute_instance_id=proc.compute_instance_id,
                 )
             )
         return tuple(samples)
 
-    def _read_process_utilization(self) -> dict[int, float] | None:
-        """Per-pid SM utilization since the last call; NotFound means no new samples (0 %)."""
+    def _read_process_utilization(
+        self, processes: Sequence[parse.RawProcess]
+    ) -> dict[int, float] | None:
+        """Per-pid SM utilization ratio; None when the device cannot say at all.
+
+        A pid without a sample newer than `parse.PROCESS_UTILIZATION_HOLD_SECONDS` is
+        left out (its value is unknown, not 0): NotFound only means that NVML has no
+        sample newer than the last one read.
+        """
         nv = self._nv
         key = "process_utilization"
         if key in self.unsupported:
             return None
+        fresh: dict[int, float] = {}
         try:
             samples = self._call(
                 key, nv.nvmlDeviceGetProcessUtilization, self.handle, self._process_util_last_us
             )
         except nv.NVMLError as exc:
-            kind = classify(exc)
-            if kind is NvmlErrorKind.NOT_FOUND:
-                self._process_util = {}
-                return {}
-            return None
-        self._process_util, self._process_util_last_us = parse.latest_process_utilization(
-            samples, self._process_util_last_us
-        )
-        return self._process_util
+            if classify(exc) not in (NvmlErrorKind.NOT_FOUND, NvmlErrorKind.TRANSIENT):
+                return None
+        else:
+            fresh, self._process_util_last_us = parse.latest_process_utilization(
+                samples, self._process_util_last_us
+            )
+        running = {p.pid for p in processes}
+        held = parse.held_process_utilization(self._process_util, fresh, self._clock.monotonic())
+        self._process_util = {pid: entry for pid, entry in held.items() if pid in running}
+        return {pid: ratio for pid, (ratio, _) in self._process_util.items()}
 
     def _read_mig(self, now: float) -> tuple[MigInstanceSample, ...]:
         devices = self.slow.mig_devices

@@ -177,6 +177,31 @@ def latest_process_utilization(
     return {pid: ratio for pid, (_, ratio) in newest.items()}, last
 
 
+PROCESS_UTILIZATION_HOLD_SECONDS = 10.0
+"""How long a process's last per-process SM sample stands for it when NVML has none newer.
+
+NVML records a process-utilization sample only for a process that ran in the period,
+and a tick that comes before the driver's next sample gets NotFound; within this hold
+the last sample is reported, after it the value is absent (None), never a made-up 0.
+"""
+
+
+def held_process_utilization(
+    held: Mapping[int, tuple[float, float]],
+    fresh: Mapping[int, float],
+    now: float,
+    hold_seconds: float = PROCESS_UTILIZATION_HOLD_SECONDS,
+) -> dict[int, tuple[float, float]]:
+    """Merge new per-pid SM ratios received at `now` (seconds) into the held ones.
+
+    `held` maps pid to (ratio, seconds it was received); the result has the same shape,
+    with `fresh` taking over and entries older than `hold_seconds` dropped.
+    """
+    merged = {pid: entry for pid, entry in held.items() if now - entry[1] <= hold_seconds}
+    merged.update({pid: (ratio, now) for pid, ratio in fresh.items()})
+    return merged
+
+
 def field_values_kib_to_bytes(values: Sequence[Any], success_code: int = 0) -> list[float | None]:
     """Each `c_nvmlFieldValue_t` counter (KiB, unsigned long long) to bytes, or None.
 

@@ -187,13 +187,22 @@ class NvmlSampler:
             power_limit_watts=None,
             gpm_supported=False,
         )
-        return GpuSample(identity=identity, up=False, error="GPU lost")
+        return self._down_sample(identity, "GPU lost")
 
     def down_samples(self) -> tuple[GpuSample, ...]:
         """Every GPU known from the last successful enumeration, reported down."""
         reason = self.last_error or "NVML unavailable"
-        return tuple(
-            GpuSample(identity=self._known[i], up=False, error=reason) for i in sorted(self._known)
+        return tuple(self._down_sample(self._known[i], reason) for i in sorted(self._known))
+
+    def _down_sample(self, identity: GpuIdentity, error: str) -> GpuSample:
+        """A GPU reported down; it keeps its XID counts (a lost GPU's XID 79 is the news)."""
+        uuid = identity.uuid
+        return GpuSample(
+            identity=identity,
+            up=False,
+            error=error,
+            xid_errors_total=self._xid_counts.for_gpu(uuid) if uuid else (),
+            last_xid=self._xid_counts.last_for_gpu(uuid) if uuid else None,
         )
 
     def _maybe_retry(self) -> None:
