@@ -132,3 +132,11 @@ def test_a_lost_gpu_shows_down_with_its_xid() -> None:
     assert rows["3"].split()[4] == "down"
     assert "GPU 3: down (GpuIsLost (GPU is lost)); XID 79" in lines
     assert "GPU 0: XID 48 (2 times)" in lines
+
+
+def test_a_pending_gpu_says_how_long_it_has_looked_idle() -> None:
+    lines = rendered(replayed_document("demo", 600))
+    rows = gpu_lines(lines)
+    assert all("pending" in rows[i] for i in ("0", "1", "2", "3")), "no evidence yet"
+    assert "GPU 1: pending, inactive for 10m so far" in lines
+    assert not any(line.startswith("GPU 0: pending") for line in lines), "GPU 0 is active"

@@ -143,7 +143,8 @@ def _gpu_table(gpus: Sequence[dict[str, Any]], source: str, now: float) -> Table
 
 
 def _notes(gpus: Sequence[dict[str, Any]]) -> list[Text]:
-    """One line per recommendation and per GPU that is down."""
+    """One line per recommendation, per GPU that is down, and per pending GPU that has
+    looked idle so far (the window has no evidence yet: not idle, not busy)."""
     lines = []
     for gpu in gpus:
         index = gpu.get("index", "?")
@@ -158,6 +159,9 @@ def _notes(gpus: Sequence[dict[str, Any]]) -> list[Text]:
         if xids:
             lines.append(Text(f"GPU {index}: {xids}"))
         verdict = gpu.get("verdict") or {}
+        inactive = verdict.get("inactive_seconds") or 0.0
+        if verdict.get("state") == "pending" and inactive > 0:
+            lines.append(Text(f"GPU {index}: pending, inactive for {duration(inactive)} so far"))
         recommendation = verdict.get("recommendation")
         if recommendation:
             workload = verdict.get("workload")
