@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -21,7 +22,7 @@ from gpuwatch.alerts import build_dispatcher
 from gpuwatch.alerts.dispatcher import slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.declarations import WorkloadDeclaration
-from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
+from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import CollectorFailedError, timed
@@ -85,7 +86,7 @@ class Agent:
         self.hostname = config.agent.hostname or socket.gethostname()
         self.catalog = build_gpu_catalog(config.sizing.gpus)
         self.analysis = AnalysisEngine(
-            analysis_settings(config.analysis),
+            _with_gap_limit(analysis_settings(config.analysis), config, speed),
             (*config.workloads, *extra_workloads),
             self.catalog,
             build_model_catalog(config.sizing.models),
@@ -347,6 +348,23 @@ class Agent:
 
 def _no_verdicts() -> tuple[GpuVerdict, ...]:
     return ()
+
+
+GAP_TICKS = 3
+"""A gap between samples counts as sampled time up to this many tick intervals."""
+
+
+def _with_gap_limit(settings: AnalysisSettings, config: Config, speed: float) -> AnalysisSettings:
+    """`settings` whose sample-gap limit is at least GAP_TICKS ticks of simulated time.
+
+    Under `--speed X` the scheduler cannot fire faster than every 50 ms of real time, so
+    a tick spans up to 0.05 x X simulated seconds (150 s at --speed 3000): a fixed 60 s
+    limit would count every tick as a gap and charge nothing.
+    """
+    tick = max(config.agent.interval_seconds, MIN_REAL_INTERVAL_SECONDS * speed)
+    states = settings.states
+    limit = max(states.max_sample_gap_seconds, GAP_TICKS * tick)
+    return replace(settings, states=replace(states, max_sample_gap_seconds=limit))
 
 
 def _check_token_source_gpus(

@@ -220,6 +220,8 @@ def test_speed_3000_never_exports_a_zero_cost_per_token(tmp_path: Path) -> None:
     tokens = ("gpuwatch_tokens_total", frozenset({("source", SOURCE), ("kind", "generation")}))
     assert scrapes[-1][tokens] > 0, "the demo served tokens"
     assert all(v > 0 for values in scrapes for v in all_per_million(values))
+    cost = ("gpuwatch_gpu_cost_usd_total", frozenset({("gpu", "3")}))
+    assert scrapes[-1].get(cost, 0.0) > 0, "150 s ticks are sampled time, not gaps"
 
 
 def test_sources_without_a_cost_basis_are_named_once_at_start(
