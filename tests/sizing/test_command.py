@@ -328,6 +328,7 @@ def test_table_fits_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
         (("--params", "7B", "--activations", "seed-001"), "--activations does not apply"),
         (("--params", "7B", "--mode", "lora", "--lora-rank", "0"), "LoRA rank must be positive"),
         (("--params", "7B", "--mode", "lora", "--lora-targets", "q,mlp"), "unknown module 'mlp'"),
+        (("--params", "1000", "--mode", "qlora"), "would outnumber the model's 1,000"),
         (("--params", "7B", "--mode", "train", "--precision", "int4"), "train mode takes"),
         (("--params", "7B", "--mode", "qlora", "--precision", "bf16"), "qlora mode takes"),
     ],

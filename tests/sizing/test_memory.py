@@ -468,3 +468,11 @@ def test_assumptions_are_validated() -> None:
 def test_training_setup_is_validated(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainingSetup(**kwargs)  # type: ignore[arg-type]
+
+
+def test_adapters_may_not_outnumber_the_model() -> None:
+    """A bare count too small for its derived shape is refused when the workload is built,
+    so a config declaring it fails `check-config` rather than the running agent."""
+    with pytest.raises(ValueError, match="would outnumber the model's 1,000"):
+        Workload(1000, Mode.QLORA)
+    assert Workload(1000, Mode.TRAIN).parameters == 1000  # full training has no adapters

@@ -221,6 +221,16 @@ class Workload:
                 f"{self.mode} mode takes precision {names}, not {self.weight_precision}"
                 + ("" if self.mode is Mode.QLORA else " (quantized base weights are qlora mode)")
             )
+        if self.mode in (Mode.LORA, Mode.QLORA):
+            setup = self.training
+            count = adapter_parameters(
+                self.training_architecture, setup.lora_rank, setup.lora_targets
+            )
+            if count >= self.parameters:
+                raise ValueError(
+                    f"LoRA adapters of {count:,} parameters would outnumber the model's "
+                    f"{self.parameters:,}: give a MODEL, or a smaller rank"
+                )
 
     @property
     def parameters(self) -> int:

@@ -69,5 +69,5 @@ def derive_architecture(parameters: int) -> ModelSpec:
         attention_heads=ref.attention_heads,
         kv_heads=ref.kv_heads,
         head_dim=ref.hidden_size // ref.attention_heads,
-        source=f"assumed: {ref.name}'s ({ref.source}), nearest in parameter count",
+        source=f"assumed: that of {ref.name} ({ref.source}), nearest in parameter count",
     )
