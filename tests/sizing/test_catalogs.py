@@ -21,10 +21,19 @@ GB = 10**9
 
 GPU_IDS = (
     "H100-SXM-80GB",
+    "H100-PCIe-80GB",
+    "H100-NVL-94GB",
     "H200-141GB",
+    "B200-180GB",
     "A100-SXM-80GB",
+    "A100-PCIe-80GB",
     "A100-SXM-40GB",
+    "A100-PCIe-40GB",
+    "V100-SXM2-32GB",
+    "V100-SXM2-16GB",
     "L40S-48GB",
+    "L40-48GB",
+    "RTX-6000-Ada-48GB",
     "RTX-A6000-48GB",
     "RTX-4090-24GB",
     "RTX-3090-24GB",
@@ -36,6 +45,7 @@ GPU_IDS = (
 MODEL_NAMES = (
     "llama-2-7b",
     "llama-2-13b",
+    "llama-65b",
     "llama-2-70b",
     "llama-3.1-8b",
     "llama-3.1-70b",
@@ -52,9 +62,9 @@ def test_catalog_holds_the_listed_parts_in_order() -> None:
     catalog = build_gpu_catalog()
     assert catalog.ids == GPU_IDS
     assert [gpu.id for gpu in catalog] == list(GPU_IDS)
-    assert len(catalog) == 11
+    assert len(catalog) == 20
     assert "h100-sxm-80gb" in catalog
-    assert "H100-PCIe-80GB" not in catalog
+    assert "H200-NVL-141GB" not in catalog
 
 
 def test_figures_are_in_base_units() -> None:
@@ -76,7 +86,7 @@ def test_figures_are_in_base_units() -> None:
 @pytest.mark.parametrize(
     ("gpu_id", "tier"),
     [("RTX-4090-24GB", "consumer"), ("RTX-3090-24GB", "consumer")]
-    + [("RTX-A6000-48GB", "workstation")]
+    + [("RTX-A6000-48GB", "workstation"), ("RTX-6000-Ada-48GB", "workstation")]
     + [(gpu_id, "datacenter") for gpu_id in GPU_IDS if not gpu_id.startswith("RTX")],
 )
 def test_tiers(gpu_id: str, tier: str) -> None:
@@ -107,7 +117,7 @@ def test_get_is_case_insensitive_and_unknown_ids_list_the_known() -> None:
     with pytest.raises(UnknownGpuError) as caught:
         catalog.get("B200")
     message = str(caught.value)
-    assert message.startswith("unknown GPU 'B200'; known: H100-SXM-80GB, H200-141GB")
+    assert message.startswith("unknown GPU 'B200'; known: H100-SXM-80GB, H100-PCIe-80GB")
     assert isinstance(caught.value, KeyError)
 
 
@@ -118,6 +128,15 @@ def test_get_is_case_insensitive_and_unknown_ids_list_the_known() -> None:
         ("NVIDIA H200", "H200-141GB"),
         ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"),
         ("NVIDIA A100-SXM4-40GB", "A100-SXM-40GB"),
+        ("NVIDIA H100 PCIe", "H100-PCIe-80GB"),
+        ("NVIDIA H100 NVL", "H100-NVL-94GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),
+        ("Tesla V100-SXM2-16GB", "V100-SXM2-16GB"),
+        ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"),
+        ("NVIDIA B200", "B200-180GB"),
+        ("NVIDIA L40", "L40-48GB"),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada-48GB"),
         ("NVIDIA L40S", "L40S-48GB"),
         ("NVIDIA RTX A6000", "RTX-A6000-48GB"),
         ("NVIDIA GeForce RTX 4090", "RTX-4090-24GB"),
@@ -137,12 +156,16 @@ def test_nvml_names_match_their_part(nvml_name: str, gpu_id: str) -> None:
 @pytest.mark.parametrize(
     "nvml_name",
     [
-        "NVIDIA H100 PCIe",
-        "NVIDIA H100 NVL",
         "NVIDIA H200 NVL",
-        "NVIDIA A100 80GB PCIe",
-        "NVIDIA A100-PCIE-40GB",
-        "NVIDIA L40",
+        "NVIDIA H100",  # a prefix of three parts is none of them
+        "NVIDIA A100-PCIE-80GB",
+        "Tesla V100-PCIE-16GB",
+        "Tesla V100-PCIE-32GB",
+        "Tesla V100S-PCIE-32GB",
+        "NVIDIA B200 MIG 1g.23gb",
+        "NVIDIA GB200",
+        "NVIDIA L40G",
+        "NVIDIA RTX 6000",
         "NVIDIA A10",
         "NVIDIA GeForce RTX 4090 D",
         "NVIDIA GeForce RTX 3090 Ti",
@@ -195,23 +218,22 @@ def test_override_can_name_its_source_and_nvml_names() -> None:
 
 
 def test_new_part_from_config() -> None:
-    pcie = GpuCatalogEntry(
-        id="H100-PCIe-80GB",
-        tier="datacenter",
-        nvml_names=("NVIDIA H100 PCIe",),
-        memory_gb=80,
-        memory_bandwidth_gb_per_second=2000,
-        bf16_tflops=756,
-        fp8_tflops=1513,
-        tdp_watts=350,
-        purchase_usd=25000,
-        rent_usd_per_hour=2.5,
+    rtx5090 = GpuCatalogEntry(
+        id="RTX-5090-32GB",
+        tier="consumer",
+        nvml_names=("NVIDIA GeForce RTX 5090",),
+        memory_gb=32,
+        memory_bandwidth_gb_per_second=1792,
+        bf16_tflops=209.5,
+        tdp_watts=575,
+        purchase_usd=1999,
+        rent_usd_per_hour=0.69,
     )
-    catalog = build_gpu_catalog([pcie])
-    assert catalog.ids[-1] == "H100-PCIe-80GB"
-    match = catalog.match_nvml_name("NVIDIA H100 PCIe")
+    catalog = build_gpu_catalog([rtx5090])
+    assert catalog.ids[-1] == "RTX-5090-32GB"
+    match = catalog.match_nvml_name("NVIDIA GeForce RTX 5090")
     assert match is not None
-    assert match.id == "H100-PCIe-80GB"
+    assert match.id == "RTX-5090-32GB"
     assert match.nvlink_bytes_per_second is None
     assert match.sources["memory_bytes"] == "agent config"
     assert catalog.match_nvml_name("NVIDIA H100 80GB HBM3").id == "H100-SXM-80GB"  # type: ignore[union-attr]
@@ -254,7 +276,8 @@ def test_glob_patterns_lose_to_exact_names() -> None:
     )
     catalog = build_gpu_catalog([greedy])
     assert catalog.match_nvml_name("NVIDIA L4").id == "L4-24GB"  # type: ignore[union-attr]
-    assert catalog.match_nvml_name("NVIDIA B200").id == "ANY-NVIDIA"  # type: ignore[union-attr]
+    assert catalog.match_nvml_name("NVIDIA B200").id == "B200-180GB"  # type: ignore[union-attr]
+    assert catalog.match_nvml_name("NVIDIA GB200").id == "ANY-NVIDIA"  # type: ignore[union-attr]
 
 
 def test_builtin_entries_are_complete_and_cached() -> None:
@@ -276,6 +299,7 @@ def test_model_catalog_holds_the_listed_models() -> None:
         # parameters, layers, hidden size, attention heads, KV heads, head dim
         ("llama-2-7b", (6_738_415_616, 32, 4096, 32, 32, 128)),
         ("llama-2-13b", (13_015_864_320, 40, 5120, 40, 40, 128)),
+        ("llama-65b", (65_285_660_672, 80, 8192, 64, 64, 128)),
         ("llama-2-70b", (68_976_648_192, 80, 8192, 64, 8, 128)),
         ("llama-3.1-8b", (8_030_261_248, 32, 4096, 32, 8, 128)),
         ("llama-3.1-70b", (70_553_706_496, 80, 8192, 64, 8, 128)),
@@ -297,6 +321,57 @@ def test_model_figures(name: str, figures: tuple[int, ...]) -> None:
     ) == figures
     assert model.head_dim * model.attention_heads == model.hidden_size
     assert "config.json" in model.source
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "llama-2-7b",
+        "llama-2-13b",
+        "llama-65b",
+        "llama-2-70b",
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "mistral-7b",
+    ],
+)
+def test_llama_style_parameter_counts_follow_from_the_architecture(name: str) -> None:
+    """No biases: attention, a SwiGLU MLP and two norms per layer, embeddings and head."""
+    m = build_model_catalog().get(name)
+    q, kv = m.attention_heads * m.head_dim, m.kv_heads * m.head_dim
+    layer = m.hidden_size * (2 * q + 2 * kv) + 3 * m.hidden_size * m.mlp_size
+    total = m.layers * layer + m.embedding_parameters + m.norm_parameters
+    assert total == m.parameters
+    assert m.assumed == ()
+
+
+def test_model_catalog_architecture_extras() -> None:
+    catalog = build_model_catalog()
+    gpt2 = catalog.get("gpt2-xl")
+    assert (gpt2.tied_embeddings, gpt2.gated_mlp, gpt2.mlp_size, gpt2.vocabulary) == (
+        True,
+        False,
+        6400,
+        50257,
+    )
+    assert catalog.get("mistral-7b").sliding_window == 4096
+    assert all(m.sliding_window is None for m in catalog if m.name != "mistral-7b")
+
+
+def test_config_models_may_leave_out_mlp_width_and_vocabulary() -> None:
+    entry = ModelCatalogEntry(
+        name="mine", parameters=7 * 10**9, layers=32, hidden_size=4096, attention_heads=32
+    )
+    spec = entry.to_spec()
+    assert (spec.mlp_size, spec.vocabulary, spec.sliding_window) == (11008, 32000, None)
+    assert spec.assumed == ("MLP width 11008 (Llama's 8/3 rule)", "vocabulary 32000 (Llama 2's)")
+    windowed = ModelCatalogEntry.model_validate(
+        {**entry.model_dump(), "sliding_window": 1024, "intermediate_size": 14336}
+    ).to_spec()
+    assert windowed.kv_cache_tokens(8192) == 1024
+    assert windowed.kv_cache_tokens(512) == 512
+    with pytest.raises(pydantic.ValidationError, match="greater than 0"):
+        ModelCatalogEntry.model_validate({**entry.model_dump(), "sliding_window": 0})
 
 
 def test_unknown_model_lists_the_known_ones() -> None:

@@ -96,7 +96,8 @@ def test_json_has_the_breakdown_and_every_gpu(capsys: pytest.CaptureFixture[str]
     assert report["parameters"] == 8_030_261_248
     assert (report["mode"], report["precision"]) == ("inference", "fp16")
     assert (report["context_tokens"], report["batch"], report["headroom"]) == (4096, 1, 0.1)
-    assert len(report["gpus"]) == 11
+    assert report["kv_cache_tokens"] == 4096
+    assert len(report["gpus"]) == 20
     for gpu in report["gpus"]:
         for key in GPU_KEYS:
             assert key in gpu, key
@@ -122,9 +123,123 @@ def test_json_training(capsys: pytest.CaptureFixture[str]) -> None:
     report = size_json(capsys, "--params", "7B", "--mode", "train")
     assert report["precision"] == "bf16"
     assert report["total_bytes"] - report["activations_bytes"] == 126 * 10**9
-    assert not any(gpu["fits"] for gpu in report["gpus"])
+    assert report["trainable_parameters"] == 7 * 10**9
+    assert [gpu["name"] for gpu in report["gpus"] if gpu["fits"]] == ["B200-180GB"]
     a100 = next(gpu for gpu in report["gpus"] if gpu["name"] == "A100-SXM-80GB")
-    assert a100["gpus_needed"] == 3  # 154 GB x 1.1 over 80 GB
+    assert a100["gpus_needed"] == 2  # 144.8 GB x 1.1 over 80 GB
+
+
+def test_json_carries_the_architecture_and_assumptions(capsys: pytest.CaptureFixture[str]) -> None:
+    """Enough to redo the sum: the shape, checkpointing, LoRA rank and targets, headroom."""
+    report = size_json(capsys, "llama-2-7b", "--mode", "lora")
+    arch = report["architecture"]
+    assert {key: arch[key] for key in ("layers", "hidden_size", "kv_heads", "head_dim")} == {
+        "layers": 32,
+        "hidden_size": 4096,
+        "kv_heads": 32,
+        "head_dim": 128,
+    }
+    assert (arch["intermediate_size"], arch["vocab_size"]) == (11008, 32000)
+    assumptions = report["assumptions"]
+    assert assumptions["headroom"] == 0.1
+    assert assumptions["overhead_ratio"] == 0.0
+    assert assumptions["gradient_checkpointing"] is True
+    assert assumptions["flash_attention"] is True
+    assert (assumptions["lora_rank"], assumptions["lora_targets"]) == (
+        16,
+        ["q", "k", "v", "o", "gate", "up", "down"],
+    )
+    assert assumptions["adapter_precision"] == "fp32"
+    assert assumptions["activations"] == "architecture"
+    assert assumptions["activation_factor"] == 34
+    # redo the activations from the JSON alone: layer inputs, one layer, fp32 logits
+    s, b, h = report["context_tokens"], report["batch"], arch["hidden_size"]
+    parts = report["parts"]
+    assert parts["activations_stored_bytes"] == arch["layers"] * 2 * s * b * h
+    assert parts["activations_working_layer_bytes"] == 34 * s * b * h
+    assert parts["activations_logits_bytes"] == 4 * s * b * arch["vocab_size"]
+    assert report["activations_bytes"] == sum(
+        parts[key] for key in parts if key.startswith("activations_")
+    )
+    assert report["trainable_parameters"] == 39_976_960
+    assert report["weights_bytes"] == 2 * report["parameters"] + parts["adapter_weights_bytes"]
+
+
+def test_json_names_a_derived_architecture(capsys: pytest.CaptureFixture[str]) -> None:
+    report = size_json(capsys, "--params", "13B", "--mode", "lora")
+    assert report["model"] is None
+    assert report["architecture"]["name"] == "shape of LLaMA-13B"
+    assert report["architecture"]["layers"] == 40
+    assert "LLaMA paper" in report["architecture"]["source"]
+    assert any("give a MODEL" in note for note in report["notes"])
+    inference = size_json(capsys, "--params", "13B")
+    assert inference["architecture"] is None
+    assert inference["assumptions"]["gradient_checkpointing"] is None
+
+
+def test_context_and_batch_reach_training(capsys: pytest.CaptureFixture[str]) -> None:
+    short = size_json(capsys, "llama-2-7b", "--mode", "train", "--context", "1024")
+    long = size_json(capsys, "llama-2-7b", "--mode", "train", "--context", "2048", "--batch", "4")
+    assert long["activations_bytes"] == 8 * short["activations_bytes"]
+    assert long["weights_bytes"] == short["weights_bytes"]
+
+
+def test_training_options_reach_the_model(capsys: pytest.CaptureFixture[str]) -> None:
+    base = size_json(capsys, "llama-2-7b", "--mode", "qlora")
+    plain = size_json(capsys, "llama-2-7b", "--mode", "qlora", "--no-gradient-checkpointing")
+    assert plain["activations_bytes"] > 8 * base["activations_bytes"]
+    assert plain["assumptions"]["gradient_checkpointing"] is False
+    no_flash = size_json(
+        capsys, "llama-2-7b", "--mode", "train", "--no-flash-attention", "--context", "1024"
+    )
+    flash = size_json(capsys, "llama-2-7b", "--mode", "train", "--context", "1024")
+    assert no_flash["activations_bytes"] - flash["activations_bytes"] == 32 * 5 * 32 * 1024**2
+    ranked = size_json(
+        capsys, "llama-2-7b", "--mode", "lora", "--lora-rank", "64", "--lora-targets", "q,v"
+    )
+    assert ranked["trainable_parameters"] == 32 * 64 * 2 * (4096 + 4096)
+    assert ranked["assumptions"]["lora_targets"] == ["q", "v"]
+    bf16 = size_json(capsys, "llama-2-7b", "--mode", "qlora", "--adapter-precision", "bf16")
+    assert bf16["gradients_bytes"] == base["gradients_bytes"] // 2
+    single = size_json(capsys, "llama-2-7b", "--mode", "qlora", "--no-double-quant")
+    assert (
+        single["parts"]["base_quantization_constants_bytes"]
+        > 3 * (base["parts"]["base_quantization_constants_bytes"])
+    )
+    seed = size_json(capsys, "llama-2-7b", "--mode", "train", "--activations", "seed-001")
+    assert seed["activations_bytes"] == 2 * 2 * seed["parameters"]
+    assert seed["assumptions"]["activation_multiplier"] == 2.0
+
+
+def test_overhead_option(capsys: pytest.CaptureFixture[str]) -> None:
+    default = size_json(capsys, "--params", "7B")
+    none = size_json(capsys, "--params", "7B", "--overhead", "0")
+    assert default["overhead_bytes"] == round(0.2 * 14 * 10**9)
+    assert none["overhead_bytes"] == 0
+    training = size_json(capsys, "--params", "7B", "--mode", "train", "--overhead", "0.1")
+    assert training["overhead_bytes"] == 14 * 10**8
+    assert training["assumptions"]["overhead_ratio"] == 0.1
+
+
+def test_utilization_takes_a_percentage_as_tco_does(capsys: pytest.CaptureFixture[str]) -> None:
+    fraction = size_json(capsys, "llama-2-7b", "--utilization", "0.35")
+    percent = size_json(capsys, "llama-2-7b", "--utilization", "35%")
+    assert fraction["assumptions"]["utilization"] == percent["assumptions"]["utilization"] == 0.35
+    assert fraction["gpus"] == percent["gpus"]
+
+
+def test_pue_prices_the_owned_column(capsys: pytest.CaptureFixture[str]) -> None:
+    """The owned column uses tco's PUE default (1.58); --pue 1 gives seed 001's figures."""
+    default = size_json(capsys, "--params", "7B", "--efficiency", "1")
+    seed = size_json(capsys, "--params", "7B", "--efficiency", "1", "--pue", "1")
+    assert default["assumptions"]["pue"] == 1.58
+    h100 = next(g for g in default["gpus"] if g["name"] == "H100-SXM-80GB")
+    h100_seed = next(g for g in seed["gpus"] if g["name"] == "H100-SXM-80GB")
+    assert h100_seed["usd_per_million_tokens_owned"] > 0
+    hourly = 30000 / (3 * 8760)
+    assert h100["usd_per_million_tokens_owned"] / h100_seed["usd_per_million_tokens_owned"] == (
+        pytest.approx((hourly + 0.7 * 1.58 * 0.12) / (hourly + 0.7 * 0.12))
+    )
 
 
 def test_options_reach_the_model(capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,9 +286,21 @@ def test_table_shows_breakdown_and_gpus(capsys: pytest.CaptureFixture[str]) -> N
     assert "qlora" in out
     for word in ("weights", "gradients", "optimizer", "activations", "total"):
         assert word in out
-    for gpu_id in ("H100-SXM-80GB", "T4-16GB", "RTX-3090-24GB"):
+    for gpu_id in ("H100-SXM-80GB", "T4-16GB", "RTX-3090-24GB", "RTX-6000-Ada-48GB"):
         assert gpu_id in out
+    assert "architecture: mistral-7b: 32 layers, hidden 4096" in out
+    assert "gradient checkpointing on" in out
+    assert "paged AdamW" in out
+    code, out, err = size(capsys, "llama-2-70b")
     assert "no: needs 2" in out
+
+
+def test_table_fits_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """The human-readable output stays readable on an 80-column terminal."""
+    for argv in (("llama-2-7b", "--mode", "qlora"), ("--params", "65B", "--mode", "lora")):
+        code, out, err = size(capsys, *argv)
+        assert code == 0, err
+        assert max(len(line) for line in out.splitlines()) <= 80
 
 
 # --- bad input --------------------------------------------------------------------------
@@ -190,7 +317,18 @@ def test_table_shows_breakdown_and_gpus(capsys: pytest.CaptureFixture[str]) -> N
         (("--params", "7B", "--batch", "-1"), "batch must be positive"),
         (("--params", "7B", "--headroom", "-0.5"), "headroom must be >= 0"),
         (("--params", "7B", "--efficiency", "2"), "efficiency must be in (0, 1]"),
-        (("--params", "7B", "--utilization", "0"), "utilization must be in (0, 1]"),
+        (("--params", "7B", "--utilization", "0"), "--utilization must be in (0, 1]"),
+        (("--params", "7B", "--utilization", "150%"), "--utilization must be in (0, 1]"),
+        (("--params", "7B", "--utilization", "most"), "--utilization: expected a fraction"),
+        (("--params", "7B", "--pue", "0.9"), "--pue must be >= 1"),
+        (("--params", "7B", "--overhead", "-1"), "--overhead must be >= 0"),
+        (("--params", "7B", "--gradient-checkpointing"), "does not apply to --mode inference"),
+        (("--params", "7B", "--mode", "train", "--lora-rank", "8"), "--lora-rank does not apply"),
+        (("--params", "7B", "--mode", "lora", "--no-double-quant"), "--double-quant does not"),
+        (("--params", "7B", "--activations", "seed-001"), "--activations does not apply"),
+        (("--params", "7B", "--mode", "lora", "--lora-rank", "0"), "LoRA rank must be positive"),
+        (("--params", "7B", "--mode", "lora", "--lora-targets", "q,mlp"), "unknown module 'mlp'"),
+        (("--params", "1000", "--mode", "qlora"), "would outnumber the model's 1,000"),
         (("--params", "7B", "--mode", "train", "--precision", "int4"), "train mode takes"),
         (("--params", "7B", "--mode", "qlora", "--precision", "bf16"), "qlora mode takes"),
     ],

@@ -54,13 +54,16 @@ def test_rented_cost_per_million_tokens() -> None:
 def test_seed_001_owned_cost_scenarios(
     purchase: float, tokens_per_second: float, tdp: float, usd: float
 ) -> None:
-    """Seed 001's cost_per_1m_tokens inputs: 70 % utilization, 3 years, $0.12/kWh."""
-    got = usd_per_million_tokens_owned(purchase, tdp, tokens_per_second)
+    """Seed 001's cost_per_1m_tokens inputs: 70 % utilization, 3 years, $0.12/kWh, board
+    power only (PUE 1: `gpuwatch size --pue 1`)."""
+    got = usd_per_million_tokens_owned(purchase, tdp, tokens_per_second, Ownership(pue=1.0))
     assert got == pytest.approx(usd, abs=1e-4)
+    with_pue = usd_per_million_tokens_owned(purchase, tdp, tokens_per_second)
+    assert with_pue > got  # the default PUE, 1.58, adds the facility's share of the power
 
 
 def test_owned_cost_is_amortization_plus_power_over_busy_tokens() -> None:
-    hourly = 30000 / (3 * 8760) + 0.7 * 0.12
+    hourly = 30000 / (3 * 8760) + 0.7 * 1.58 * 0.12  # TDP kW x PUE x $/kWh
     assert owned_usd_per_hour(30000, 700) == pytest.approx(hourly)
     assert usd_per_million_tokens_owned(30000, 700, 239) == pytest.approx(
         hourly / (239 * 0.7 * 3600) * 1e6
@@ -77,13 +80,21 @@ def test_seed_001_break_even_example() -> None:
     assert busy_hours == pytest.approx(18_396)
     rented = busy_hours * 5.12
     assert rented == pytest.approx(94_187.52)
-    owned = owned_usd_per_hour(12_000, 400) * 3 * HOURS_PER_YEAR
+    owned = owned_usd_per_hour(12_000, 400, Ownership(pue=1.0)) * 3 * HOURS_PER_YEAR
     assert owned == pytest.approx(12_000 + 0.4 * 0.12 * 26_280)
     assert rented / owned == pytest.approx(7.1, abs=0.01)  # "buying an A100 is 7x cheaper"
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"life_years": 0}, {"usd_per_kwh": -1}, {"utilization": 0}, {"utilization": 1.2}]
+    "kwargs",
+    [
+        {"life_years": 0},
+        {"usd_per_kwh": -1},
+        {"utilization": 0},
+        {"utilization": 1.2},
+        {"pue": 0.9},
+        {"pue": float("nan")},
+    ],
 )
 def test_ownership_is_validated(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="must"):
@@ -127,10 +138,17 @@ def test_rank_lists_every_gpu_fitting_first_cheapest_first(catalog: GpuCatalog) 
     assert ranked[: len(fitting)] == tuple(fitting)
     assert {row.name for row in fitting} == {
         "H100-SXM-80GB",
+        "H100-PCIe-80GB",
+        "H100-NVL-94GB",
         "H200-141GB",
+        "B200-180GB",
         "A100-SXM-80GB",
+        "A100-PCIe-80GB",
         "A100-SXM-40GB",
+        "A100-PCIe-40GB",
         "L40S-48GB",
+        "L40-48GB",
+        "RTX-6000-Ada-48GB",
         "RTX-A6000-48GB",
     }
     prices = [row.usd_per_million_tokens_rented for row in fitting]
@@ -145,6 +163,8 @@ def test_rank_lists_every_gpu_fitting_first_cheapest_first(catalog: GpuCatalog) 
         "A10G-24GB": 2,
         "L4-24GB": 2,
         "T4-16GB": 3,
+        "V100-SXM2-16GB": 3,
+        "V100-SXM2-32GB": 2,
     }
 
 
@@ -173,7 +193,8 @@ def test_a_price_override_changes_the_ranking() -> None:
 
 def test_training_ranking_uses_training_throughput(catalog: GpuCatalog) -> None:
     ranked = rank_gpus(catalog, Workload(7 * B, Mode.TRAIN))
-    assert not any(row.fits for row in ranked)  # 154 GB fits no single GPU here
+    # 126 GB + 18.8 GB of activations at 4096 tokens: only the B200 holds it with headroom
+    assert [row.name for row in ranked if row.fits] == ["B200-180GB"]
     h200 = next(row for row in ranked if row.name == "H200-141GB")
     assert h200.gpus_needed == 2
     assert h200.tokens_per_second == pytest.approx(989e12 * 0.4 / (6 * 7e9))
@@ -197,10 +218,11 @@ def test_cheapest_fitting_picks_the_lowest_rent_meeting_both_needs(catalog: GpuC
 def test_cheapest_fitting_applies_headroom_to_both_needs(catalog: GpuCatalog) -> None:
     datacenter = GpuCatalog(gpu for gpu in catalog if gpu.tier == "datacenter")
     assert cheapest_fitting(datacenter, 22 * GB, 100 * GB, headroom=0.0).id == "L4-24GB"  # type: ignore[union-attr]
-    assert cheapest_fitting(datacenter, 22 * GB, 100 * GB).id == "L40S-48GB"  # type: ignore[union-attr]
+    assert cheapest_fitting(datacenter, 22 * GB, 100 * GB).id == "L40-48GB"  # type: ignore[union-attr]
     assert cheapest_fitting(datacenter, 20 * GB, 290 * GB).id == "A10G-24GB"  # type: ignore[union-attr]
 
 
 def test_cheapest_fitting_none_when_nothing_is_big_enough(catalog: GpuCatalog) -> None:
     assert cheapest_fitting(catalog, 200 * GB, 1 * GB) is None
-    assert cheapest_fitting(catalog, 1 * GB, 5000 * GB) is None
+    assert cheapest_fitting(catalog, 1 * GB, 8000 * GB) is None  # the B200's 8 TB/s less headroom
+    assert cheapest_fitting(catalog, 1 * GB, 5000 * GB).id == "B200-180GB"  # type: ignore[union-attr]

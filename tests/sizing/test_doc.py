@@ -29,7 +29,13 @@ def test_tables_name_every_part_model_and_source() -> None:
     assert "| H100-SXM-80GB | datacenter | 80 | 3350 | 989 | 1979 | 700 | 900 | 30000 | 6.88 |" in (
         tables
     )
-    assert "| llama-2-70b | 68,976,648,192 | 80 | 8192 | 64 | 8 | 128 | 320 KiB |" in tables
+    assert (
+        "| llama-2-70b | 68,976,648,192 | 80 | 8192 | 64 | 8 | 128 | 28672 | 32,000 | - | 320 KiB |"
+        in tables
+    )
+    assert "| mistral-7b | 7,241,732,096 | 32 | 4096 | 32 | 8 | 128 | 14336 | 32,000 | 4096 |" in (
+        tables
+    )
 
 
 def test_replace_generated_rewrites_only_between_the_markers(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from gpuwatch.sizing import (
     kv_cache_bytes,
     memory_requirement,
 )
+from gpuwatch.sizing.memory import SEED_001, TrainingSetup
 
 B = 10**9
 GB = 10**9
@@ -166,15 +167,15 @@ def test_gpt2_xl_fp16_is_about_3_gb() -> None:
 
 
 def test_mixed_precision_adamw_is_18_bytes_per_parameter_plus_activations() -> None:
-    breakdown = memory_requirement(Workload(1 * B, Mode.TRAIN))
+    breakdown = memory_requirement(Workload(1 * B, Mode.TRAIN), SEED_001)
     without_activations = breakdown.total_bytes - breakdown.activations_bytes
     assert without_activations == 18 * B
     assert breakdown.activations_bytes == 4 * B  # 2.0 x the bf16 weights
 
 
 def test_7b_training_matches_seed_001_breakdown() -> None:
-    """Seed 001's estimator output, printed in GiB and labelled GB."""
-    breakdown = memory_requirement(Workload(7 * B, Mode.TRAIN))
+    """Seed 001's estimator output, printed in GiB and labelled GB, with its activation rule."""
+    breakdown = memory_requirement(Workload(7 * B, Mode.TRAIN), SEED_001)
     assert breakdown.weights_bytes == 14 * GB
     assert breakdown.gradients_bytes == 28 * GB
     assert breakdown.optimizer_bytes == 84 * GB
@@ -192,7 +193,7 @@ def test_7b_training_matches_seed_001_breakdown() -> None:
 
 def test_7b_training_does_not_fit_one_a100_80gb() -> None:
     catalog = build_gpu_catalog()
-    breakdown = memory_requirement(Workload(7 * B, Mode.TRAIN))
+    breakdown = memory_requirement(Workload(7 * B, Mode.TRAIN))  # 126 GB + activations
     assert not fits(catalog.get("A100-SXM-80GB"), breakdown)
     assert not fits(catalog.get("RTX-4090-24GB"), breakdown)  # the "14 GB fits a 4090" trap
     assert fits(catalog.get("RTX-4090-24GB"), memory_requirement(Workload(7 * B)))
@@ -200,7 +201,7 @@ def test_7b_training_does_not_fit_one_a100_80gb() -> None:
 
 def test_13b_training_is_286_gb() -> None:
     """Seed 001 Q2: 26 + 52 + 156 + 52 = ~286 GB (its estimator prints 266.5 "GB")."""
-    breakdown = memory_requirement(Workload(13 * B, Mode.TRAIN))
+    breakdown = memory_requirement(Workload(13 * B, Mode.TRAIN), SEED_001)
     assert (
         breakdown.weights_bytes,
         breakdown.gradients_bytes,
@@ -213,7 +214,7 @@ def test_13b_training_is_286_gb() -> None:
 
 
 def test_70b_training_is_1540_gb() -> None:
-    breakdown = memory_requirement(Workload(70 * B, Mode.TRAIN))
+    breakdown = memory_requirement(Workload(70 * B, Mode.TRAIN), SEED_001)
     assert breakdown.total_bytes == 1540 * GB
     assert gib(breakdown.total_bytes) == 1434.2  # the seed prints 1433.6
 
@@ -222,61 +223,188 @@ def test_70b_training_is_1540_gb() -> None:
 def test_training_gpus_needed_matches_seed_001(billions: int, needed: int) -> None:
     """Seed 001 divides by 75 GiB (80.5 GB) per GPU; 80 GB decimal with no headroom agrees."""
     a100 = build_gpu_catalog().get("A100-SXM-80GB")
-    breakdown = memory_requirement(Workload(billions * B, Mode.TRAIN))
+    breakdown = memory_requirement(Workload(billions * B, Mode.TRAIN), SEED_001)
     assert gpus_needed(breakdown.total_bytes, a100, headroom=0.0) == needed
     assert math.ceil(breakdown.total_bytes / GIB / 75) == needed
 
 
 def test_fp32_training_has_no_master_copy() -> None:
-    breakdown = memory_requirement(Workload(1 * B, Mode.TRAIN, Precision.FP32))
+    breakdown = memory_requirement(Workload(1 * B, Mode.TRAIN, Precision.FP32), SEED_001)
     assert breakdown.weights_bytes == 4 * B
     assert breakdown.gradients_bytes == 4 * B
     assert breakdown.optimizer_bytes == 8 * B
     assert breakdown.activations_bytes == 8 * B  # 2.0 x fp32 weights: seed's 4-8 B/param
 
 
-def test_training_ignores_context_and_batch() -> None:
-    short = memory_requirement(Workload(SEED_70B, Mode.TRAIN, context_tokens=512))
-    long = memory_requirement(Workload(SEED_70B, Mode.TRAIN, context_tokens=32768, batch=8))
-    assert short == long
+def test_seed_001_rule_ignores_context_and_batch() -> None:
+    short = memory_requirement(Workload(SEED_70B, Mode.TRAIN, context_tokens=512), SEED_001)
+    long = memory_requirement(
+        Workload(SEED_70B, Mode.TRAIN, context_tokens=32768, batch=8), SEED_001
+    )
+    assert short.total_bytes == long.total_bytes
     assert short.kv_cache_bytes == 0
+
+
+def test_architecture_activations_grow_with_context_and_batch() -> None:
+    """34 x s x b x h per layer without checkpointing, plus fp32 logits (flash attention)."""
+    llama = build_model_catalog().get("llama-2-7b")
+    one = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=2048))
+    four = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=4096, batch=2))
+    layers = 32 * 34 * 2048 * 4096
+    logits = 4 * 2048 * 32000
+    assert one.activations_bytes == layers + logits
+    assert four.activations_bytes == 4 * (layers + logits)
+    assert one.total_bytes - one.activations_bytes == 18 * llama.parameters
+    assert dict(one.parts)["activations_logits_bytes"] == logits
+
+
+def test_gradient_checkpointing_keeps_layer_inputs_and_one_layer() -> None:
+    llama = build_model_catalog().get("llama-2-7b")
+    on = TrainingSetup(gradient_checkpointing=True)
+    breakdown = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=4096, training=on))
+    s, h = 4096, 4096
+    assert dict(breakdown.parts) == {
+        "activations_stored_bytes": 32 * 2 * s * h,
+        "activations_working_layer_bytes": 34 * s * h,
+        "activations_logits_bytes": 4 * s * 32000,
+    }
+
+
+def test_checkpointing_defaults_on_for_lora_off_for_full_training() -> None:
+    llama = build_model_catalog().get("llama-2-7b")
+    assert not Workload(llama, Mode.TRAIN).gradient_checkpointing
+    assert Workload(llama, Mode.LORA).gradient_checkpointing
+    assert Workload(llama, Mode.QLORA).gradient_checkpointing
+    off = TrainingSetup(gradient_checkpointing=False)
+    assert not Workload(llama, Mode.LORA, training=off).gradient_checkpointing
+    with_ckpt = memory_requirement(Workload(llama, Mode.LORA))
+    without = memory_requirement(Workload(llama, Mode.LORA, training=off))
+    assert without.activations_bytes > 8 * with_ckpt.activations_bytes
+
+
+def test_without_flash_attention_the_scores_grow_with_the_square_of_the_context() -> None:
+    """Korthikanti et al.: + 5 x heads x s^2 x b bytes per layer without flash attention."""
+    llama = build_model_catalog().get("llama-2-7b")
+    no_flash = TrainingSetup(flash_attention=False)
+    flash = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=2048))
+    plain = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=2048, training=no_flash))
+    assert plain.activations_bytes - flash.activations_bytes == 32 * 5 * 32 * 2048**2
+
+
+def test_fp32_activations_take_twice_the_bytes() -> None:
+    llama = build_model_catalog().get("llama-2-7b")
+    bf16 = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=1024))
+    fp32 = memory_requirement(Workload(llama, Mode.TRAIN, Precision.FP32, context_tokens=1024))
+    logits = 4 * 1024 * 32000  # fp32 either way
+    assert fp32.activations_bytes - logits == 2 * (bf16.activations_bytes - logits)
+
+
+def test_a_bare_count_trains_with_the_nearest_published_shape() -> None:
+    breakdown = memory_requirement(Workload(65 * B, Mode.QLORA, context_tokens=512))
+    shape = breakdown.architecture
+    assert shape is not None
+    assert (shape.layers, shape.hidden_size, shape.mlp_size) == (80, 8192, 22016)
+    assert shape.parameters == 65 * B
+    assert "LLaMA-65B" in breakdown.notes[0]
+    assert "give a MODEL" in breakdown.notes[0]
+    assert memory_requirement(Workload(65 * B)).architecture is None  # inference: no guess
 
 
 # --- LoRA and QLoRA ---------------------------------------------------------------------
 
 
-def test_qlora_7b_is_about_35_gb() -> None:
-    """Seed 001: QLoRA needs 4-6 bytes per base parameter, about 35 GB for 7B."""
-    breakdown = memory_requirement(Workload(7 * B, Mode.QLORA))
-    assert breakdown.weights_bytes == round(3.5 * GB) + 70_000_000 * 2  # int4 base + adapter
-    assert breakdown.gradients_bytes == 70_000_000 * 4
-    assert breakdown.optimizer_bytes == 70_000_000 * 12
+def test_lora_adapters_are_counted_from_the_projections() -> None:
+    """Rank 16 on q, k, v, o, gate, up, down of Llama-2-7B: r x (in + out) per layer."""
+    llama = build_model_catalog().get("llama-2-7b")
+    per_layer = 16 * (4 * (4096 + 4096) + 2 * (4096 + 11008) + (11008 + 4096))
+    breakdown = memory_requirement(Workload(llama, Mode.LORA))
+    assert breakdown.trainable_parameters == 32 * per_layer == 39_976_960
+    count = breakdown.trainable_parameters
+    assert breakdown.weights_bytes == 2 * llama.parameters + 4 * count  # bf16 base, fp32 adapters
+    assert breakdown.gradients_bytes == 4 * count
+    assert breakdown.optimizer_bytes == 8 * count
+
+
+def test_lora_rank_and_targets_size_the_adapters() -> None:
+    llama = build_model_catalog().get("llama-3.1-8b")  # GQA: k and v are 8 x 128 = 1024 wide
+    attention = TrainingSetup(lora_rank=8, lora_targets=("q", "k", "v", "o"))
+    breakdown = memory_requirement(Workload(llama, Mode.LORA, training=attention))
+    assert breakdown.trainable_parameters == 32 * 8 * (2 * 8192 + 2 * (4096 + 1024))
+    bigger = TrainingSetup(lora_rank=32, lora_targets=("q", "k", "v", "o"))
+    assert (
+        memory_requirement(Workload(llama, Mode.LORA, training=bigger)).trainable_parameters
+        == 4 * breakdown.trainable_parameters
+    )
+
+
+def test_a_plain_mlp_has_no_gate_projection() -> None:
+    gpt2 = build_model_catalog().get("gpt2-xl")
+    gate_only = TrainingSetup(lora_targets=("gate",))
+    up_only = TrainingSetup(lora_targets=("up",))
+    assert (
+        memory_requirement(Workload(gpt2, Mode.LORA, training=gate_only)).trainable_parameters == 0
+    )
+    assert memory_requirement(
+        Workload(gpt2, Mode.LORA, training=up_only)
+    ).trainable_parameters == 48 * 16 * (1600 + 6400)
+
+
+def test_bf16_adapters_take_12_bytes_each() -> None:
+    """The QLoRA paper's code keeps adapters in bf16: 2 + 2 + AdamW's 8."""
+    llama = build_model_catalog().get("llama-2-7b")
+    bf16 = TrainingSetup(adapter_precision=Precision.BF16)
+    breakdown = memory_requirement(Workload(llama, Mode.QLORA, training=bf16))
+    count = breakdown.trainable_parameters
+    assert dict(breakdown.parts)["adapter_weights_bytes"] == 2 * count
+    assert breakdown.gradients_bytes == 2 * count
+    assert breakdown.optimizer_bytes == 8 * count
+
+
+def test_qlora_base_is_nf4_plus_constants_and_16_bit_embeddings() -> None:
+    """Linear weights at 4 bits + 0.127 bit of double-quantized constants; the rest 16-bit."""
+    llama = build_model_catalog().get("llama-2-7b")
+    kept = 2 * 32000 * 4096 + (2 * 32 + 1) * 4096  # embedding, head, norms
+    assert kept == 262_410_240
+    linear = llama.parameters - kept
+    assert linear == 32 * (4 * 4096**2 + 3 * 4096 * 11008)
+    parts = dict(memory_requirement(Workload(llama, Mode.QLORA)).parts)
+    assert parts["base_quantized_weights_bytes"] == linear // 2
+    assert parts["base_quantization_constants_bytes"] == round(linear * (8 / 64 + 32 / 16384) / 8)
+    assert parts["base_unquantized_weights_bytes"] == 2 * kept
+    single = TrainingSetup(double_quantization=False)
+    parts = dict(memory_requirement(Workload(llama, Mode.QLORA, training=single)).parts)
+    assert parts["base_quantization_constants_bytes"] == round(linear * 0.5 / 8)
+
+
+def test_qlora_notes_the_paged_optimizer() -> None:
+    notes = memory_requirement(Workload(7 * B, Mode.QLORA)).notes
+    assert any("paged AdamW" in note for note in notes)
+    assert not any("paged" in note for note in memory_requirement(Workload(7 * B, Mode.LORA)).notes)
+
+
+def test_seed_001_qlora_rule_gives_its_4_to_6_bytes_per_parameter() -> None:
+    """Seed 001's prose: QLoRA 4-6 B per base parameter, "about 35 GB" for 7B: only with its
+    activation rule (2 x the 16-bit weights, 28 GB of the total)."""
+    breakdown = memory_requirement(Workload(7 * B, Mode.QLORA), SEED_001)
     assert breakdown.activations_bytes == 28 * GB
-    assert breakdown.total_bytes == 32_760_000_000
     assert 4 * 7 * B <= breakdown.total_bytes <= 6 * 7 * B
+    assert memory_requirement(Workload(7 * B, Mode.QLORA)).total_bytes < 1 * 7 * B
 
 
-def test_qlora_7b_fits_two_rtx_4090_not_one() -> None:
-    """Seed 001: "fits on two RTX 4090s, or barely on one with careful sequence length"."""
-    rtx4090 = build_gpu_catalog().get("RTX-4090-24GB")
-    breakdown = memory_requirement(Workload(7 * B, Mode.QLORA))
-    assert not fits(rtx4090, breakdown)
-    assert gpus_needed(breakdown.total_bytes, rtx4090) == 2
-
-
-def test_lora_keeps_16_bit_base_weights() -> None:
-    lora = memory_requirement(Workload(7 * B, Mode.LORA))
-    qlora = memory_requirement(Workload(7 * B, Mode.QLORA))
-    assert lora.weights_bytes - qlora.weights_bytes == 14 * GB - round(3.5 * GB)
-    assert lora.gradients_bytes == qlora.gradients_bytes
-    assert lora.optimizer_bytes == qlora.optimizer_bytes
-    assert lora.total_bytes == 43_260_000_000
-
-
-def test_adapter_fraction_is_an_assumption() -> None:
-    bigger = MemoryAssumptions(adapter_fraction=0.05)
-    breakdown = memory_requirement(Workload(1 * B, Mode.QLORA), bigger)
-    assert breakdown.optimizer_bytes == 50_000_000 * 12
+def test_mistral_sliding_window_caps_the_kv_cache() -> None:
+    """Mistral-7B v0.1 attends to (and caches) at most 4096 tokens per layer."""
+    catalog = build_model_catalog()
+    mistral, llama3 = catalog.get("mistral-7b"), catalog.get("llama-3.1-8b")
+    assert mistral.sliding_window == 4096
+    assert mistral.kv_cache_bytes_per_token(2) == llama3.kv_cache_bytes_per_token(2)
+    long_mistral = memory_requirement(Workload(mistral, context_tokens=32768, batch=2))
+    long_llama = memory_requirement(Workload(llama3, context_tokens=32768, batch=2))
+    assert long_mistral.kv_cache_bytes == kv_cache_bytes(mistral, 4096, 2) == 2 * 4096 * 131072
+    assert long_llama.kv_cache_bytes == 8 * long_mistral.kv_cache_bytes
+    assert any("sliding window" in note for note in long_mistral.notes)
+    short = memory_requirement(Workload(mistral, context_tokens=2048))
+    assert short.kv_cache_bytes == 2048 * 131072
+    assert short.notes == ()
 
 
 # --- validation -------------------------------------------------------------------------
@@ -319,7 +447,32 @@ def test_workload_rejects_non_positive_sizes(kwargs: dict[str, int]) -> None:
 
 
 def test_assumptions_are_validated() -> None:
-    with pytest.raises(ValueError, match="adapter_fraction"):
-        MemoryAssumptions(adapter_fraction=0.0)
+    with pytest.raises(ValueError, match="activation_factor"):
+        MemoryAssumptions(activation_factor=-1.0)
     with pytest.raises(ValueError, match="inference_overhead_ratio"):
         MemoryAssumptions(inference_overhead_ratio=-0.1)
+    with pytest.raises(ValueError, match="activations must be"):
+        MemoryAssumptions(activations="guess")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lora_rank": 0}, "LoRA rank must be positive"),
+        ({"lora_targets": ()}, "at least one target"),
+        ({"lora_targets": ("q", "mlp")}, "unknown LoRA target 'mlp'"),
+        ({"lora_targets": ("q", "q")}, "repeat"),
+        ({"adapter_precision": Precision.INT4}, "adapter precision"),
+    ],
+)
+def test_training_setup_is_validated(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainingSetup(**kwargs)  # type: ignore[arg-type]
+
+
+def test_adapters_may_not_outnumber_the_model() -> None:
+    """A bare count too small for its derived shape is refused when the workload is built,
+    so a config declaring it fails `check-config` rather than the running agent."""
+    with pytest.raises(ValueError, match="would outnumber the model's 1,000"):
+        Workload(1000, Mode.QLORA)
+    assert Workload(1000, Mode.TRAIN).parameters == 1000  # full training has no adapters

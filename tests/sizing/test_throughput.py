@@ -157,3 +157,16 @@ def test_training_throughput_is_compute_bound(catalog: GpuCatalog) -> None:
 def test_efficiency_must_be_a_fraction(catalog: GpuCatalog, efficiency: float) -> None:
     with pytest.raises(ValueError, match="efficiency"):
         decode_tokens_per_second(catalog.get("L4-24GB"), Workload(7 * B), efficiency)
+
+
+def test_a_sliding_window_caps_the_kv_cache_read_per_decoding_step(catalog: GpuCatalog) -> None:
+    """Mistral-7B reads at most 4096 tokens of KV cache per step, whatever the context."""
+    mistral = build_model_catalog().get("mistral-7b")
+    h100 = catalog.get("H100-SXM-80GB")
+    window = decode_tokens_per_second(h100, Workload(mistral, context_tokens=4096, batch=8))
+    longer = decode_tokens_per_second(h100, Workload(mistral, context_tokens=32768, batch=8))
+    assert longer == window
+    llama = build_model_catalog().get("llama-3.1-8b")
+    assert decode_tokens_per_second(
+        h100, Workload(llama, context_tokens=32768, batch=8)
+    ) < decode_tokens_per_second(h100, Workload(llama, context_tokens=4096, batch=8))

@@ -7,8 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from gpuwatch.sizing import usd_per_million_tokens_owned, usd_per_million_tokens_rented
+from gpuwatch.sizing import (
+    Ownership,
+    usd_per_million_tokens_owned,
+    usd_per_million_tokens_rented,
+)
 from gpuwatch.tco import (
+    DEFAULT_PUE,
     HOURS_PER_MONTH,
     TcoInputs,
     breakeven_utilization,
@@ -198,7 +203,23 @@ def test_seed_001_owned_cost_per_million_tokens_7b(
     assert got is not None
     assert round(got, 4) == usd, name
     assert got == pytest.approx(seed_001_cost_per_1m_tokens(purchase, 0.7, tokens, tdp))
-    assert got == pytest.approx(usd_per_million_tokens_owned(purchase, tdp, tokens))
+    board_only = Ownership(pue=1.0)  # `gpuwatch size --pue 1`
+    assert got == pytest.approx(usd_per_million_tokens_owned(purchase, tdp, tokens, board_only))
+
+
+def test_size_and_tco_share_one_pue_default() -> None:
+    """`gpuwatch size`'s owned column and `gpuwatch tco` price power with the same PUE."""
+    assert Ownership().pue == DEFAULT_PUE == TcoInputs(1, 1, 1, 1, 1).pue
+    inputs = TcoInputs(
+        purchase_usd=30000,
+        rent_usd_per_hour=1.0,
+        utilization=0.7,
+        years=3,
+        power_watts=700,
+        tokens_per_second=239,
+    )
+    tco = evaluate_tco(inputs).own_usd_per_million_tokens
+    assert tco == pytest.approx(usd_per_million_tokens_owned(30000, 700, 239))
 
 
 def test_seed_001_4090_row_spelled_out() -> None:

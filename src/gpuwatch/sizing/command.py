@@ -1,31 +1,36 @@
 """`gpuwatch size`: the sizing model as a command.
 
 ``gpuwatch size [MODEL] [--params N] [--precision P] [--mode M] [--context N]
-[--batch N] [--headroom F] [--efficiency F] [--utilization F] [--json]`` prints the memory
-breakdown, then every catalog GPU with whether it fits (with headroom), tokens/s and
-$/1M tokens rented and owned, cheapest fitting first. `add_size_parser` registers the
-subcommand on the CLI's subparsers; `run_size` runs it: exit 0, or 2 with one line on
-stderr for bad input, never a traceback.
+[--batch N] [training and LoRA options] [--headroom F] [--overhead F] [--efficiency F]
+[--utilization U] [--pue F] [--json]`` prints the memory breakdown, the architecture and
+assumptions it used, then every catalog GPU with whether it fits (with headroom),
+tokens/s and $/1M tokens rented and owned, cheapest fitting first. `add_size_parser`
+registers the subcommand on the CLI's subparsers; `run_size` runs it: exit 0, or 2 with
+one line on stderr for bad input, never a traceback. `report` renders the output.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from gpuwatch.sizing.cost import Ownership
-from gpuwatch.sizing.fit import DEFAULT_HEADROOM, RankedGpu, rank_gpus
+from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
+from gpuwatch.sizing.cost import DEFAULT_PUE, Ownership
+from gpuwatch.sizing.fit import DEFAULT_HEADROOM, rank_gpus
 from gpuwatch.sizing.gpus import GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.sizing.memory import (
+    ADAPTER_PRECISIONS,
+    DEFAULT_ASSUMPTIONS,
     DEFAULT_BATCH,
     DEFAULT_CONTEXT_TOKENS,
-    MemoryBreakdown,
+    MemoryAssumptions,
     Mode,
     Precision,
+    TrainingSetup,
     Workload,
     memory_requirement,
 )
@@ -35,21 +40,16 @@ from gpuwatch.sizing.models import (
     UnknownModelError,
     build_model_catalog,
 )
+from gpuwatch.sizing.report import SizeRun, render_text, size_report
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
-from gpuwatch.sizing.units import parse_param_count, to_gb, to_gib
+from gpuwatch.sizing.units import parse_param_count
+from gpuwatch.tco.command import parse_utilization
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 
-_BREAKDOWN_KEYS = (
-    "weights_bytes",
-    "kv_cache_bytes",
-    "gradients_bytes",
-    "optimizer_bytes",
-    "activations_bytes",
-    "overhead_bytes",
-    "total_bytes",
-)
+ALL_LINEAR = "all-linear"
+"""`--lora-targets` shorthand for every projection (PEFT's name for it)."""
 
 
 class SizeUsageError(ValueError):
@@ -91,21 +91,35 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=int,
         default=DEFAULT_CONTEXT_TOKENS,
         metavar="N",
-        help=f"context tokens per sequence, sizes the KV cache (default {DEFAULT_CONTEXT_TOKENS})",
+        help=(
+            "tokens per sequence: the KV cache in inference, the sequence length in "
+            f"training (default {DEFAULT_CONTEXT_TOKENS})"
+        ),
     )
     size.add_argument(
         "--batch",
         type=int,
         default=DEFAULT_BATCH,
         metavar="N",
-        help="concurrent sequences (default 1)",
+        help="concurrent sequences; in training the micro-batch per GPU (default 1)",
     )
+    _add_training_options(size)
     size.add_argument(
         "--headroom",
         type=float,
         default=DEFAULT_HEADROOM,
         metavar="F",
         help=f"spare memory a fit needs, a fraction (default {DEFAULT_HEADROOM})",
+    )
+    size.add_argument(
+        "--overhead",
+        type=float,
+        metavar="F",
+        help=(
+            "extra memory as a fraction of the weights (default "
+            f"{DEFAULT_ASSUMPTIONS.inference_overhead_ratio:g} inference, "
+            f"{DEFAULT_ASSUMPTIONS.training_overhead_ratio:g} training)"
+        ),
     )
     size.add_argument(
         "--efficiency",
@@ -118,12 +132,120 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     size.add_argument(
         "--utilization",
+        metavar="U",
+        help="busy fraction of an owned GPU, for owned $/1M tokens: 0.7 or 70%% (default 0.7)",
+    )
+    size.add_argument(
+        "--pue",
         type=float,
-        default=Ownership().utilization,
+        default=DEFAULT_PUE,
         metavar="F",
-        help="busy fraction of an owned GPU, for owned $/1M tokens (default 0.7)",
+        help=f"facility watts per GPU watt for owned $/1M tokens (default {DEFAULT_PUE}, as tco)",
     )
     size.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_training_options(size: argparse.ArgumentParser) -> None:
+    training = size.add_argument_group("training (--mode train, lora, qlora)")
+    training.add_argument(
+        "--gradient-checkpointing",
+        action=argparse.BooleanOptionalAction,
+        help="keep only layer inputs and recompute (default: on for lora/qlora, off for train)",
+    )
+    training.add_argument(
+        "--flash-attention",
+        action=argparse.BooleanOptionalAction,
+        help="attention without the tokens x tokens score matrix (default: on)",
+    )
+    training.add_argument(
+        "--activations",
+        choices=("architecture", "seed-001"),
+        help=(
+            "activations from the architecture, context and batch (default), or seed 001's "
+            "2 x 16-bit weights"
+        ),
+    )
+    training.add_argument(
+        "--lora-rank",
+        type=int,
+        metavar="R",
+        help=f"LoRA rank (default {DEFAULT_LORA_RANK})",
+    )
+    training.add_argument(
+        "--lora-targets",
+        metavar="LIST",
+        help=(
+            f"adapted projections, comma-separated from {','.join(LORA_MODULES)} "
+            f"(default {ALL_LINEAR}: all of them)"
+        ),
+    )
+    training.add_argument(
+        "--adapter-precision",
+        choices=sorted(p.value for p in ADAPTER_PRECISIONS),
+        help="LoRA adapter storage (default fp32, as PEFT; the QLoRA paper's code: bf16)",
+    )
+    training.add_argument(
+        "--double-quant",
+        action=argparse.BooleanOptionalAction,
+        help="qlora: 8-bit quantization constants, 0.127 bit/param (default: on)",
+    )
+
+
+def _lora_targets(text: str) -> tuple[str, ...]:
+    if text.strip() == ALL_LINEAR:
+        return LORA_MODULES
+    names = tuple(name.strip() for name in text.split(","))
+    for name in names:
+        if name not in LORA_MODULES:
+            raise SizeUsageError(
+                f"--lora-targets: unknown module {name!r}; known: {', '.join(LORA_MODULES)} "
+                f"or {ALL_LINEAR}"
+            )
+    return names
+
+
+def _check_options_fit_mode(args: argparse.Namespace, mode: Mode) -> None:
+    """Reject options the mode would silently ignore."""
+    given = {
+        "--gradient-checkpointing": args.gradient_checkpointing,
+        "--flash-attention": args.flash_attention,
+        "--activations": args.activations,
+        "--lora-rank": args.lora_rank,
+        "--lora-targets": args.lora_targets,
+        "--adapter-precision": args.adapter_precision,
+        "--double-quant": args.double_quant,
+    }
+    allowed = {
+        Mode.INFERENCE: (),
+        Mode.TRAIN: ("--gradient-checkpointing", "--flash-attention", "--activations"),
+        Mode.LORA: tuple(name for name in given if name != "--double-quant"),
+        Mode.QLORA: tuple(given),
+    }[mode]
+    for flag, value in given.items():
+        if value is not None and flag not in allowed:
+            raise SizeUsageError(f"{flag} does not apply to --mode {mode}")
+
+
+def _training_setup(args: argparse.Namespace) -> TrainingSetup:
+    defaults = TrainingSetup()
+    return TrainingSetup(
+        gradient_checkpointing=args.gradient_checkpointing,
+        flash_attention=(
+            defaults.flash_attention if args.flash_attention is None else args.flash_attention
+        ),
+        lora_rank=defaults.lora_rank if args.lora_rank is None else args.lora_rank,
+        lora_targets=(
+            defaults.lora_targets if args.lora_targets is None else _lora_targets(args.lora_targets)
+        ),
+        adapter_precision=(
+            defaults.adapter_precision
+            if args.adapter_precision is None
+            else Precision(args.adapter_precision)
+        ),
+        double_quantization=(
+            defaults.double_quantization if args.double_quant is None else args.double_quant
+        ),
+    )
 
 
 def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry]) -> Workload:
@@ -140,13 +262,43 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
             model = build_model_catalog(extra_models).get(args.model)
         except UnknownModelError as exc:
             raise SizeUsageError(f"{exc} (or give --params N)") from None
+    mode = Mode(args.mode)
+    _check_options_fit_mode(args, mode)
     return Workload(
         model=model,
-        mode=Mode(args.mode),
+        mode=mode,
         precision=None if args.precision is None else Precision(args.precision),
         context_tokens=args.context,
         batch=args.batch,
+        training=_training_setup(args),
     )
+
+
+def _assumptions(args: argparse.Namespace, mode: Mode) -> MemoryAssumptions:
+    defaults = DEFAULT_ASSUMPTIONS
+    overhead = args.overhead
+    if overhead is not None and not (math.isfinite(overhead) and overhead >= 0):
+        raise SizeUsageError(f"--overhead must be >= 0, got {overhead}")
+    inference = mode is Mode.INFERENCE
+    return MemoryAssumptions(
+        inference_overhead_ratio=(
+            overhead if inference and overhead is not None else defaults.inference_overhead_ratio
+        ),
+        training_overhead_ratio=(
+            overhead if not inference and overhead is not None else defaults.training_overhead_ratio
+        ),
+        activations=args.activations or defaults.activations,
+    )
+
+
+def _ownership(args: argparse.Namespace) -> Ownership:
+    defaults = Ownership()
+    utilization = (
+        defaults.utilization if args.utilization is None else parse_utilization(args.utilization)
+    )
+    if not (math.isfinite(args.pue) and args.pue >= 1):
+        raise SizeUsageError(f"--pue must be >= 1 (facility watts per GPU watt), got {args.pue}")
+    return Ownership(utilization=utilization, pue=args.pue)
 
 
 def run_size(
@@ -158,134 +310,29 @@ def run_size(
     """Run ``gpuwatch size``; `gpu_overrides` and `extra_models` come from the agent config."""
     try:
         workload = _workload(args, extra_models)
-        ownership = Ownership(utilization=args.utilization)
-        breakdown = memory_requirement(workload)
-        ranked = rank_gpus(
-            build_gpu_catalog(gpu_overrides),
-            workload,
+        assumptions = _assumptions(args, workload.mode)
+        ownership = _ownership(args)
+        run = SizeRun(
+            workload=workload,
+            assumptions=assumptions,
+            breakdown=memory_requirement(workload, assumptions),
+            ranked=rank_gpus(
+                build_gpu_catalog(gpu_overrides),
+                workload,
+                headroom=args.headroom,
+                efficiency=args.efficiency,
+                ownership=ownership,
+                assumptions=assumptions,
+            ),
             headroom=args.headroom,
             efficiency=args.efficiency,
             ownership=ownership,
         )
-    except ValueError as exc:  # SizeUsageError, bad numbers, an incomplete catalog entry
+    except ValueError as exc:  # SizeUsageError, TcoUsageError, bad numbers, a bad catalog entry
         print(f"gpuwatch size: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
-        print(json.dumps(size_report(workload, breakdown, ranked, args.headroom), indent=2))
+        print(json.dumps(size_report(run), indent=2))
     else:
-        _render(workload, breakdown, ranked, args, ownership)
+        render_text(run)
     return EXIT_OK
-
-
-def _model_name(workload: Workload) -> str | None:
-    return None if workload.architecture is None else workload.architecture.name
-
-
-def _gpu_to_dict(row: RankedGpu) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "tier": row.gpu.tier,
-        "memory_bytes": row.memory_bytes,
-        "fits": row.fits,
-        "gpus_needed": row.gpus_needed,
-        "tokens_per_second": row.tokens_per_second,
-        "usd_per_million_tokens_rented": row.usd_per_million_tokens_rented,
-        "usd_per_million_tokens_owned": row.usd_per_million_tokens_owned,
-        "rent_usd_per_hour": row.gpu.rent_usd_per_hour,
-    }
-
-
-def size_report(
-    workload: Workload,
-    breakdown: MemoryBreakdown,
-    ranked: Sequence[RankedGpu],
-    headroom: float,
-) -> dict[str, Any]:
-    """The JSON object `gpuwatch size --json` prints (bytes, tokens/s, USD)."""
-    return {
-        "model": _model_name(workload),
-        "parameters": workload.parameters,
-        "mode": workload.mode.value,
-        "precision": workload.weight_precision.value,
-        "context_tokens": workload.context_tokens,
-        "batch": workload.batch,
-        "headroom": headroom,
-        **{key: getattr(breakdown, key) for key in _BREAKDOWN_KEYS},
-        "notes": list(breakdown.notes),
-        "gpus": [_gpu_to_dict(row) for row in ranked],
-    }
-
-
-def _size_text(n_bytes: int) -> str:
-    return f"{to_gb(n_bytes):,.1f} GB ({to_gib(n_bytes):,.1f} GiB)"
-
-
-def _count_text(parameters: int) -> str:
-    for factor, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
-        if parameters >= factor:
-            return f"{parameters / factor:.3g}{suffix}"
-    return str(parameters)
-
-
-def _render(
-    workload: Workload,
-    breakdown: MemoryBreakdown,
-    ranked: Sequence[RankedGpu],
-    args: argparse.Namespace,
-    ownership: Ownership,
-) -> None:
-    from rich.console import Console  # noqa: PLC0415 - keep CLI startup light
-    from rich.table import Table  # noqa: PLC0415
-
-    console = Console()
-    name = _model_name(workload) or "model"
-    context = (
-        f", context {workload.context_tokens} x batch {workload.batch}"
-        if workload.mode is Mode.INFERENCE
-        else ""
-    )
-    memory = Table(
-        title=(
-            f"{name}: {_count_text(workload.parameters)} parameters, {workload.mode.value}, "
-            f"{workload.weight_precision.value}{context}"
-        )
-    )
-    memory.add_column("component")
-    memory.add_column("memory (1 GB = 10^9 bytes)", justify="right")
-    for key in _BREAKDOWN_KEYS:
-        value = getattr(breakdown, key)
-        if value or key in ("weights_bytes", "total_bytes"):
-            memory.add_row(key.removesuffix("_bytes").replace("_", " "), _size_text(value))
-    console.print(memory)
-    for note in breakdown.notes:
-        console.print(f"note: {note}", highlight=False)
-
-    speed = "decode" if workload.mode is Mode.INFERENCE else "training"
-    gpus = Table(
-        title=(
-            f"GPUs, cheapest fitting first: fit with {args.headroom:.0%} headroom, "
-            f"{speed} tokens/s and $ per 1M tokens, per GPU"
-        )
-    )
-    gpus.add_column("GPU", no_wrap=True)
-    gpus.add_column("memory", justify="right", no_wrap=True)
-    gpus.add_column("fits", no_wrap=True)
-    gpus.add_column("tokens/s", justify="right")
-    gpus.add_column("$/1M rented", justify="right")
-    gpus.add_column("$/1M owned", justify="right")
-    for row in ranked:
-        gpus.add_row(
-            row.name,
-            f"{to_gb(row.memory_bytes):g} GB",
-            "yes" if row.fits else f"no: needs {row.gpus_needed}",
-            f"{row.tokens_per_second:,.1f}",
-            f"{row.usd_per_million_tokens_rented:,.3f}",
-            f"{row.usd_per_million_tokens_owned:,.3f}",
-        )
-    console.print(gpus)
-    console.print(
-        f"rented: the catalog's on-demand $/GPU-hour; owned: purchase over "
-        f"{ownership.life_years:g} years + TDP at ${ownership.usd_per_kwh}/kWh, busy "
-        f"{ownership.utilization:.0%} of the time. Prices: docs/sizing.md.",
-        highlight=False,
-    )

@@ -2,11 +2,13 @@
 
 Rented: you pay the hourly price while the GPU works, so
 ``$/1M tokens = rent $/h / (tokens/s x 3600) x 1e6``. Owned: the purchase is amortized
-over the life and the board draws its TDP every hour of it, busy or not, while tokens
-come only at the utilization, so
-``$/1M tokens = (purchase / (life x 8760) + TDP kW x $/kWh) / (tokens/s x utilization
-x 3600) x 1e6``. Not counted (as in seed 001): the host, networking, cooling (PUE),
-hosting and operations; the rent-vs-buy analysis elsewhere adds those.
+over the life and the board draws its TDP every hour of it, busy or not, times the
+facility's PUE, while tokens come only at the utilization, so
+``$/1M tokens = (purchase / (life x 8760) + TDP kW x PUE x $/kWh) / (tokens/s x
+utilization x 3600) x 1e6``. `DEFAULT_PUE` and `DEFAULT_USD_PER_KWH` are the project's
+one default of each (``gpuwatch tco`` uses the same); ``pue=1`` gives seed 001's
+board-power-only figures. Not counted: the host, networking, hosting and operations;
+the rent-vs-buy analysis adds those.
 """
 
 from __future__ import annotations
@@ -18,18 +20,27 @@ from gpuwatch.sizing.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 TOKENS_PER_MILLION = 1_000_000
 WATTS_PER_KILOWATT = 1000
 
+DEFAULT_USD_PER_KWH = 0.12
+"""Electricity price, $/kWh: seed 001's cost table."""
+
+DEFAULT_PUE = 1.58
+"""Facility power / IT power: Uptime Institute Global Data Center Survey 2023 average
+(REFERENCE.md: industry 1.55-1.59). Seed 001 counts board power only (PUE 1.0)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Ownership:
-    """Owned-hardware assumptions; the defaults are seed 001's cost table.
+    """Owned-hardware assumptions: seed 001's cost table, with the project's PUE.
 
     `life_years`: amortization period. `usd_per_kwh`: electricity price.
     `utilization`: fraction of wall-clock time the GPU produces tokens (0-1].
+    `pue`: facility watts per board watt, >= 1 (1.0 is seed 001's board power only).
     """
 
     life_years: float = 3.0
-    usd_per_kwh: float = 0.12
+    usd_per_kwh: float = DEFAULT_USD_PER_KWH
     utilization: float = 0.7
+    pue: float = DEFAULT_PUE
 
     def __post_init__(self) -> None:
         if self.life_years <= 0:
@@ -38,6 +49,8 @@ class Ownership:
             raise ValueError("usd_per_kwh must be >= 0")
         if not 0 < self.utilization <= 1:
             raise ValueError("utilization must be in (0, 1]")
+        if not self.pue >= 1:
+            raise ValueError(f"pue must be >= 1 (facility watts per IT watt), got {self.pue}")
 
 
 DEFAULT_OWNERSHIP = Ownership()
@@ -46,9 +59,9 @@ DEFAULT_OWNERSHIP = Ownership()
 def owned_usd_per_hour(
     purchase_usd: float, tdp_watts: float, ownership: Ownership = DEFAULT_OWNERSHIP
 ) -> float:
-    """Wall-clock cost of owning one GPU, $/h: amortization plus power at TDP."""
+    """Wall-clock cost of owning one GPU, $/h: amortization plus power at TDP x PUE."""
     amortization = purchase_usd / (ownership.life_years * HOURS_PER_YEAR)
-    power = tdp_watts / WATTS_PER_KILOWATT * ownership.usd_per_kwh
+    power = tdp_watts / WATTS_PER_KILOWATT * ownership.pue * ownership.usd_per_kwh
     return amortization + power
 
 

@@ -1,20 +1,35 @@
 """The memory model: how many bytes of GPU memory a workload needs, by component.
 
-`memory_requirement(Workload(...))` returns a `MemoryBreakdown` in bytes. The accounting
-is seed 001's: inference holds the weights, the KV cache and an overhead; full training
-with mixed-precision AdamW holds 18 B/param (16-bit weights 2 + fp32 master copy 4 +
-fp32 gradients 4 + Adam m 4 + v 4) plus activations; LoRA and QLoRA freeze the base
-weights and train a small adapter with the same 18 B per adapter parameter. The
-rule-of-thumb figures (overhead, activations, adapter size) are `MemoryAssumptions`,
-whose defaults are seed 001's; docs/sizing.md explains each choice.
+`memory_requirement(Workload(...))` returns a `MemoryBreakdown` in bytes. Inference holds
+the weights, the KV cache and an overhead (seed 001). Full training with mixed-precision
+AdamW holds 18 B/param (16-bit weights 2 + fp32 master copy 4 + fp32 gradients 4 + Adam
+m 4 + v 4, seed 001) plus activations. LoRA and QLoRA freeze the base weights (16-bit,
+or 4-bit NF4 plus constants) and train adapters counted from the architecture
+(`adapters`), each parameter with its gradient and AdamW's m and v. Activations come from
+the architecture, the context and the batch (`activations`), or by seed 001's rule of
+thumb when `MemoryAssumptions.activations` says so. A bare parameter count gets a
+typical architecture for training (`shapes`). How a job is run (checkpointing, LoRA rank
+and targets) is a `TrainingSetup`; the estimating rules are `MemoryAssumptions`.
+docs/sizing.md explains each choice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
+from gpuwatch.sizing.activations import KORTHIKANTI_FACTOR, activation_parts
+from gpuwatch.sizing.adapters import (
+    DEFAULT_LORA_RANK,
+    LORA_MODULES,
+    NF4_BITS,
+    adapter_parameters,
+    quantization_constant_bits,
+    unquantized_parameters,
+)
 from gpuwatch.sizing.models import ModelSpec
+from gpuwatch.sizing.shapes import derive_architecture
 
 
 class Precision(StrEnum):
@@ -74,57 +89,114 @@ FP32_BYTES = 4
 ADAM_MOMENTS_BYTES = 8
 """Adam's m and v, fp32."""
 
+ADAPTER_PRECISIONS = frozenset({Precision.FP32, Precision.BF16, Precision.FP16})
+
+ActivationRule = Literal["architecture", "seed-001"]
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryAssumptions:
-    """The rule-of-thumb inputs of the memory model; the defaults are seed 001's.
+    """The estimating rules of the memory model.
 
     - `inference_overhead_ratio`: activations, CUDA context and framework buffers during
       inference, as a fraction of weight bytes. Seed 001's estimator adds 0.2 x weights,
       seed 003 says inference needs ~1.2 x model size, seed 000 says 20-40 %: 0.2.
       For a bare parameter count it also stands in for a short context's KV cache.
-    - `activation_multiplier`: saved activations in training, as a multiple of the
-      weights' bytes at the compute precision (16-bit unless training in fp32); seed
-      001 uses 2.0. It ignores context and batch, as the seed does.
-    - `adapter_fraction`: LoRA/QLoRA trainable parameters as a fraction of the base
-      model's; seed 001 uses 0.01.
     - `training_overhead_ratio`: extra bytes in training as a fraction of weight bytes;
       seed 001 counts none (0.0). Fit headroom covers the CUDA context instead.
+    - `activations`: "architecture" counts training activations from layers, hidden
+      size, context and batch (`activations.activation_parts`, factor
+      `activation_factor`); "seed-001" is seed 001's rule of thumb, `activation_multiplier`
+      x the weights at the compute precision whatever the context, batch or checkpointing
+      (it reproduces the seed's 143.4 GiB 7B example).
     """
 
     inference_overhead_ratio: float = 0.2
-    activation_multiplier: float = 2.0
-    adapter_fraction: float = 0.01
     training_overhead_ratio: float = 0.0
+    activations: ActivationRule = "architecture"
+    activation_factor: float = KORTHIKANTI_FACTOR
+    activation_multiplier: float = 2.0
 
     def __post_init__(self) -> None:
         for name in (
             "inference_overhead_ratio",
-            "activation_multiplier",
             "training_overhead_ratio",
+            "activation_factor",
+            "activation_multiplier",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        if not 0 < self.adapter_fraction <= 1:
-            raise ValueError("adapter_fraction must be in (0, 1]")
+        if self.activations not in ("architecture", "seed-001"):
+            raise ValueError(
+                f"activations must be architecture or seed-001, not {self.activations}"
+            )
 
 
-SEED_001 = MemoryAssumptions()
-"""Seed 001's assumptions (the defaults), named for the tests that reproduce it."""
+DEFAULT_ASSUMPTIONS = MemoryAssumptions()
 
-DEFAULT_ASSUMPTIONS = SEED_001
+SEED_001 = MemoryAssumptions(activations="seed-001")
+"""Seed 001's estimator: activations 2 x the 16-bit weights (its 143.4 GiB 7B example)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSetup:
+    """How a training job runs (ignored for inference).
+
+    `gradient_checkpointing`: None takes the mode's default, on for LoRA/QLoRA (as
+    Hugging Face's PEFT and TRL recipes, axolotl and the QLoRA paper set it), off for
+    full training (Trainer's default). `flash_attention`: attention without the s x s
+    score matrix (flash attention or PyTorch SDPA, Transformers' default since 4.36).
+    `lora_rank` and `lora_targets` (names from `LORA_MODULES`) size the adapters;
+    `adapter_precision` is their storage (PEFT upcasts adapters to fp32 by default; the
+    QLoRA paper's code keeps them bf16). `double_quantization`: QLoRA's 8-bit constants.
+    """
+
+    gradient_checkpointing: bool | None = None
+    flash_attention: bool = True
+    lora_rank: int = DEFAULT_LORA_RANK
+    lora_targets: tuple[str, ...] = LORA_MODULES
+    adapter_precision: Precision = Precision.FP32
+    double_quantization: bool = True
+
+    def __post_init__(self) -> None:
+        if self.lora_rank <= 0:
+            raise ValueError(f"LoRA rank must be positive, got {self.lora_rank}")
+        if not self.lora_targets:
+            raise ValueError("LoRA needs at least one target module")
+        unknown = [name for name in self.lora_targets if name not in LORA_MODULES]
+        if unknown:
+            raise ValueError(
+                f"unknown LoRA target {unknown[0]!r}; known: {', '.join(LORA_MODULES)}"
+            )
+        if len(set(self.lora_targets)) != len(self.lora_targets):
+            raise ValueError("LoRA targets repeat a module")
+        if self.adapter_precision not in ADAPTER_PRECISIONS:
+            raise ValueError(
+                f"adapter precision must be fp32, bf16 or fp16, not {self.adapter_precision}"
+            )
+
+    def checkpointing(self, mode: Mode) -> bool:
+        """Whether activations are checkpointed in `mode` (None: LoRA/QLoRA yes, else no)."""
+        if self.gradient_checkpointing is not None:
+            return self.gradient_checkpointing
+        return mode in (Mode.LORA, Mode.QLORA)
+
+
+DEFAULT_TRAINING = TrainingSetup()
 
 
 @dataclass(frozen=True, slots=True)
 class Workload:
     """A model and what is done with it.
 
-    `model` is a `ModelSpec` (the KV cache is then computed from its architecture) or a
-    bare parameter count (no KV cache line: the inference overhead stands in for a
-    short context). `precision` is the weights' storage precision; None takes the
-    mode's default (`DEFAULT_PRECISION`). `kv_cache_precision` None means the compute
-    precision: the weights' if they are 16 or 32-bit, else 16-bit.
-    `context_tokens` and `batch` size the KV cache (inference only).
+    `model` is a `ModelSpec` or a bare parameter count. For inference a bare count has
+    no KV cache line (the inference overhead stands in for a short context); for
+    training it gets a typical architecture (`shapes.derive_architecture`). `precision`
+    is the weights' storage precision; None takes the mode's default
+    (`DEFAULT_PRECISION`). `kv_cache_precision` None means the compute precision: the
+    weights' if they are 16 or 32-bit, else 16-bit. `context_tokens` and `batch` size the
+    KV cache (inference) and the activations (training: sequence length and micro-batch
+    per GPU). `training` says how a training job runs.
     """
 
     model: ModelSpec | int
@@ -133,6 +205,7 @@ class Workload:
     context_tokens: int = DEFAULT_CONTEXT_TOKENS
     batch: int = DEFAULT_BATCH
     kv_cache_precision: Precision | None = None
+    training: TrainingSetup = DEFAULT_TRAINING
 
     def __post_init__(self) -> None:
         if self.parameters <= 0:
@@ -148,6 +221,16 @@ class Workload:
                 f"{self.mode} mode takes precision {names}, not {self.weight_precision}"
                 + ("" if self.mode is Mode.QLORA else " (quantized base weights are qlora mode)")
             )
+        if self.mode in (Mode.LORA, Mode.QLORA):
+            setup = self.training
+            count = adapter_parameters(
+                self.training_architecture, setup.lora_rank, setup.lora_targets
+            )
+            if count >= self.parameters:
+                raise ValueError(
+                    f"LoRA adapters of {count:,} parameters would outnumber the model's "
+                    f"{self.parameters:,}: give a MODEL, or a smaller rank"
+                )
 
     @property
     def parameters(self) -> int:
@@ -158,6 +241,11 @@ class Workload:
     def architecture(self) -> ModelSpec | None:
         """The model's architecture, None for a bare parameter count."""
         return self.model if isinstance(self.model, ModelSpec) else None
+
+    @property
+    def training_architecture(self) -> ModelSpec:
+        """The architecture training is sized with: the model's, else a derived one."""
+        return self.architecture or derive_architecture(self.parameters)
 
     @property
     def weight_precision(self) -> Precision:
@@ -176,12 +264,20 @@ class Workload:
             return self.kv_cache_precision.bytes_per_value
         return self.compute_bytes
 
+    @property
+    def gradient_checkpointing(self) -> bool:
+        """Whether this (training) workload checkpoints activations."""
+        return self.training.checkpointing(self.mode)
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryBreakdown:
     """Bytes of GPU memory by component; `total_bytes` is their sum.
 
-    `notes` say what the figures leave out or estimate.
+    `parts` names sub-amounts of the components (bytes) so a reader can redo the sum;
+    `architecture` is the shape the figures used (None when none was needed);
+    `trainable_parameters` counts what the optimizer updates; `notes` say what the
+    figures leave out, assume or estimate.
     """
 
     weights_bytes: int
@@ -191,6 +287,9 @@ class MemoryBreakdown:
     activations_bytes: int = 0
     overhead_bytes: int = 0
     notes: tuple[str, ...] = ()
+    parts: tuple[tuple[str, int], ...] = ()
+    architecture: ModelSpec | None = None
+    trainable_parameters: int = 0
     total_bytes: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -213,11 +312,13 @@ def weight_bytes(parameters: int, precision: Precision) -> int:
 def kv_cache_bytes(
     model: ModelSpec, context_tokens: int, batch: int, bytes_per_value: float = 2.0
 ) -> int:
-    """KV cache bytes: 2 x layers x kv_heads x head_dim x bytes x context x batch.
+    """KV cache bytes: 2 x layers x kv_heads x head_dim x bytes x cached tokens x batch.
 
-    Grouped-query attention is counted through `model.kv_heads`.
+    Grouped-query attention is counted through `model.kv_heads`; a sliding window caps
+    the cached tokens per sequence (`ModelSpec.kv_cache_tokens`).
     """
-    return round(model.kv_cache_bytes_per_token(bytes_per_value) * context_tokens * batch)
+    tokens = model.kv_cache_tokens(context_tokens)
+    return round(model.kv_cache_bytes_per_token(bytes_per_value) * tokens * batch)
 
 
 def workload_kv_cache_bytes(workload: Workload) -> int:
@@ -244,48 +345,185 @@ def _adamw_bytes(parameters: int, compute_bytes: float) -> tuple[int, int, int]:
     return weights, gradients, optimizer
 
 
-def memory_requirement(
-    workload: Workload, assumptions: MemoryAssumptions = DEFAULT_ASSUMPTIONS
-) -> MemoryBreakdown:
-    """GPU memory the workload needs on one GPU, by component, in bytes."""
-    params = workload.parameters
-    base = weight_bytes(params, workload.weight_precision)
-    if workload.mode is Mode.INFERENCE:
-        notes: tuple[str, ...] = ()
-        if workload.architecture is None:
-            notes = (
-                "KV cache not computed: a bare parameter count has no layers, KV heads or "
-                "head dim; the overhead stands in for a short context (seed 001)",
-            )
-        return MemoryBreakdown(
-            weights_bytes=base,
-            kv_cache_bytes=workload_kv_cache_bytes(workload),
-            overhead_bytes=round(base * assumptions.inference_overhead_ratio),
-            notes=notes,
+def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBreakdown:
+    base = weight_bytes(workload.parameters, workload.weight_precision)
+    model = workload.architecture
+    notes: list[str] = []
+    if model is None:
+        notes.append(
+            "KV cache not computed: a bare parameter count has no layers, KV heads or "
+            "head dim; the overhead stands in for a short context (seed 001)"
         )
-    compute = workload.compute_bytes
-    activations = round(assumptions.activation_multiplier * params * compute)
-    activation_note = (
-        f"activations: {assumptions.activation_multiplier:g} x the weights at "
-        f"{compute * 8:.0f}-bit, whatever the context and batch (seed 001's rule of thumb)"
+    elif model.kv_cache_tokens(workload.context_tokens) < workload.context_tokens:
+        notes.append(
+            f"KV cache: {model.kv_cache_tokens(workload.context_tokens)} of the "
+            f"{workload.context_tokens} context tokens, the model's sliding window"
+        )
+    return MemoryBreakdown(
+        weights_bytes=base,
+        kv_cache_bytes=workload_kv_cache_bytes(workload),
+        overhead_bytes=round(base * assumptions.inference_overhead_ratio),
+        notes=tuple(notes),
+        architecture=model,
     )
-    if workload.mode is Mode.TRAIN:
-        weights, gradients, optimizer = _adamw_bytes(params, compute)
-        notes = (activation_note,)
-    else:
-        adapter = round(params * assumptions.adapter_fraction)
-        adapter_weights, gradients, optimizer = _adamw_bytes(adapter, compute)
-        weights = base + adapter_weights
-        notes = (
-            f"adapter: {assumptions.adapter_fraction * 100:g} % of the parameters, trained with "
-            "AdamW; the base weights are frozen",
-            activation_note,
+
+
+def _activations(
+    workload: Workload, model: ModelSpec, assumptions: MemoryAssumptions
+) -> tuple[int, tuple[tuple[str, int], ...], str]:
+    """(activation bytes, parts, a note) by the assumptions' rule."""
+    compute = workload.compute_bytes
+    if assumptions.activations == "seed-001":
+        total = round(assumptions.activation_multiplier * workload.parameters * compute)
+        note = (
+            f"activations: {assumptions.activation_multiplier:g} x the weights at "
+            f"{compute * 8:.0f}-bit, whatever the context, batch and checkpointing (seed "
+            "001's rule of thumb)"
         )
+        return total, (), note
+    checkpointing = workload.gradient_checkpointing
+    flash = workload.training.flash_attention
+    parts = activation_parts(
+        model,
+        workload.context_tokens,
+        workload.batch,
+        compute,
+        checkpointing=checkpointing,
+        flash_attention=flash,
+        factor=assumptions.activation_factor,
+    )
+    shape = (
+        f"{model.layers} layers x hidden {model.hidden_size} x {workload.context_tokens} "
+        f"tokens x batch {workload.batch}"
+    )
+    factor = f"{assumptions.activation_factor:g}"
+    if not flash:
+        factor += " + 5 x heads x tokens / hidden"
+    kept = (
+        f"each layer's 16-bit input (2 B) with gradient checkpointing, plus one layer's "
+        f"{factor} B working set"
+        if checkpointing
+        else f"{factor} B per layer, no gradient checkpointing"
+    )
+    note = (
+        f"activations: {shape}: {kept}, plus fp32 logits x vocabulary "
+        f"{model.vocabulary} (Korthikanti et al. 2022"
+        + ("" if flash else "; no flash attention")
+        + ")"
+    )
+    named = (
+        ("activations_stored_bytes", parts.stored_bytes),
+        ("activations_working_layer_bytes", parts.working_bytes),
+        ("activations_logits_bytes", parts.logits_bytes),
+    )
+    return parts.total_bytes, named, note
+
+
+def _frozen_base(
+    workload: Workload, model: ModelSpec
+) -> tuple[int, tuple[tuple[str, int], ...], str | None]:
+    """(bytes, parts, a note) of the frozen base weights of LoRA or QLoRA."""
+    params = workload.parameters
+    precision = workload.weight_precision
+    if workload.mode is Mode.LORA:
+        return weight_bytes(params, precision), (), None
+    kept = unquantized_parameters(model)
+    quantized = params - kept
+    if precision is Precision.INT4:
+        bits = quantization_constant_bits(double_quantization=workload.training.double_quantization)
+        packed = round(quantized * NF4_BITS / 8)
+        constants = round(quantized * bits / 8)
+        scheme = f"4-bit NF4 + {bits:.3g} bit/param of constants (blocks of 64" + (
+            ", double quantization)" if workload.training.double_quantization else ", fp32)"
+        )
+    else:  # int8: LLM.int8() keeps one scale per row, negligible
+        packed = quantized
+        constants = 0
+        scheme = "int8 (LLM.int8(), one scale per row, not counted)"
+    sixteen = round(kept * workload.compute_bytes)
+    note = (
+        f"base: {quantized / 1e9:.3g}B linear weights in {scheme}; {kept / 1e6:.4g}M "
+        "embedding, head and norm weights stay 16-bit"
+    )
+    parts = (
+        ("base_quantized_weights_bytes", packed),
+        ("base_quantization_constants_bytes", constants),
+        ("base_unquantized_weights_bytes", sixteen),
+    )
+    return packed + constants + sixteen, parts, note
+
+
+def _adapters(
+    workload: Workload, model: ModelSpec
+) -> tuple[int, int, int, int, tuple[tuple[str, int], ...], str]:
+    """(adapter parameters, weights, gradients, optimizer bytes, parts, a note)."""
+    setup = workload.training
+    count = adapter_parameters(model, setup.lora_rank, setup.lora_targets)
+    each = setup.adapter_precision.bytes_per_value
+    weights = round(count * each)
+    gradients = round(count * each)
+    optimizer = count * ADAM_MOMENTS_BYTES
+    note = (
+        f"adapters: {count / 1e6:.4g}M parameters ({count / workload.parameters:.2%}) in "
+        f"{setup.adapter_precision}, each with a gradient and AdamW's fp32 m and v "
+        f"({2 * each + ADAM_MOMENTS_BYTES:g} B); the base weights are frozen"
+    )
+    return count, weights, gradients, optimizer, (("adapter_weights_bytes", weights),), note
+
+
+def _training(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBreakdown:
+    uses_shape = assumptions.activations == "architecture" or workload.mode is not Mode.TRAIN
+    model = workload.architecture
+    if model is None and uses_shape:
+        model = workload.training_architecture
+    shape = model or derive_architecture(workload.parameters)
+    notes: list[str] = []
+    if workload.architecture is None and uses_shape:
+        notes.append(
+            f"architecture {shape.source}: {shape.layers} layers, hidden {shape.hidden_size},"
+            " a Llama-style block (give a MODEL for the real one)"
+        )
+    elif uses_shape and shape.assumed:
+        notes.append(f"assumed for {shape.name}: " + ", ".join(shape.assumed))
+    activations, parts, activation_note = _activations(workload, shape, assumptions)
+    if workload.mode is Mode.TRAIN:
+        weights, gradients, optimizer = _adamw_bytes(workload.parameters, workload.compute_bytes)
+        trainable = workload.parameters
+        optimizer_note = None
+    else:
+        base, base_parts, base_note = _frozen_base(workload, shape)
+        trainable, adapter_w, gradients, optimizer, adapter_parts, adapter_note = _adapters(
+            workload, shape
+        )
+        weights = base + adapter_w
+        parts = base_parts + adapter_parts + parts
+        notes += [note for note in (base_note, adapter_note) if note is not None]
+        optimizer_note = (
+            "optimizer: QLoRA's paged AdamW can move these states to CPU memory under "
+            "pressure; counted here as held on the GPU"
+            if workload.mode is Mode.QLORA
+            else None
+        )
+    notes.append(activation_note)
+    if optimizer_note is not None:
+        notes.append(optimizer_note)
     return MemoryBreakdown(
         weights_bytes=weights,
         gradients_bytes=gradients,
         optimizer_bytes=optimizer,
         activations_bytes=activations,
         overhead_bytes=round(weights * assumptions.training_overhead_ratio),
-        notes=notes,
+        notes=tuple(notes),
+        parts=parts,
+        architecture=model,
+        trainable_parameters=trainable,
     )
+
+
+def memory_requirement(
+    workload: Workload, assumptions: MemoryAssumptions = DEFAULT_ASSUMPTIONS
+) -> MemoryBreakdown:
+    """GPU memory the workload needs on one GPU, by component, in bytes."""
+    if workload.mode is Mode.INFERENCE:
+        return _inference(workload, assumptions)
+    return _training(workload, assumptions)

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwatch.sizing import cost as sizing_cost
 from gpuwatch.sizing.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 
 MONTHS_PER_YEAR = 12
@@ -27,12 +28,12 @@ HOURS_PER_MONTH = HOURS_PER_YEAR / MONTHS_PER_YEAR
 WATTS_PER_KILOWATT = 1000
 TOKENS_PER_MILLION = 1_000_000
 
-DEFAULT_USD_PER_KWH = 0.12
-"""Electricity price, $/kWh: seed 001's cost table."""
+DEFAULT_USD_PER_KWH = sizing_cost.DEFAULT_USD_PER_KWH
+"""Electricity price, $/kWh: the project's one default, `gpuwatch size`'s too (seed 001's)."""
 
-DEFAULT_PUE = 1.58
-"""Facility power / IT power: Uptime Institute Global Data Center Survey 2023 average
-(REFERENCE.md: industry 1.55-1.59). Seed 001 counts board power only (PUE 1.0)."""
+DEFAULT_PUE = sizing_cost.DEFAULT_PUE
+"""Facility power / IT power: the project's one default (1.58, Uptime Institute 2023),
+`gpuwatch size`'s owned column's too. Seed 001 counts board power only (PUE 1.0)."""
 
 DEFAULT_HOSTING_USD_PER_KW_MONTH = 0.0
 """Colocation fee per kW of IT load per month: none (a room of your own)."""

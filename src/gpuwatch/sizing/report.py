@@ -1,0 +1,277 @@
+"""What `gpuwatch size` prints: the JSON object and the 80-column text.
+
+`SizeRun` holds one run's inputs and results; `size_report` is the JSON (bytes, tokens/s,
+USD, with the architecture and every assumption so a reader can redo the sum);
+`render_text` prints the tables with rich.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwatch.sizing.cost import Ownership
+from gpuwatch.sizing.fit import RankedGpu
+from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
+from gpuwatch.sizing.models import ModelSpec
+from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
+from gpuwatch.sizing.units import to_gb, to_gib
+
+BREAKDOWN_KEYS = (
+    "weights_bytes",
+    "kv_cache_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "overhead_bytes",
+    "total_bytes",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SizeRun:
+    """One ``gpuwatch size``: the workload, the rules, the results, the options used.
+
+    `efficiency` None means the mode's default.
+    """
+
+    workload: Workload
+    assumptions: MemoryAssumptions
+    breakdown: MemoryBreakdown
+    ranked: Sequence[RankedGpu]
+    headroom: float
+    efficiency: float | None
+    ownership: Ownership
+
+    @property
+    def training(self) -> bool:
+        """True for the train, lora and qlora modes."""
+        return self.workload.mode is not Mode.INFERENCE
+
+    @property
+    def lora(self) -> bool:
+        """True for the lora and qlora modes."""
+        return self.workload.mode in (Mode.LORA, Mode.QLORA)
+
+    @property
+    def resolved_efficiency(self) -> float:
+        """The efficiency used: the option, else the mode's default."""
+        if self.efficiency is not None:
+            return self.efficiency
+        return DEFAULT_TRAINING_MFU if self.training else DEFAULT_BANDWIDTH_EFFICIENCY
+
+    @property
+    def overhead_ratio(self) -> float:
+        """The overhead fraction of the weights this mode used."""
+        if self.training:
+            return self.assumptions.training_overhead_ratio
+        return self.assumptions.inference_overhead_ratio
+
+
+def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
+    if model is None:
+        return None
+    return {
+        "name": model.name,
+        "source": model.source,
+        "parameters": model.parameters,
+        "layers": model.layers,
+        "hidden_size": model.hidden_size,
+        "attention_heads": model.attention_heads,
+        "kv_heads": model.kv_heads,
+        "head_dim": model.head_dim,
+        "intermediate_size": model.mlp_size,
+        "gated_mlp": model.gated_mlp,
+        "vocab_size": model.vocabulary,
+        "tied_embeddings": model.tied_embeddings,
+        "sliding_window": model.sliding_window,
+        "assumed": list(model.assumed),
+    }
+
+
+def _assumptions(run: SizeRun) -> dict[str, Any]:
+    workload, setup = run.workload, run.workload.training
+    architecture_rule = run.assumptions.activations == "architecture"
+    training: dict[str, Any] = {
+        "activations": run.assumptions.activations if run.training else None,
+        "activation_factor": (
+            run.assumptions.activation_factor if run.training and architecture_rule else None
+        ),
+        "activation_multiplier": (
+            run.assumptions.activation_multiplier
+            if run.training and not architecture_rule
+            else None
+        ),
+        "gradient_checkpointing": workload.gradient_checkpointing if run.training else None,
+        "flash_attention": setup.flash_attention if run.training else None,
+        "optimizer": "adamw" if run.training else None,
+        "lora_rank": setup.lora_rank if run.lora else None,
+        "lora_targets": list(setup.lora_targets) if run.lora else None,
+        "adapter_precision": setup.adapter_precision.value if run.lora else None,
+        "double_quantization": (setup.double_quantization if workload.mode is Mode.QLORA else None),
+        "paged_optimizer_note": workload.mode is Mode.QLORA,
+    }
+    return {
+        "headroom": run.headroom,
+        "overhead_ratio": run.overhead_ratio,
+        **training,
+        "efficiency": run.resolved_efficiency,
+        "utilization": run.ownership.utilization,
+        "life_years": run.ownership.life_years,
+        "usd_per_kwh": run.ownership.usd_per_kwh,
+        "pue": run.ownership.pue,
+    }
+
+
+def _gpu_to_dict(row: RankedGpu) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "tier": row.gpu.tier,
+        "memory_bytes": row.memory_bytes,
+        "fits": row.fits,
+        "gpus_needed": row.gpus_needed,
+        "tokens_per_second": row.tokens_per_second,
+        "usd_per_million_tokens_rented": row.usd_per_million_tokens_rented,
+        "usd_per_million_tokens_owned": row.usd_per_million_tokens_owned,
+        "rent_usd_per_hour": row.gpu.rent_usd_per_hour,
+    }
+
+
+def size_report(run: SizeRun) -> dict[str, Any]:
+    """The JSON object `gpuwatch size --json` prints (bytes, tokens/s, USD)."""
+    workload, breakdown = run.workload, run.breakdown
+    model = workload.architecture
+    kv_tokens = (
+        model.kv_cache_tokens(workload.context_tokens)
+        if model is not None and workload.mode is Mode.INFERENCE
+        else None
+    )
+    return {
+        "model": None if model is None else model.name,
+        "parameters": workload.parameters,
+        "mode": workload.mode.value,
+        "precision": workload.weight_precision.value,
+        "context_tokens": workload.context_tokens,
+        "batch": workload.batch,
+        "kv_cache_tokens": kv_tokens,
+        "headroom": run.headroom,
+        **{key: getattr(breakdown, key) for key in BREAKDOWN_KEYS},
+        "trainable_parameters": breakdown.trainable_parameters,
+        "parts": dict(breakdown.parts),
+        "architecture": _architecture(breakdown.architecture),
+        "assumptions": _assumptions(run),
+        "notes": list(breakdown.notes),
+        "gpus": [_gpu_to_dict(row) for row in run.ranked],
+    }
+
+
+def _size_text(n_bytes: int) -> str:
+    return f"{to_gb(n_bytes):,.1f} GB ({to_gib(n_bytes):,.1f} GiB)"
+
+
+def _count_text(parameters: int) -> str:
+    for factor, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if parameters >= factor:
+            return f"{parameters / factor:.3g}{suffix}"
+    return str(parameters)
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def architecture_line(model: ModelSpec) -> str:
+    """One line naming the shape used: layers, hidden, heads, MLP, vocabulary."""
+    heads = f"{model.attention_heads} heads ({model.kv_heads} KV) x {model.head_dim}"
+    window = "" if model.sliding_window is None else f", window {model.sliding_window}"
+    return (
+        f"architecture: {model.name}: {model.layers} layers, hidden {model.hidden_size}, "
+        f"{heads}, MLP {model.mlp_size}, vocabulary {model.vocabulary}{window}"
+    )
+
+
+def assumptions_line(run: SizeRun) -> str:
+    """One line of the assumptions behind the sum."""
+    items = [f"headroom {run.headroom:.0%}", f"overhead {run.overhead_ratio:g} x weights"]
+    if run.training:
+        setup = run.workload.training
+        items += [
+            f"gradient checkpointing {_on(run.workload.gradient_checkpointing)}",
+            f"flash attention {_on(setup.flash_attention)}",
+            f"activations: {run.assumptions.activations}",
+        ]
+        if run.lora:
+            items.append(
+                f"LoRA rank {setup.lora_rank} on {','.join(setup.lora_targets)} "
+                f"({setup.adapter_precision})"
+            )
+        if run.workload.mode is Mode.QLORA:
+            items.append(f"double quantization {_on(setup.double_quantization)}")
+    return "assumptions: " + ", ".join(items)
+
+
+def render_text(run: SizeRun) -> None:
+    """Print the breakdown, the architecture and assumptions, notes and the GPU table."""
+    from rich.console import Console  # noqa: PLC0415 - keep CLI startup light
+    from rich.table import Table  # noqa: PLC0415
+
+    console = Console()
+    workload, breakdown = run.workload, run.breakdown
+    name = "model" if workload.architecture is None else workload.architecture.name
+    memory = Table(
+        title=(
+            f"{name}: {_count_text(workload.parameters)} parameters, {workload.mode.value}, "
+            f"{workload.weight_precision.value}, context {workload.context_tokens} x batch "
+            f"{workload.batch}"
+        )
+    )
+    memory.add_column("component")
+    memory.add_column("memory (1 GB = 10^9 bytes)", justify="right")
+    for key in BREAKDOWN_KEYS:
+        value = getattr(breakdown, key)
+        if value or key in ("weights_bytes", "total_bytes"):
+            memory.add_row(key.removesuffix("_bytes").replace("_", " "), _size_text(value))
+    console.print(memory)
+    lines = [] if breakdown.architecture is None else [architecture_line(breakdown.architecture)]
+    lines.append(assumptions_line(run))
+    lines += [f"note: {note}" for note in breakdown.notes]
+    for line in lines:
+        console.print(line, highlight=False)
+    _render_gpus(console, run)
+
+
+def _render_gpus(console: Any, run: SizeRun) -> None:
+    from rich.table import Table  # noqa: PLC0415
+
+    speed = "training" if run.training else "decode"
+    gpus = Table(
+        title=(
+            f"GPUs, cheapest fitting first: fit with {run.headroom:.0%} headroom, "
+            f"{speed} tokens/s and $ per 1M tokens, per GPU"
+        )
+    )
+    gpus.add_column("GPU", no_wrap=True)
+    gpus.add_column("memory", justify="right", no_wrap=True)
+    gpus.add_column("fits", no_wrap=True)
+    gpus.add_column("tokens/s", justify="right")
+    gpus.add_column("$/1M rented", justify="right")
+    gpus.add_column("$/1M owned", justify="right")
+    for row in run.ranked:
+        gpus.add_row(
+            row.name,
+            f"{to_gb(row.memory_bytes):g} GB",
+            "yes" if row.fits else f"no: needs {row.gpus_needed}",
+            f"{row.tokens_per_second:,.1f}",
+            f"{row.usd_per_million_tokens_rented:,.3f}",
+            f"{row.usd_per_million_tokens_owned:,.3f}",
+        )
+    console.print(gpus)
+    ownership = run.ownership
+    console.print(
+        f"rented: the catalog's on-demand $/GPU-hour; owned: purchase over "
+        f"{ownership.life_years:g} years + TDP x PUE {ownership.pue:g} at "
+        f"${ownership.usd_per_kwh}/kWh, busy {ownership.utilization:.0%} of the time. "
+        "Prices: docs/sizing.md.",
+        highlight=False,
+    )
