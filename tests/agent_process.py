@@ -9,6 +9,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
+from prometheus_client.parser import text_string_to_metric_families
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+"""Exposition samples by (name, labels without uuid)."""
+
 
 def start_agent(
     args: Sequence[str], port: int, *, timeout: float = 20.0
@@ -39,3 +44,13 @@ def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as resp:
         body: bytes = resp.read()
         return body.decode()
+
+
+def samples(text: str) -> Samples:
+    """Every sample of an exposition, keyed by name and labels (uuid left out)."""
+    values = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = frozenset((k, v) for k, v in sample.labels.items() if k != "uuid")
+            values[(sample.name, labels)] = sample.value
+    return values

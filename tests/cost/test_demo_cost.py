@@ -15,19 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.agent_process import fetch
+from tests.agent_process import fetch, samples
 from tests.conftest import free_port
-
-
-def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    values = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = frozenset((k, v) for k, v in sample.labels.items() if k != "uuid")
-            values[(sample.name, labels)] = sample.value
-    return values
 
 
 def value(

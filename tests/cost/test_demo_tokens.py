@@ -21,27 +21,16 @@ from typing import Any
 
 import pytest
 from prometheus_client.exposition import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.tokens import TokenSourceConfig
-from tests.agent_process import fetch
+from tests.agent_process import Samples, fetch, samples
 from tests.conftest import free_port, require_binary, simulated
 
 SOURCE = "simulated-vllm-gpu3"
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def samples(text: str) -> Samples:
-    values = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = frozenset((k, v) for k, v in sample.labels.items() if k != "uuid")
-            values[(sample.name, labels)] = sample.value
-    return values
 
 
 def per_million(values: Samples, kind: str, window: str = "1h") -> float | None:

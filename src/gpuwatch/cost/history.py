@@ -44,18 +44,13 @@ class CheckpointHistory:
         history is younger than the window (the covered seconds say so). None before
         two distinct times were recorded.
         """
-        if self._latest is None or not self._times:
+        if self._latest is None:
             return None
-        now, current = self._latest
-        start = now - window_seconds
-        index = bisect.bisect_left(self._times, start)
-        if index >= len(self._times):
+        span = self.span(window_seconds, self._latest[0])
+        if span is None:
             return None
-        then = self._times[index]
-        if then >= now:
-            return None
-        past = self._values[index]
-        return now - then, tuple(c - p for c, p in zip(current, past, strict=True))
+        start, end, delta = span
+        return end - start, delta
 
     def span(
         self, window_seconds: float, now: float
