@@ -327,30 +327,38 @@ def test_held_process_utilization_fresh_samples_replace_held_ones() -> None:
 # --- field values and GPM --------------------------------------------------------------
 
 
-def test_field_values_kib_to_bytes_with_a_failed_entry() -> None:
-    values = (pynvml.c_nvmlFieldValue_t * 2)()
-    values[0].fieldId = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+def test_field_values_read_each_entry_by_its_type_and_return_code() -> None:
+    values = (pynvml.c_nvmlFieldValue_t * 4)()
     values[0].nvmlReturn = pynvml.NVML_SUCCESS
-    values[0].value.ullVal = 1000
-    values[1].fieldId = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+    values[0].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    values[0].value.ullVal = 2**40 + 3
     values[1].nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+    values[1].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
     values[1].value.ullVal = 12345
-    assert parse.field_values_kib_to_bytes(values) == [1000 * 1024.0, None]
+    values[2].nvmlReturn = pynvml.NVML_SUCCESS
+    values[2].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+    values[2].value.uiVal = 7
+    values[3].nvmlReturn = pynvml.NVML_SUCCESS
+    values[3].valueType = pynvml.NVML_VALUE_TYPE_DOUBLE
+    values[3].value.dVal = 1.5
+    assert parse.field_values(values) == [
+        (pynvml.NVML_SUCCESS, 2**40 + 3),
+        (pynvml.NVML_ERROR_NOT_SUPPORTED, None),
+        (pynvml.NVML_SUCCESS, 7),
+        (pynvml.NVML_SUCCESS, 1.5),
+    ]
 
 
-def test_field_values_large_counter() -> None:
-    values = (pynvml.c_nvmlFieldValue_t * 1)()
-    values[0].nvmlReturn = pynvml.NVML_SUCCESS
-    values[0].value.ullVal = 2**40
-    assert parse.field_values_kib_to_bytes(values) == [float(2**50)]
-
-
-def test_field_values_custom_success_code() -> None:
-    values = (pynvml.c_nvmlFieldValue_t * 1)()
+def test_field_values_unknown_type_and_custom_success_code() -> None:
+    values = (pynvml.c_nvmlFieldValue_t * 2)()
     values[0].nvmlReturn = 7
+    values[0].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
     values[0].value.ullVal = 1
-    assert parse.field_values_kib_to_bytes(values, success_code=7) == [1024.0]
-    assert parse.field_values_kib_to_bytes([]) == []
+    values[1].nvmlReturn = 7
+    values[1].valueType = 99
+    assert parse.field_values(values, success_code=7) == [(7, 1), (7, None)]
+    assert parse.field_values([]) == []
+    assert parse.kibibytes_to_bytes(2**40) == float(2**50)
 
 
 def test_gpm_values() -> None:

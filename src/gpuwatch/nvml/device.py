@@ -36,14 +36,9 @@ GPM_ANY_TENSOR_UTIL = 5
 GPM_DRAM_BW_UTIL = 10
 GPM_PCIE_TX = 20
 GPM_PCIE_RX = 21
-GPM_METRIC_IDS = (
-    GPM_SM_UTIL,
-    GPM_SM_OCCUPANCY,
-    GPM_ANY_TENSOR_UTIL,
-    GPM_DRAM_BW_UTIL,
-    GPM_PCIE_TX,
-    GPM_PCIE_RX,
-)
+GPM_MIG_METRIC_IDS = (GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL)
+"""What a GPU instance exports (PCIe is the whole GPU's)."""
+GPM_METRIC_IDS = (*GPM_MIG_METRIC_IDS, GPM_PCIE_TX, GPM_PCIE_RX)
 ALL_LINKS = 0xFFFFFFFF
 """NVML field-value scopeId that sums a per-link field over every NVLink."""
 GPM_MIN_INTERVAL_SECONDS = 0.1
@@ -78,13 +73,24 @@ class MigDevice:
 
 
 class _GpmBuffers:
-    """Two rolling GPM sample buffers; each tick fills one and compares with the other."""
+    """Two rolling GPM sample buffers; each tick fills one and compares with the other.
 
-    def __init__(self, nv: Any) -> None:
+    The metrics request is built once (its metric ids never change) and reused: each
+    comparison only sets its two samples.
+    """
+
+    def __init__(self, nv: Any, metric_ids: tuple[int, ...]) -> None:
         self._nv = nv
         self.previous: Any = nv.nvmlGpmSampleAlloc()
         self.current: Any = nv.nvmlGpmSampleAlloc()
         self.previous_time: float | None = None
+        self.metric_ids = metric_ids
+        request = nv.c_nvmlGpmMetricsGet_t()
+        request.version = nv.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(metric_ids)
+        for i, metric_id in enumerate(metric_ids):
+            request.metrics[i].metricId = metric_id
+        self.request: Any = request
 
     def free(self) -> None:
         for sample in (self.previous, self.current):
@@ -111,10 +117,12 @@ class NvmlDevice:
         self._gpm: _GpmBuffers | None = None
         self._mig_gpm: dict[int, _GpmBuffers] = {}
         if self.identity.gpm_supported:
-            self._gpm = self._guard("gpm", lambda: _GpmBuffers(nv))
+            self._gpm = self._guard("gpm", lambda: _GpmBuffers(nv, GPM_METRIC_IDS))
         self._process_util_last_us = 0
         self._process_util: dict[int, tuple[float, float]] = {}  # pid: (ratio, received at)
         self._process_names: dict[int, str] = {}
+        self._mig_slots: int | None = None  # nvmlDeviceGetMaxMigDeviceCount while MIG is on
+        self._mig_ids: dict[str, tuple[int, int]] = {}  # MIG UUID: (GPU, compute instance id)
         self.slow = SlowReadings()
 
     # -- the one call helper -------------------------------------------------------
@@ -219,7 +227,7 @@ class NvmlDevice:
         memory = self._read_memory()
         rates = self._optional("utilization", nv.nvmlDeviceGetUtilizationRates, h)
         power_mw = self._optional("power", nv.nvmlDeviceGetPowerUsage, h)
-        energy_mj = self._optional("energy", nv.nvmlDeviceGetTotalEnergyConsumption, h)
+        energy_mj, nvlink_tx, nvlink_rx = self._read_counters()
         temperature = self._read_temperature()
         clock_sm = self._optional("clock_sm", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
         clock_mem = self._optional("clock_mem", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)
@@ -227,7 +235,6 @@ class NvmlDevice:
             ("clock_event_reasons", nv.nvmlDeviceGetCurrentClocksEventReasons),
             ("clock_throttle_reasons", nv.nvmlDeviceGetCurrentClocksThrottleReasons),  # < R535
         )
-        nvlink_tx, nvlink_rx = self._read_nvlink()
         gpm = self._read_gpm(self._gpm, now, None)
         processes = self._read_processes()
         slow = self.slow
@@ -287,20 +294,61 @@ class NvmlDevice:
             )
         return None if value is None else int(value)
 
-    def _read_nvlink(self) -> tuple[float | None, float | None]:
+    def _read_counters(self) -> tuple[int | None, float | None, float | None]:
+        """Energy (mJ) and NVLink data TX/RX (bytes, all links) in one field-values call.
+
+        Each entry carries its own return code: NotSupported (or NoPermission) for the
+        energy entry, or for both NVLink entries, is remembered and that field is no
+        longer asked for. Without `nvmlDeviceGetFieldValues` at all, energy comes from
+        `nvmlDeviceGetTotalEnergyConsumption` and NVLink is absent.
+        """
         nv = self._nv
-        # scopeId UINT_MAX: the sum over all links (no scope would be link 0 only)
-        fields = [
-            (nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),
-            (nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS),
-        ]
-        values = self._optional("nvlink", nv.nvmlDeviceGetFieldValues, self.handle, fields)
-        if values is None:
-            return None, None
-        tx, rx = parse.field_values_kib_to_bytes(values, nv.NVML_SUCCESS)
-        if tx is None and rx is None:
+        if "field_values" in self.unsupported:
+            energy = self._optional("energy", nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
+            return energy, None, None
+        fields: list[tuple[str, int, int]] = []
+        if "energy" not in self.unsupported:
+            fields.append(("energy", nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 0))
+        if "nvlink" not in self.unsupported:
+            # scopeId UINT_MAX: the sum over all links (no scope would be link 0 only)
+            fields.append(("nvlink_tx", nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS))
+            fields.append(("nvlink_rx", nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS))
+        got = self._read_fields(fields)
+        if "field_values" in self.unsupported:  # just learnt: this tick's energy by its call
+            return self._read_counters()
+        if {"nvlink_tx", "nvlink_rx"} <= self.unsupported:
             self.unsupported.add("nvlink")
-        return tx, rx
+        energy = got.get("energy")
+        tx, rx = got.get("nvlink_tx"), got.get("nvlink_rx")
+        return (
+            None if energy is None else int(energy),
+            None if tx is None else parse.kibibytes_to_bytes(tx),
+            None if rx is None else parse.kibibytes_to_bytes(rx),
+        )
+
+    def _read_fields(self, fields: Sequence[tuple[str, int, int]]) -> dict[str, float | None]:
+        """One `nvmlDeviceGetFieldValues` call for (key, field id, scope id) entries.
+
+        Returns {key: value or None}. A key whose entry answered NotSupported or
+        NoPermission is remembered in `self.unsupported` (and its value is None).
+        """
+        if not fields:
+            return {}
+        nv = self._nv
+        request = [(field_id, scope) for _, field_id, scope in fields]
+        values = self._optional("field_values", nv.nvmlDeviceGetFieldValues, self.handle, request)
+        if values is None:
+            return {}
+        unsupported = (nv.NVML_ERROR_NOT_SUPPORTED, nv.NVML_ERROR_NO_PERMISSION)
+        got: dict[str, float | None] = {}
+        for (key, _, _), (code, value) in zip(
+            fields, parse.field_values(values, nv.NVML_SUCCESS), strict=True
+        ):
+            if code in unsupported and key not in self.unsupported:
+                log.debug("GPU %d: field %s unsupported (NVML return %d)", self.index, key, code)
+                self.unsupported.add(key)
+            got[key] = value
+        return got
 
     def _read_gpm(
         self, buffers: _GpmBuffers | None, now: float, gpu_instance_id: int | None
@@ -327,16 +375,13 @@ class NvmlDevice:
             return {}
         values: dict[int, float] = {}
         if buffers.previous_time is not None:
-            request = nv.c_nvmlGpmMetricsGet_t()
-            request.version = nv.NVML_GPM_METRICS_GET_VERSION
-            request.numMetrics = len(GPM_METRIC_IDS)
+            request = buffers.request
             request.sample1 = buffers.previous
             request.sample2 = buffers.current
-            for i, metric_id in enumerate(GPM_METRIC_IDS):
-                request.metrics[i].metricId = metric_id
             result = self._optional("gpm_metrics", nv.nvmlGpmMetricsGet, request)
             if result is not None:
-                values = parse.gpm_values(result.metrics, len(GPM_METRIC_IDS), nv.NVML_SUCCESS)
+                count = len(buffers.metric_ids)
+                values = parse.gpm_values(result.metrics, count, nv.NVML_SUCCESS)
         buffers.swap(now)
         return values
 
@@ -419,7 +464,9 @@ class NvmlDevice:
             if gi not in gpm_by_instance:  # compute instances of one GPU instance share it
                 buffers = self._mig_gpm.get(gi)
                 if buffers is None and self._gpm is not None:
-                    buffers = self._guard("gpm_mig_alloc", lambda: _GpmBuffers(self._nv))
+                    buffers = self._guard(
+                        "gpm_mig_alloc", lambda: _GpmBuffers(self._nv, GPM_MIG_METRIC_IDS)
+                    )
                     if buffers is not None:
                         self._mig_gpm[gi] = buffers
                 gpm_by_instance[gi] = self._read_gpm(buffers, now, gi)
@@ -454,6 +501,67 @@ class NvmlDevice:
             )
             pcie_tx = None if tx is None else parse.kilobytes_per_second_to_bytes(tx)
             pcie_rx = None if rx is None else parse.kilobytes_per_second_to_bytes(rx)
+        reliability = self._read_reliability()
+        mig_mode = self._optional("mig_mode", nv.nvmlDeviceGetMigMode, h)
+        limit_mw = self._optional("power_limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
+        mig_enabled = None if mig_mode is None else bool(mig_mode[0])
+        if not mig_enabled:
+            self._mig_slots = None
+            self._mig_ids = {}
+        self.slow = replace(
+            reliability,
+            pcie_tx_bytes_per_second=pcie_tx,
+            pcie_rx_bytes_per_second=pcie_rx,
+            mig_enabled=mig_enabled,
+            mig_devices=self._read_mig_layout() if mig_enabled else (),
+            power_limit_watts=None if limit_mw is None else parse.milliwatts_to_watts(limit_mw),
+        )
+
+    def _read_reliability(self) -> SlowReadings:
+        """Volatile ECC totals and remapped rows in one field-values call.
+
+        Falls back to `nvmlDeviceGetTotalEccErrors` and `nvmlDeviceGetRemappedRows`
+        where `nvmlDeviceGetFieldValues` itself is unsupported.
+        """
+        nv = self._nv
+        if "field_values" in self.unsupported:
+            return self._read_reliability_by_calls()
+        fields: list[tuple[str, int, int]] = []
+        if "ecc" not in self.unsupported:
+            fields.append(("ecc_uncorrected", nv.NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0))
+            fields.append(("ecc_corrected", nv.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0))
+        if "remapped_rows" not in self.unsupported:
+            fields.append(("remapped_correctable", nv.NVML_FI_DEV_REMAPPED_COR, 0))
+            fields.append(("remapped_uncorrectable", nv.NVML_FI_DEV_REMAPPED_UNC, 0))
+            fields.append(("remapped_pending", nv.NVML_FI_DEV_REMAPPED_PENDING, 0))
+            fields.append(("remapped_failure", nv.NVML_FI_DEV_REMAPPED_FAILURE, 0))
+        got = self._read_fields(fields)
+        if "field_values" in self.unsupported:
+            return self._read_reliability_by_calls()
+        if {"ecc_uncorrected", "ecc_corrected"} <= self.unsupported:
+            self.unsupported.add("ecc")
+        if "remapped_pending" in self.unsupported:
+            self.unsupported.add("remapped_rows")
+
+        def count(key: str) -> int | None:
+            value = got.get(key)
+            return None if value is None else int(value)
+
+        def flag(key: str) -> bool | None:
+            value = got.get(key)
+            return None if value is None else bool(value)
+
+        return SlowReadings(
+            ecc_uncorrected_errors_total=count("ecc_uncorrected"),
+            ecc_corrected_errors_total=count("ecc_corrected"),
+            remapped_rows_correctable=count("remapped_correctable"),
+            remapped_rows_uncorrectable=count("remapped_uncorrectable"),
+            remapped_rows_pending=flag("remapped_pending"),
+            remapped_rows_failure=flag("remapped_failure"),
+        )
+
+    def _read_reliability_by_calls(self) -> SlowReadings:
+        nv, h = self._nv, self.handle
         uncorrected = self._optional(
             "ecc",
             nv.nvmlDeviceGetTotalEccErrors,
@@ -469,38 +577,42 @@ class NvmlDevice:
             nv.NVML_VOLATILE_ECC,
         )
         remapped = self._optional("remapped_rows", nv.nvmlDeviceGetRemappedRows, h)
-        mig_mode = self._optional("mig_mode", nv.nvmlDeviceGetMigMode, h)
-        limit_mw = self._optional("power_limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
-        mig_enabled = None if mig_mode is None else bool(mig_mode[0])
-        self.slow = SlowReadings(
-            pcie_tx_bytes_per_second=pcie_tx,
-            pcie_rx_bytes_per_second=pcie_rx,
+        return SlowReadings(
             ecc_uncorrected_errors_total=None if uncorrected is None else int(uncorrected),
             ecc_corrected_errors_total=None if corrected is None else int(corrected),
             remapped_rows_correctable=None if remapped is None else int(remapped[0]),
             remapped_rows_uncorrectable=None if remapped is None else int(remapped[1]),
             remapped_rows_pending=None if remapped is None else bool(remapped[2]),
             remapped_rows_failure=None if remapped is None else bool(remapped[3]),
-            mig_enabled=mig_enabled,
-            mig_devices=self._read_mig_layout() if mig_enabled else (),
-            power_limit_watts=None if limit_mw is None else parse.milliwatts_to_watts(limit_mw),
         )
 
     def _read_mig_layout(self) -> tuple[MigDevice, ...]:
+        """The MIG devices by slot: a handle and a UUID each pass (instances can be made
+        and destroyed at runtime); the instance ids are read once per UUID (a recreated
+        instance has a new UUID). The slot count is read once while MIG stays on."""
         nv, h = self._nv, self.handle
-        count = self._optional("mig_count", nv.nvmlDeviceGetMaxMigDeviceCount, h)
+        if self._mig_slots is None:
+            count = self._optional("mig_count", nv.nvmlDeviceGetMaxMigDeviceCount, h)
+            self._mig_slots = None if count is None else int(count)
         devices = []
-        for slot in range(count or 0):
+        for slot in range(self._mig_slots or 0):
             try:
                 mig = self._call("mig_handle", nv.nvmlDeviceGetMigDeviceHandleByIndex, h, slot)
             except nv.NVMLError:
                 continue  # NotFound: an empty slot
-            gi = self._optional("mig_gi", nv.nvmlDeviceGetGpuInstanceId, mig)
-            ci = self._optional("mig_ci", nv.nvmlDeviceGetComputeInstanceId, mig)
-            uuid = self._optional("mig_uuid", nv.nvmlDeviceGetUUID, mig)
-            if gi is None or ci is None or uuid is None:
+            found = self._optional("mig_uuid", nv.nvmlDeviceGetUUID, mig)
+            if found is None:
                 continue
-            devices.append(MigDevice(mig, parse.text(uuid), int(gi), int(ci)))
+            uuid = parse.text(found)
+            ids = self._mig_ids.get(uuid)
+            if ids is None:
+                gi = self._optional("mig_gi", nv.nvmlDeviceGetGpuInstanceId, mig)
+                ci = self._optional("mig_ci", nv.nvmlDeviceGetComputeInstanceId, mig)
+                if gi is None or ci is None:
+                    continue
+                ids = (int(gi), int(ci))
+            devices.append(MigDevice(mig, uuid, *ids))
+        self._mig_ids = {d.uuid: (d.gpu_instance_id, d.compute_instance_id) for d in devices}
         return tuple(devices)
 
     def mark_slow_failed(self) -> None:

@@ -202,14 +202,31 @@ def held_process_utilization(
     return merged
 
 
-def field_values_kib_to_bytes(values: Sequence[Any], success_code: int = 0) -> list[float | None]:
-    """Each `c_nvmlFieldValue_t` counter (KiB, unsigned long long) to bytes, or None.
+_FIELD_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+"""`c_nvmlValue_t` member by NVML_VALUE_TYPE_* (0 double ... 6 unsigned short)."""
 
-    An entry whose own `nvmlReturn` is not success is None.
+
+def field_values(values: Sequence[Any], success_code: int = 0) -> list[tuple[int, float | None]]:
+    """Each `c_nvmlFieldValue_t` as (its own nvmlReturn, its value or None).
+
+    The value is read from the union member its `valueType` names (an int for the
+    integer types, a float for double); None when the entry did not succeed or the
+    type is unknown.
     """
-    return [
-        float(v.value.ullVal) * KIB if int(v.nvmlReturn) == success_code else None for v in values
-    ]
+    out: list[tuple[int, float | None]] = []
+    for entry in values:
+        code = int(entry.nvmlReturn)
+        value_type = int(entry.valueType)
+        if code != success_code or not 0 <= value_type < len(_FIELD_VALUE_MEMBERS):
+            out.append((code, None))
+            continue
+        out.append((code, getattr(entry.value, _FIELD_VALUE_MEMBERS[value_type])))
+    return out
+
+
+def kibibytes_to_bytes(kibibytes: float) -> float:
+    """KiB (NVML's NVLink throughput counters) to bytes."""
+    return float(kibibytes) * KIB
 
 
 def gpm_values(metrics: Sequence[Any], count: int, success_code: int = 0) -> dict[int, float]:

@@ -75,6 +75,18 @@ _NVLINK_FIELDS = {
     pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX: (1, 1.06),
     pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX: (2, 1.06),
 }
+_FIELD_FUNCTIONS = {
+    pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: "nvmlDeviceGetTotalEnergyConsumption",
+    pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: "nvmlDeviceGetTotalEccErrors",
+    pynvml.NVML_FI_DEV_REMAPPED_COR: "nvmlDeviceGetRemappedRows",
+    pynvml.NVML_FI_DEV_REMAPPED_UNC: "nvmlDeviceGetRemappedRows",
+    pynvml.NVML_FI_DEV_REMAPPED_PENDING: "nvmlDeviceGetRemappedRows",
+    pynvml.NVML_FI_DEV_REMAPPED_FAILURE: "nvmlDeviceGetRemappedRows",
+}
+"""Field ids that answer what an NVML call answers (faults on that call apply)."""
 _ECC_EVENTS = pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDoubleBitEccError
 _BASE_EVENTS = (
     pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeClock
@@ -565,15 +577,17 @@ class SimulatedNvml:
         _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
 
     def nvmlDeviceGetFieldValues(self, handle: Any, fieldIds: Sequence[Any]) -> Any:
-        """`c_nvmlFieldValue_t` array; NVLink throughput fields are KiB counters.
+        """`c_nvmlFieldValue_t` array: NVLink throughput, energy, ECC and remapped rows.
 
         As in nvml.h, the scopeId picks the link: UINT_MAX sums all links, link `i`
-        (0 when no scope is given) carries its share of the traffic. Other fields, and
-        NVLink fields on parts without NVLink, get a per-entry nvmlReturn of NOT_SUPPORTED.
+        (0 when no scope is given) carries its share of the traffic. Energy (mJ), the
+        ECC totals (volatile and aggregate) and the remapped rows answer what their own
+        calls answer, NotSupported and NoPermission faults on those calls included.
+        Other fields, and fields the part lacks, get a per-entry nvmlReturn of
+        NOT_SUPPORTED.
         """
         device, t = self._device(handle, "nvmlDeviceGetFieldValues")
         values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
-        counters: tuple[int, int, int] | None = None
         stamp = self._micros(t)
         for i, field_id in enumerate(fieldIds):
             entry = values[i]
@@ -583,22 +597,50 @@ class SimulatedNvml:
                 entry.fieldId = field_id
             entry.timestamp = stamp
             entry.latencyUsec = 0
-            spec = _NVLINK_FIELDS.get(int(entry.fieldId))
-            if spec is None or not device.preset.has_nvlink:
-                entry.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
-                continue
-            if counters is None:
-                counters = device.counters(t)
-            position, overhead = spec
-            links = device.preset.nvlink_links
-            if int(entry.scopeId) != _ALL_LINKS and int(entry.scopeId) >= links:
-                entry.nvmlReturn = pynvml.NVML_ERROR_INVALID_ARGUMENT
-                continue
-            share = 1.0 if int(entry.scopeId) == _ALL_LINKS else 1.0 / links
-            entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-            entry.value.ullVal = int(counters[position] * overhead * share)
-            entry.nvmlReturn = pynvml.NVML_SUCCESS
+            code, value = self._field(device, int(entry.fieldId), int(entry.scopeId), t)
+            entry.nvmlReturn = code
+            if value is not None:
+                entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                entry.value.ullVal = value
         return values
+
+    def _field(
+        self, device: GpuDevice, field_id: int, scope: int, t: float
+    ) -> tuple[int, int | None]:
+        """(nvmlReturn, value) of one field entry."""
+        nvlink = _NVLINK_FIELDS.get(field_id)
+        if nvlink is not None:
+            if not device.preset.has_nvlink:
+                return pynvml.NVML_ERROR_NOT_SUPPORTED, None
+            links = device.preset.nvlink_links
+            if scope != _ALL_LINKS and scope >= links:
+                return pynvml.NVML_ERROR_INVALID_ARGUMENT, None
+            position, overhead = nvlink
+            share = 1.0 if scope == _ALL_LINKS else 1.0 / links
+            return pynvml.NVML_SUCCESS, int(device.counters(t)[position] * overhead * share)
+        function = _FIELD_FUNCTIONS.get(field_id)
+        if function is None:
+            return pynvml.NVML_ERROR_NOT_SUPPORTED, None
+        code = self._faults.call_error(device.index, (function,), t)
+        if code is not None:
+            return code, None
+        if field_id == pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+            return pynvml.NVML_SUCCESS, device.counters(t)[0]
+        if function == "nvmlDeviceGetTotalEccErrors":
+            if not device.preset.ecc:
+                return pynvml.NVML_ERROR_NOT_SUPPORTED, None
+            uncorrected, corrected = device.ecc_errors(t)
+            base = device.ecc_base
+            return pynvml.NVML_SUCCESS, {
+                pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: corrected,
+                pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: uncorrected,
+                pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: base.corrected + corrected,
+                pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: base.uncorrected + uncorrected,
+            }[field_id]
+        if not device.preset.remapped_rows:
+            return pynvml.NVML_ERROR_NOT_SUPPORTED, None
+        rows = self._remapped_rows(device, t)
+        return pynvml.NVML_SUCCESS, rows[field_id - pynvml.NVML_FI_DEV_REMAPPED_COR]
 
     # -- reliability -----------------------------------------------------------------------
 
@@ -632,6 +674,10 @@ class SimulatedNvml:
         gpu, t = self._device(device, "nvmlDeviceGetRemappedRows")
         if not gpu.preset.remapped_rows:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return self._remapped_rows(gpu, t)
+
+    @staticmethod
+    def _remapped_rows(gpu: GpuDevice, t: float) -> tuple[int, int, int, int]:
         uncorrected, _ = gpu.ecc_errors(t)
         return (0, uncorrected, 1 if uncorrected else 0, 0)
 
