@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuwatch.analysis.activity import activity_of
 from gpuwatch.analysis.declarations import WorkloadDeclaration, find_declaration
 from gpuwatch.analysis.rolling import BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
@@ -64,18 +65,6 @@ def analysis_settings(config: AnalysisConfig) -> AnalysisSettings:
         headroom_ratio=config.headroom_ratio,
         evaluation_interval_seconds=config.evaluation_interval_seconds,
     )
-
-
-def activity_of(gpu: GpuSample) -> float | None:
-    """The activity signal: GPM SM activity where supported, else kernel-busy time; on a
-    MIG-enabled GPU (where NVML gives neither for the whole GPU) the busiest instance's
-    GPM SM activity. None when the GPU gives no activity signal at all."""
-    if gpu.sm_active_ratio is not None:
-        return gpu.sm_active_ratio
-    if gpu.utilization_ratio is not None:
-        return gpu.utilization_ratio
-    instances = [m.sm_active_ratio for m in gpu.mig_instances if m.sm_active_ratio is not None]
-    return max(instances) if instances else None
 
 
 def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:

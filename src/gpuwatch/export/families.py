@@ -14,8 +14,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch import __version__
+from gpuwatch.analysis.activity import activity_source
 from gpuwatch.nvml.parse import CLOCK_EVENT_REASONS
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, ProcessSample
+from gpuwatch.snapshot import FleetSnapshot, GpuSample, MigInstanceSample, ProcessSample
 
 GPU_LABELS = ("gpu", "uuid")
 POD_LABELS = ("namespace", "pod", "container")
@@ -173,6 +174,7 @@ def gpuwatch_families(snapshot: FleetSnapshot | None, options: ExportOptions) ->
         yield from _per_gpu(
             CounterMetricFamily(f"gpuwatch_{name}", help_text, labels=GPU_LABELS), live, read
         )
+    yield from _activity_source_family(live)
     yield from _clock_families(live)
     yield from _io_families(live)
     yield from _xid_family(gpus)
@@ -213,6 +215,22 @@ def _collector_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     stamp.add_metric([], snapshot.timestamp_seconds)
     yield stamp
+
+
+def _activity_source_family(gpus: list[GpuSample]) -> Iterator[Metric]:
+    source = GaugeMetricFamily(
+        "gpuwatch_gpu_activity_source_info",
+        "Where the GPU's activity signal (the waste analysis's) comes from, value 1: "
+        "gpm_sm_active (GPM, Hopper and newer), kernel_busy (NVML utilization, older "
+        "parts) or mig_gpm_sm_active (the busiest MIG GPU instance's GPM).",
+        labels=(*GPU_LABELS, "source"),
+    )
+    for gpu in gpus:
+        name = activity_source(gpu)
+        if name is not None:
+            source.add_metric([*_gpu_label_values(gpu), name], 1.0)
+    if source.samples:
+        yield source
 
 
 def _clock_families(gpus: list[GpuSample]) -> Iterator[Metric]:
@@ -277,12 +295,18 @@ def _xid_family(gpus: tuple[GpuSample, ...]) -> Iterator[Metric]:
         yield xid
 
 
+def _instance_id(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
 def _process_labels(gpu: GpuSample, proc: ProcessSample) -> list[str]:
     pod = proc.pod
     return [
         *_gpu_label_values(gpu),
         str(proc.pid),
         proc.name,
+        _instance_id(proc.gpu_instance_id),
+        _instance_id(proc.compute_instance_id),
         pod.namespace if pod else "",
         pod.pod if pod else "",
         pod.container if pod else "",
@@ -293,7 +317,15 @@ def _process_families(gpus: list[GpuSample], options: ExportOptions) -> Iterator
     count = GaugeMetricFamily(
         "gpuwatch_gpu_processes", "Processes running on the GPU.", labels=GPU_LABELS
     )
-    labels = (*GPU_LABELS, "pid", "process_name", *POD_LABELS)
+    # gpu_instance_id / compute_instance_id: the MIG instance the process runs on ("" without MIG)
+    labels = (
+        *GPU_LABELS,
+        "pid",
+        "process_name",
+        "gpu_instance_id",
+        "compute_instance_id",
+        *POD_LABELS,
+    )
     memory = GaugeMetricFamily(
         "gpuwatch_process_memory_used_bytes",
         "GPU memory used by the process in bytes.",
@@ -322,17 +354,42 @@ def _process_families(gpus: list[GpuSample], options: ExportOptions) -> Iterator
             yield family
 
 
+_MIG_GAUGES: tuple[tuple[str, str, Callable[[MigInstanceSample], float | int | None]], ...] = (
+    ("memory_total_bytes", "Memory of the MIG instance in bytes.", lambda m: m.memory_total_bytes),
+    (
+        "memory_used_bytes",
+        "Memory used in the MIG instance in bytes.",
+        lambda m: m.memory_used_bytes,
+    ),
+    (
+        "sm_active_ratio",
+        "Fraction of the GPU instance's SMs busy (GPM per GPU instance).",
+        lambda m: m.sm_active_ratio,
+    ),
+    (
+        "sm_occupancy_ratio",
+        "Resident warps over the theoretical maximum in the GPU instance (GPM).",
+        lambda m: m.sm_occupancy_ratio,
+    ),
+    (
+        "tensor_active_ratio",
+        "Fraction of time any tensor pipe of the GPU instance was active (GPM).",
+        lambda m: m.tensor_active_ratio,
+    ),
+    (
+        "dram_bandwidth_ratio",
+        "DRAM bandwidth used by the GPU instance over the peak (GPM per GPU instance).",
+        lambda m: m.dram_bandwidth_ratio,
+    ),
+)
+
+
 def _mig_families(gpus: list[GpuSample]) -> Iterator[Metric]:
     labels = (*GPU_LABELS, "mig_uuid", "gpu_instance_id", "compute_instance_id")
-    total = GaugeMetricFamily(
-        "gpuwatch_mig_memory_total_bytes", "Memory of the MIG instance in bytes.", labels=labels
-    )
-    used = GaugeMetricFamily(
-        "gpuwatch_mig_memory_used_bytes", "Memory used in the MIG instance in bytes.", labels=labels
-    )
-    sm = GaugeMetricFamily(
-        "gpuwatch_mig_sm_active_ratio", "Fraction of the instance's SMs busy (GPM).", labels=labels
-    )
+    families = [
+        (GaugeMetricFamily(f"gpuwatch_mig_{name}", help_text, labels=labels), read)
+        for name, help_text, read in _MIG_GAUGES
+    ]
     for gpu in gpus:
         for inst in gpu.mig_instances:
             values = [
@@ -341,13 +398,10 @@ def _mig_families(gpus: list[GpuSample]) -> Iterator[Metric]:
                 str(inst.gpu_instance_id),
                 str(inst.compute_instance_id),
             ]
-            for family, value in (
-                (total, inst.memory_total_bytes),
-                (used, inst.memory_used_bytes),
-                (sm, inst.sm_active_ratio),
-            ):
+            for family, read in families:
+                value = read(inst)
                 if value is not None:
                     family.add_metric(values, float(value))
-    for family in (total, used, sm):
+    for family, _ in families:
         if family.samples:
             yield family

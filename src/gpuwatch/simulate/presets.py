@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-Architecture = Literal["turing", "ampere", "ada", "hopper", "blackwell"]
+Architecture = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell"]
 Brand = Literal["nvidia", "tesla", "geforce", "quadro"]
 
 MIB = 1024 * 1024

@@ -57,6 +57,7 @@ _PURE_HELPERS = frozenset(
 """pynvml functions that never call NVML: passed through unchanged."""
 
 _ARCHITECTURES = {
+    "volta": pynvml.NVML_DEVICE_ARCH_VOLTA,
     "turing": pynvml.NVML_DEVICE_ARCH_TURING,
     "ampere": pynvml.NVML_DEVICE_ARCH_AMPERE,
     "ada": pynvml.NVML_DEVICE_ARCH_ADA,

@@ -1,0 +1,42 @@
+"""The activity signal of one GPU sample, and which NVML source it comes from.
+
+GPM SM activity (Hopper and newer) where the GPU has it; else NVML's kernel-busy time
+(`nvmlDeviceGetUtilizationRates().gpu`: V100, T4, A10G, A100, L4 ... where GPM is
+missing; it reads 1.0 with one spinning thread, so it overstates activity); on a
+MIG-enabled GPU, where NVML gives neither for the whole GPU, the busiest GPU instance's
+GPM SM activity. The exporter names the source per GPU
+(`gpuwatch_gpu_activity_source_info`), so a dashboard knows what the states rest on.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gpuwatch.snapshot import GpuSample
+
+GPM_SM_ACTIVE: Final = "gpm_sm_active"
+KERNEL_BUSY: Final = "kernel_busy"
+MIG_GPM_SM_ACTIVE: Final = "mig_gpm_sm_active"
+ACTIVITY_SOURCES: Final = (GPM_SM_ACTIVE, KERNEL_BUSY, MIG_GPM_SM_ACTIVE)
+
+
+def activity_signal(gpu: GpuSample) -> tuple[float, str] | None:
+    """(activity ratio 0-1, its source) for one sample; None without any signal."""
+    if gpu.sm_active_ratio is not None:
+        return gpu.sm_active_ratio, GPM_SM_ACTIVE
+    if gpu.utilization_ratio is not None:
+        return gpu.utilization_ratio, KERNEL_BUSY
+    instances = [m.sm_active_ratio for m in gpu.mig_instances if m.sm_active_ratio is not None]
+    return (max(instances), MIG_GPM_SM_ACTIVE) if instances else None
+
+
+def activity_of(gpu: GpuSample) -> float | None:
+    """The activity ratio (0-1) the waste analysis uses; None without any signal."""
+    signal = activity_signal(gpu)
+    return None if signal is None else signal[0]
+
+
+def activity_source(gpu: GpuSample) -> str | None:
+    """Where `activity_of(gpu)` comes from (one of `ACTIVITY_SOURCES`), or None."""
+    signal = activity_signal(gpu)
+    return None if signal is None else signal[1]
