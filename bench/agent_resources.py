@@ -69,6 +69,7 @@ RSS_TARGET = 60 * MIB
 GROWTH_TARGET = 2 * MIB
 SCRAPE_EVERY = 15.0
 XID_POLL = 0.5  # the diagnostic agent's stand-in poll: once per 500 ms wait
+MIG_SCENARIO = "dgx-h100-mig"  # the same host with 7 MIG instances per GPU
 MEMORY_SPEED = 60.0
 CONFIG = """\
 [agent]
@@ -128,14 +129,20 @@ class Process:
 
 
 def _start_agent(
-    tmp: Path, port: int, speed: float | None, name: str, xid_poll: float | None = None
+    tmp: Path,
+    port: int,
+    speed: float | None,
+    name: str,
+    xid_poll: float | None = None,
+    *,
+    scenario: str = SCENARIO,
 ) -> Process:
     """`python -m gpuwatch run ...`; with `xid_poll`, the same CLI with the stand-in's
     event-wait poll period set to `xid_poll` seconds (diagnostic)."""
     config = tmp / "gpuwatch.toml"
     if not config.exists():
         config.write_text(CONFIG.format(state_dir=tmp / "state"), encoding="utf-8")
-    args = ["run", "--simulate", SCENARIO, "--config", str(config)]
+    args = ["run", "--simulate", scenario, "--config", str(config)]
     args += ["--listen", f"127.0.0.1:{port}"]
     if speed is not None:
         args += ["--speed", f"{speed:g}"]
@@ -208,7 +215,12 @@ def _scrape(port: int) -> None:
 
 def measure_cpu(tmp: Path, plan: Plan) -> dict[str, Any]:
     """CPU of the agent (speed 1), its diagnostic variant and the baseline, same window."""
-    ports = {"agent": free_port(), "agent_xid_poll": free_port(), "baseline": free_port()}
+    ports = {
+        "agent": free_port(),
+        "agent_mig": free_port(),
+        "agent_xid_poll": free_port(),
+        "baseline": free_port(),
+    }
     agent = _start_agent(tmp, ports["agent"], None, "agent-cpu")
     processes = {"agent": agent}
     try:
@@ -221,6 +233,9 @@ def measure_cpu(tmp: Path, plan: Plan) -> dict[str, Any]:
         metrics_file.write_bytes(body)
         processes["baseline"] = _start_baseline(
             tmp, metrics_file, ports["baseline"], "baseline-cpu"
+        )
+        processes["agent_mig"] = _start_agent(
+            tmp, ports["agent_mig"], None, "agent-cpu-mig", scenario=MIG_SCENARIO
         )
         if _stand_in_polls():
             processes["agent_xid_poll"] = _start_agent(
@@ -268,6 +283,8 @@ def measure_cpu(tmp: Path, plan: Plan) -> dict[str, Any]:
     for entry in result["processes"].values():
         entry["ratio"] = entry["cpu_fraction"] / base
     result["ratio"] = result["processes"]["agent"]["ratio"]
+    plain = max(result["processes"]["agent"]["cpu_fraction"], 1e-9)
+    result["mig_vs_plain"] = result["processes"]["agent_mig"]["cpu_fraction"] / plain
     return result
 
 
@@ -347,7 +364,7 @@ def _thread_cpu_ms(action: Callable[[], object], repeat: int) -> float:
     return (time.thread_time() - start) / repeat * 1000
 
 
-def attribute_cpu() -> dict[str, float]:
+def attribute_cpu(scenario: str = SCENARIO) -> dict[str, float]:
     """Thread CPU of the agent's recurring work, measured in this process.
 
     A tick, a /metrics render and a slow pass on a manual clock advanced one simulated
@@ -363,7 +380,7 @@ def attribute_cpu() -> dict[str, float]:
     from gpuwatch.simulate import SimulatedNvml, load_scenario
 
     clock = ManualClock()
-    nv = SimulatedNvml(load_scenario(SCENARIO), clock=clock)
+    nv = SimulatedNvml(load_scenario(scenario), clock=clock)
     agent = Agent(Config(agent=AgentConfig(per_process_metrics=True)), nv, clock)
     agent.open()
     try:
@@ -424,6 +441,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "cpu": cpu,
         "memory": memory,
         "attribution": attribute_cpu(),
+        "attribution_mig": {"scenario": MIG_SCENARIO, **attribute_cpu(MIG_SCENARIO)},
         "targets": {
             "cpu_fraction": CPU_TARGET,
             "rss_bytes": RSS_TARGET,
@@ -438,15 +456,17 @@ def report(result: dict[str, Any]) -> str:
     targets = result["targets"]
     labels = {
         "agent": "agent (speed 1)",
+        "agent_mig": f"agent, {MIG_SCENARIO} (7 MIG per GPU)",
         "agent_xid_poll": f"agent, stand-in XID poll {cpu['xid_poll_seconds'] * 1000:.0f} ms",
         "baseline": "baseline",
     }
     rows = []
-    for key in ("agent", "agent_xid_poll", "baseline"):
+    for key in ("agent", "agent_mig", "agent_xid_poll", "baseline"):
         if key not in cpu["processes"]:
             continue
         entry = cpu["processes"][key]
-        check = {"agent": verdict(entry["cpu_fraction"] <= targets["cpu_fraction"])}
+        within = verdict(entry["cpu_fraction"] <= targets["cpu_fraction"])
+        check = {"agent": within, "agent_mig": within}
         check["agent_xid_poll"] = "(diagnostic)"
         rows.append(
             [
@@ -507,6 +527,29 @@ def report(result: dict[str, Any]) -> str:
             ["agent / baseline", "", f"{memory['ratio']:.2f}x", "", "", "", ""],
         ],
     )
+    attribution = _attribution_table(attr)
+    mig = result["attribution_mig"]
+    mig_attribution = _attribution_table(mig)
+    return (
+        f"Agent CPU, {result['scenario']}, per_process_metrics = true ({cpu['series']} series), "
+        f"interval 1 s: {cpu['window_seconds']:.0f} s window after {cpu['warmup_seconds']:.0f} s "
+        f"warm-up, {cpu['scrapes_each']} scrapes each (every {SCRAPE_EVERY:.0f} s)\n"
+        f"{cpu_table}\n\n"
+        f"{MIG_SCENARIO} / {result['scenario']}, same window: {cpu['mig_vs_plain']:.2f}x\n\n"
+        f"Where the agent's CPU goes, {result['scenario']}\n{attribution}\n\n"
+        f"Where the agent's CPU goes, {mig['scenario']}\n{mig_attribution}\n\n"
+        f"Agent memory under --speed {memory['speed']:g}: readings {first:g} s and {last:g} s "
+        f"after it answered (simulated {first:g} and {last:g} min; simulated "
+        f"{memory['simulated_minutes_at_end']:.1f} min at the end). It samples every "
+        f"{memory['real_interval_seconds'] * 1000:.0f} ms real (interval/speed floored at "
+        f"50 ms), {1 / memory['real_interval_seconds']:.0f}x the sampling work per real "
+        f"second of speed 1: stricter, not looser.\n"
+        f"{memory_table}"
+    )
+
+
+def _attribution_table(attr: dict[str, Any]) -> str:
+    """The in-process attribution of one scenario's recurring work."""
     per_scrape = attr["render_cpu_ms"] / SCRAPE_EVERY / 1000
     expected = (
         attr["tick_cpu_ms"] / 1000
@@ -514,7 +557,7 @@ def report(result: dict[str, Any]) -> str:
         + per_scrape
         + attr["xid_poll_cpu_fraction"]
     )
-    attribution = format_table(
+    return format_table(
         ["recurring work (in-process thread CPU)", "ms each", "% of a core at speed 1"],
         [
             [
@@ -539,20 +582,6 @@ def report(result: dict[str, Any]) -> str:
             ],
             ["sum (idle wakeups not included)", "", f"{expected:.2%}"],
         ],
-    )
-    return (
-        f"Agent CPU, {result['scenario']}, per_process_metrics = true ({cpu['series']} series), "
-        f"interval 1 s: {cpu['window_seconds']:.0f} s window after {cpu['warmup_seconds']:.0f} s "
-        f"warm-up, {cpu['scrapes_each']} scrapes each (every {SCRAPE_EVERY:.0f} s)\n"
-        f"{cpu_table}\n\n"
-        f"Where the agent's CPU goes\n{attribution}\n\n"
-        f"Agent memory under --speed {memory['speed']:g}: readings {first:g} s and {last:g} s "
-        f"after it answered (simulated {first:g} and {last:g} min; simulated "
-        f"{memory['simulated_minutes_at_end']:.1f} min at the end). It samples every "
-        f"{memory['real_interval_seconds'] * 1000:.0f} ms real (interval/speed floored at "
-        f"50 ms), {1 / memory['real_interval_seconds']:.0f}x the sampling work per real "
-        f"second of speed 1: stricter, not looser.\n"
-        f"{memory_table}"
     )
 
 

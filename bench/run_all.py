@@ -19,6 +19,7 @@ from typing import Any
 import agent_resources
 import analysis_eval
 import ledger_cost
+import nvml_calls
 import scrape_latency
 import token_parse
 from benchlib import BENCH_DIR, machine_info
@@ -50,6 +51,10 @@ def main() -> int:
     scrape = scrape_latency.run(quick=args.quick)
     print(scrape_latency.report(scrape), flush=True)
 
+    print("\n== NVML calls ==", flush=True)
+    calls = nvml_calls.run(quick=args.quick)
+    print(nvml_calls.report(calls), flush=True)
+
     print("\n== agent resources ==", flush=True)
     resources = agent_resources.run(quick=args.quick)
     print(agent_resources.report(resources), flush=True)
@@ -68,6 +73,7 @@ def main() -> int:
         "quick": args.quick,
         "elapsed_seconds": elapsed,
         "scrape_latency": scrape,
+        "nvml_calls": calls,
         "agent_resources": resources,
         "analysis_eval": {"target_us": analysis_eval.TARGET_SECONDS * 1e6, "windows": analysis},
         "ledger_cost": ledger,

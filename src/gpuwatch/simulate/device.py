@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwatch.simulate.faults import FaultPlan
-from gpuwatch.simulate.noise import hex_digits, signed, stable_seed
+from gpuwatch.simulate.noise import hex_digits, prefix, signed_after, stable_seed
 from gpuwatch.simulate.presets import MIB, DevicePreset
 from gpuwatch.simulate.scenario import GpuConfig, MigInstanceConfig, ProcessConfig, Scenario
 from gpuwatch.simulate.timeline import (
@@ -149,9 +149,10 @@ class _Readable:
         if cached_second == second:
             return cached
         j = self.jitter
+        state = prefix(self.seed, second)  # the 11 draws share their first two hash steps
         factors = (
-            *(1.0 + j * signed(self.seed, second, k) for k in range(10)),
-            signed(self.seed, second, 10),
+            *(1.0 + j * signed_after(state, k) for k in range(10)),
+            signed_after(state, 10),
         )
         self._noise = (second, factors)
         return factors

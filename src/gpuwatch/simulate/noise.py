@@ -28,6 +28,19 @@ def unit(*keys: int) -> float:
     return (h >> 11) * _TO_UNIT
 
 
+def prefix(*keys: int) -> int:
+    """The hash state after `keys`: `signed_after(prefix(a, b), c) == signed(a, b, c)`."""
+    h = 0
+    for key in keys:
+        h = _mix64(h ^ (key & _MASK))
+    return h
+
+
+def signed_after(state: int, key: int) -> float:
+    """`signed(*keys, key)` from `state = prefix(*keys)`: one hash step instead of all."""
+    return 2.0 * ((_mix64(state ^ (key & _MASK)) >> 11) * _TO_UNIT) - 1.0
+
+
 def signed(*keys: int) -> float:
     """A number in [-1, 1) determined only by `keys`."""
     return 2.0 * unit(*keys) - 1.0
