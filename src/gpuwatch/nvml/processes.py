@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 _V3 = "_v3"
 _V2 = "_v2"
+_said: set[tuple[int, int]] = set()
 
 
 class ProcessInfo24(ctypes.Structure):
@@ -125,7 +126,8 @@ def detect(nv: Any) -> ProcessCalls | None:
         return None
     binding_bytes = _binding_entry_bytes(nv, suffix)
     calls = ProcessCalls(suffix, driver_bytes, raw=binding_bytes != driver_bytes)
-    if calls.raw and binding_bytes is not None:
+    if calls.raw and binding_bytes is not None and (driver_bytes, binding_bytes) not in _said:
+        _said.add((driver_bytes, binding_bytes))  # one line per process, not one per GPU
         log.info(
             "the driver writes %d-byte process entries where nvidia-ml-py reads %d: "
             "gpuwatch reads them itself",
