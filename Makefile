@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LISTEN ?= 127.0.0.1:9842
 
-.PHONY: demo test lint typecheck unit bench prometheus
+.PHONY: demo test lint typecheck unit bench prometheus bindings
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,14 @@ prometheus:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
+# The old nvidia-ml-py releases the binding tests load side by side (wheels of ~40 KB
+# from PyPI, kept in .cache/nvidia-ml-py; tests/bindings/fetch.py lists them).
+bindings: $(BIN)/python
+	$(BIN)/python -m tests.bindings.fetch
+
 test: $(BIN)/python prometheus
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m tests.bindings.fetch
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy

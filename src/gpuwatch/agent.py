@@ -321,6 +321,11 @@ class Agent:
         log.info("serving metrics on %s:%d", host, self._server.port)
 
     @property
+    def fatal_reason(self) -> str | None:
+        """Why this process cannot go on (NVML needs a restart); None while it can."""
+        return self.sampler.fatal
+
+    @property
     def port(self) -> int:
         """The HTTP port actually bound."""
         if self._server is None:

@@ -227,7 +227,11 @@ def _serve(
         agent.stop()
         return EXIT_FAILURE
     while not stop.wait(0.5):
-        pass
+        fatal = agent.fatal_reason
+        if fatal is not None:  # e.g. a driver upgraded under us: a restart recovers
+            agent.stop()
+            print(f"gpuwatch: {fatal}", file=sys.stderr)
+            return EXIT_FAILURE
     agent.stop()
     return EXIT_OK
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
+from gpuwatch.simulate import load_scenario
 from tests.simulate.helpers import go_to, start
 
 
@@ -68,18 +69,44 @@ def test_driver_error_window_then_reinitialisation() -> None:
     nv, clock, _ = start("faults")
     h = nv.nvmlDeviceGetHandleByIndex(0)
     go_to(nv, clock, 300)
-    with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch):
+    with pytest.raises(pynvml.NVMLError_DriverNotLoaded):
         nv.nvmlDeviceGetPowerUsage(h)
-    with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch):
+    with pytest.raises(pynvml.NVMLError_DriverNotLoaded):
         nv.nvmlSystemGetDriverVersion()
-    with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch):
+    with pytest.raises(pynvml.NVMLError_DriverNotLoaded):
         nv.nvmlInit()
     go_to(nv, clock, 331)
-    with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch):
+    with pytest.raises(pynvml.NVMLError_DriverNotLoaded):
         nv.nvmlDeviceGetPowerUsage(h)  # still failing: needs a fresh nvmlInit
     nv.nvmlShutdown()
     nv.nvmlInit()
     assert nv.nvmlDeviceGetPowerUsage(nv.nvmlDeviceGetHandleByIndex(0)) > 0
+
+
+def test_a_version_mismatch_never_recovers_in_process(
+    write_scenario: Callable[..., Path],
+) -> None:
+    path = write_scenario(
+        'name = "upgrade"\n[[gpus]]\npreset = "l4"\n[[faults.driver_error]]\nstart = 10\n'
+    )
+    nv, clock, _ = start(path)
+    assert nv.nvmlDeviceGetCount() == 1
+    go_to(nv, clock, 10)
+    with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch):
+        nv.nvmlDeviceGetCount()
+    nv.nvmlShutdown()
+    for t in (60, 3600):  # re-initialising, however much later, never helps
+        go_to(nv, clock, t)
+        with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch):
+            nv.nvmlInit()
+
+
+def test_a_version_mismatch_with_an_end_is_refused(write_scenario: Callable[..., Path]) -> None:
+    path = write_scenario(
+        '[[gpus]]\npreset = "l4"\n[[faults.driver_error]]\nstart = 10\nend = 20\n'
+    )
+    with pytest.raises(ValueError, match=r"faults\.driver_error\[0\].*lasts until the process"):
+        load_scenario(path)
 
 
 def test_driver_error_shutdown_leaves_it_uninitialised() -> None:

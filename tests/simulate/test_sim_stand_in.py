@@ -164,7 +164,7 @@ def test_constants_classes_and_helpers_pass_through() -> None:
     with pytest.raises(AttributeError):
         _ = nv.no_such_thing
     with pytest.raises(AttributeError):
-        _ = nv._nvmlGetFunctionPointer
+        _ = nv._LoadNvmlLibrary  # private pynvml names are not passed through
 
 
 def test_unimplemented_nvml_functions_raise_function_not_found() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from gpuwatch.clock import Clock
-from gpuwatch.nvml import parse
+from gpuwatch.nvml import parse, processes
 from gpuwatch.nvml.errors import (
     DeviceLostError,
     DriverError,
@@ -123,6 +123,8 @@ class NvmlDevice:
         self._process_names: dict[int, str] = {}
         self._mig_slots: int | None = None  # nvmlDeviceGetMaxMigDeviceCount while MIG is on
         self._mig_ids: dict[str, tuple[int, int]] = {}  # MIG UUID: (GPU, compute instance id)
+        self._process_calls: processes.ProcessCalls | None = None
+        self._process_calls_known = False
         self.slow = SlowReadings()
 
     # -- the one call helper -------------------------------------------------------
@@ -144,7 +146,7 @@ class NvmlDevice:
             if kind is NvmlErrorKind.DEVICE_LOST:
                 raise DeviceLostError(describe(exc)) from exc
             if kind is NvmlErrorKind.DRIVER:
-                raise DriverError(describe(exc)) from exc
+                raise DriverError(describe(exc), error_name=type(exc).__name__) from exc
             raise
 
     def _optional(self, key: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
@@ -385,18 +387,45 @@ class NvmlDevice:
         buffers.swap(now)
         return values
 
-    def _read_processes(self) -> tuple[ProcessSample, ...] | None:
+    def _process_lists(self) -> tuple[Any, Any]:
+        """(compute, graphics) running-process lists; None where the device cannot say."""
         nv = self._nv
-        # the versioned calls: pynvml's unversioned ones raise a non-NVML exception on
-        # drivers without the _v3 symbol (before R510); fall back to _v2 there
-        compute = self._first_answer(
-            ("processes_compute_v3", nv.nvmlDeviceGetComputeRunningProcesses_v3),
-            ("processes_compute_v2", nv.nvmlDeviceGetComputeRunningProcesses_v2),
-        )
-        graphics = self._first_answer(
-            ("processes_graphics_v3", nv.nvmlDeviceGetGraphicsRunningProcesses_v3),
-            ("processes_graphics_v2", nv.nvmlDeviceGetGraphicsRunningProcesses_v2),
-        )
+        if not self._process_calls_known:  # probed once per device and NVML session
+            self._process_calls = processes.detect(nv)
+            self._process_calls_known = True
+        calls = self._process_calls
+        if calls is None:
+            # the versioned calls: pynvml's unversioned ones raise a non-NVML exception on
+            # drivers without the _v3 symbol (before R510); fall back to _v2 there
+            compute = self._first_answer(
+                ("processes_compute_v3", nv.nvmlDeviceGetComputeRunningProcesses_v3),
+                ("processes_compute_v2", nv.nvmlDeviceGetComputeRunningProcesses_v2),
+            )
+            graphics = self._first_answer(
+                ("processes_graphics_v3", nv.nvmlDeviceGetGraphicsRunningProcesses_v3),
+                ("processes_graphics_v2", nv.nvmlDeviceGetGraphicsRunningProcesses_v2),
+            )
+            return compute, graphics
+        h = self.handle
+        compute = self._optional("processes_compute", calls.reader(nv, "Compute"), h)
+        graphics = self._optional("processes_graphics", calls.reader(nv, "Graphics"), h)
+        return compute, graphics
+
+    def _process_name(self, pid: int) -> str:
+        """The process's name; invalid UTF-8 bytes come back as `\\xNN` escapes, "" unknown.
+
+        pynvml decodes names strictly (UnicodeDecodeError, not an NVML error): only this
+        one name is affected, never the rest of the sample.
+        """
+        try:
+            found = self._optional("process_name", self._nv.nvmlSystemGetProcessName, pid)
+        except UnicodeDecodeError as exc:
+            raw = exc.object if isinstance(exc.object, bytes) else bytes(exc.object)
+            return parse.escaped_text(raw)
+        return "" if found is None else parse.text(found)
+
+    def _read_processes(self) -> tuple[ProcessSample, ...] | None:
+        compute, graphics = self._process_lists()
         if compute is None and graphics is None:
             return None
         raw = parse.merge_processes(compute or (), graphics or ())
@@ -406,8 +435,7 @@ class NvmlDevice:
         for proc in raw:
             name = self._process_names.get(proc.pid)
             if name is None:
-                found = self._optional("process_name", nv.nvmlSystemGetProcessName, proc.pid)
-                name = "" if found is None else parse.text(found)
+                name = self._process_name(proc.pid)
                 self._process_names[proc.pid] = name
             samples.append(
                 ProcessSample(

@@ -59,4 +59,16 @@ class DeviceLostError(RuntimeError):
 
 
 class DriverError(RuntimeError):
-    """NVML as a whole failed; the sampler re-initialises it with backoff."""
+    """NVML as a whole failed; the sampler re-initialises it with backoff.
+
+    `error_name` is the NVML error's class name (e.g. `NVMLError_LibRmVersionMismatch`).
+    """
+
+    def __init__(self, message: str, *, error_name: str = "") -> None:
+        super().__init__(message)
+        self.error_name = error_name
+
+
+VERSION_MISMATCH = "NVMLError_LibRmVersionMismatch"
+"""The library loaded in this process no longer matches the kernel driver (after a
+driver upgrade). pynvml never unloads the library, so only a new process recovers."""

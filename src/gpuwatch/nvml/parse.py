@@ -70,6 +70,15 @@ def text(value: str | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def escaped_text(raw: bytes) -> str:
+    """Bytes that are not valid UTF-8 as text: each invalid byte becomes `\\xNN`.
+
+    Used for process names (`nvmlSystemGetProcessName` returns whatever bytes the
+    process's command line has); the valid parts stay readable.
+    """
+    return raw.decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryReading:
     """Frame-buffer memory in bytes; `reserved` is None from the v1 call."""

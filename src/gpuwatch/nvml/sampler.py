@@ -4,6 +4,12 @@
 `up=False` while the others keep reporting; a driver-level failure (for example
 `LibRmVersionMismatch` after a driver upgrade) marks every known GPU down and
 re-initialises NVML with exponential backoff on the injected clock.
+
+`LibRmVersionMismatch` is different: the library loaded in this process no longer
+matches the kernel driver (a driver upgrade) and pynvml never unloads it, so no
+re-initialisation in this process can work. After `VERSION_MISMATCH_ATTEMPTS` failed
+attempts in a row the sampler sets `fatal`, and `gpuwatch run` exits 1 with that one
+line so that its supervisor (the DaemonSet) starts a new process.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from typing import Any
 
 from gpuwatch.clock import Clock
 from gpuwatch.nvml import parse
+from gpuwatch.nvml.binding import surface
 from gpuwatch.nvml.device import NvmlDevice
 from gpuwatch.nvml.errors import (
+    VERSION_MISMATCH,
     DeviceLostError,
     DriverError,
     NvmlErrorKind,
@@ -29,6 +37,9 @@ from gpuwatch.snapshot import DriverInfo, GpuIdentity, GpuSample
 log = logging.getLogger(__name__)
 
 _NOT_INSTALLED = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")
+VERSION_MISMATCH_ATTEMPTS = 4
+"""LibRmVersionMismatch this many times in a row (the first failure and 3 retries, about
+7 s with the default backoff) and the sampler gives up: only a restart can recover."""
 
 
 class NvmlSampler:
@@ -43,7 +54,7 @@ class NvmlSampler:
         retry_max_seconds: float = 60.0,
         watch_xid: bool = True,
     ) -> None:
-        self._nv = nv
+        self._nv = surface(nv)  # a function the binding lacks answers FunctionNotFound
         self._clock = clock
         self._retry_initial = retry_initial_seconds
         self._retry_max = retry_max_seconds
@@ -53,12 +64,16 @@ class NvmlSampler:
         self._lost_at_open: list[int] = []  # indexes whose handle or identity could not be read
         self._known: dict[int, GpuIdentity] = {}
         self._xid: XidWatcher | None = None
+        self._xid_unavailable = False  # no GPU here can deliver XID events
         self._xid_counts = XidCounts()
         self._initialized = False
         self._retry_delay = retry_initial_seconds
         self._next_retry = 0.0
         self.driver = DriverInfo(None, None, None)
         self.last_error: str | None = None
+        self._mismatches = 0
+        self.fatal: str | None = None
+        """Set when NVML cannot recover in this process; the agent exits with it."""
 
     @property
     def identities(self) -> tuple[GpuIdentity, ...]:
@@ -81,9 +96,9 @@ class NvmlSampler:
         except self._nv.NVMLError as exc:
             if type(exc).__name__ in _NOT_INSTALLED:
                 raise NvmlNotFoundError(describe(exc)) from exc
-            self._fail(describe(exc))
+            self._fail(describe(exc), type(exc).__name__)
         except DriverError as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), exc.error_name)
 
     def _init(self) -> None:
         nv = self._nv
@@ -107,10 +122,12 @@ class NvmlSampler:
         if self._watch_xid:
             handles = {d.identity.uuid: d.handle for d in devices}
             self._xid = XidWatcher(nv, handles, self._xid_counts)
-            if not self._xid.start(keep_empty=bool(lost)):
+            self._xid_unavailable = not self._xid.start(keep_empty=bool(lost))
+            if self._xid_unavailable:
                 self._xid = None
         self._initialized = True
         self._retry_delay = self._retry_initial
+        self._mismatches = 0
         if self.last_error is not None:
             log.info("NVML recovered")
         self.last_error = None
@@ -131,13 +148,21 @@ class NvmlSampler:
                 lost.append(index)
         return devices, lost
 
-    def _fail(self, reason: str) -> None:
-        """Drop NVML after a driver-level error and schedule a retry."""
+    def _fail(self, reason: str, error_name: str = "") -> None:
+        """Drop NVML after a driver-level error and schedule a retry (or give up)."""
         first = self.last_error is None  # one error line per outage, not one per retry
         (log.error if first else log.debug)(
             "NVML failed, retrying in %.0f s: %s", self._retry_delay, reason
         )
         self.last_error = reason
+        self._mismatches = self._mismatches + 1 if error_name == VERSION_MISMATCH else 0
+        if self._mismatches >= VERSION_MISMATCH_ATTEMPTS and self.fatal is None:
+            self.fatal = (
+                f"NVML library and kernel driver differ ({reason}) after {self._mismatches} "
+                "attempts: the driver was upgraded under this process, and only a restart "
+                "loads the new library"
+            )
+            log.error("%s", self.fatal)
         self._teardown()
         self._next_retry = self._clock.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, self._retry_max)
@@ -167,7 +192,7 @@ class NvmlSampler:
             try:
                 samples = [self._sample_device(d) for d in self._devices]
             except DriverError as exc:
-                self._fail(str(exc))
+                self._fail(str(exc), exc.error_name)
                 raise
             samples.extend(self._lost_sample(index) for index in self._lost_at_open)
             return tuple(sorted(samples, key=lambda s: s.identity.index))
@@ -206,14 +231,14 @@ class NvmlSampler:
         )
 
     def _maybe_retry(self) -> None:
-        if self._clock.monotonic() < self._next_retry:
+        if self.fatal is not None or self._clock.monotonic() < self._next_retry:
             return
         try:
             self._init()
         except self._nv.NVMLError as exc:
-            self._fail(describe(exc))
+            self._fail(describe(exc), type(exc).__name__)
         except DriverError as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), exc.error_name)
 
     def sample_slow(self) -> None:
         """Refresh the slow readings (PCIe, ECC, remapped rows, MIG) of every device.
@@ -250,8 +275,15 @@ class NvmlSampler:
 
     @property
     def xid_healthy(self) -> bool:
-        """False once the XID event wait itself has failed."""
-        return self._xid is None or self._xid.healthy
+        """True while XIDs are being counted, or when no GPU here can deliver them.
+
+        False while NVML is down (no event set exists) and once the event wait itself
+        has failed: XID counting has stopped, whatever the counters still show.
+        """
+        if not self._watch_xid or self._xid_unavailable:
+            return True
+        xid = self._xid
+        return self._initialized and xid is not None and xid.alive
 
     def close(self) -> None:
         """Stop the XID thread and shut NVML down."""

@@ -129,6 +129,12 @@ class XidWatcher:
             log.warning("GPU %s: XID %d", uuid, xid)
             self._counts.add(uuid, xid)
 
+    @property
+    def alive(self) -> bool:
+        """True while the waiting thread runs and its wait has not failed."""
+        thread = self._thread
+        return self.healthy and thread is not None and thread.is_alive()
+
     def stop(self) -> None:
         """Stop the thread (within one wait timeout) and free the event set."""
         self._stop.set()

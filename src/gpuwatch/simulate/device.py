@@ -55,6 +55,7 @@ class SimProcess:
     memory_visible: bool
     gpu_instance_id: int = NO_INSTANCE
     compute_instance_id: int = NO_INSTANCE
+    name_encoding: str = "utf-8"
 
     def running(self, t: float) -> bool:
         """True while the process exists."""
@@ -97,6 +98,7 @@ def _processes(
             end=math.inf if p.end is None else p.end,
             share=p.share,
             memory_visible=p.memory_visible,
+            name_encoding=p.name_encoding,
             gpu_instance_id=gi,
             compute_instance_id=ci,
         )

@@ -82,21 +82,43 @@ class SlowCall(_Window):
 
 
 class DriverErrorWindow(_Fault):
-    """From `start` to `end` every call (nvmlInit too) raises LibRmVersionMismatch.
+    """A driver-level failure of every call, nvmlInit included, from `start`.
 
-    With `requires_reinit` (the default) calls keep failing after `end` until the
-    caller succeeds in calling nvmlInit again, as after a real driver upgrade.
+    `lib_rm_version_mismatch` (the default) is a driver upgraded under the process: the
+    library it loaded no longer matches the kernel module, and since pynvml never
+    unloads the library it lasts for the rest of this process (no `end`; only a new
+    stand-in, like a restarted agent, works again). `driver_not_loaded` lasts from
+    `start` to `end`; with `requires_reinit` (the default) calls keep failing after
+    `end` until the caller succeeds in calling nvmlInit again.
     """
 
     start: float = Field(ge=0)
-    end: float
+    end: float | None = None
+    error: Literal["lib_rm_version_mismatch", "driver_not_loaded"] = "lib_rm_version_mismatch"
     requires_reinit: bool = True
 
     @model_validator(mode="after")
     def _ordered(self) -> DriverErrorWindow:
-        if self.end <= self.start:
-            raise ValueError("end must be after start")
+        if self.error == "lib_rm_version_mismatch":
+            if self.end is not None:
+                raise ValueError(
+                    "a version mismatch lasts until the process restarts: give no end "
+                    "(error = 'driver_not_loaded' is the fault that ends)"
+                )
+        elif self.end is None or self.end <= self.start:
+            raise ValueError("end must be given and after start")
         return self
+
+    @property
+    def code(self) -> int:
+        """The NVML return code of every call in the window."""
+        if self.error == "driver_not_loaded":
+            return ERROR_DRIVER_NOT_LOADED
+        return ERROR_LIB_RM_VERSION_MISMATCH
+
+    def active(self, t: float) -> bool:
+        """True from `start` to `end` (forever for a version mismatch)."""
+        return self.start <= t and (self.end is None or t < self.end)
 
 
 class Xid(_Fault):
@@ -143,6 +165,7 @@ class Faults(BaseModel):
 
 # NVML return codes (nvml.h), kept here so this module needs no pynvml.
 ERROR_NOT_SUPPORTED = 3
+ERROR_DRIVER_NOT_LOADED = 9
 ERROR_NO_PERMISSION = 4
 ERROR_GPU_IS_LOST = 15
 ERROR_LIB_RM_VERSION_MISMATCH = 18
@@ -219,21 +242,25 @@ class FaultPlan:
                     total += seconds
         return total
 
-    def driver_down(self, t: float) -> bool:
-        """True inside a driver-error window (nvmlInit fails too)."""
-        return any(w.start <= t < w.end for w in self.driver_windows)
+    def init_error(self, t: float) -> int | None:
+        """The code nvmlInit fails with at `t` inside a driver-error window, if any."""
+        for window in self.driver_windows:
+            if window.active(t):
+                return window.code
+        return None
 
-    def driver_failing(self, t: float, initialised_at: float | None) -> bool:
-        """True when a call other than nvmlInit answers LibRmVersionMismatch at `t`.
+    def driver_error(self, t: float, initialised_at: float | None) -> int | None:
+        """The code a call other than nvmlInit fails with at `t`, if any.
 
         `initialised_at` is the time of the caller's last successful nvmlInit: after a
         `requires_reinit` window, calls fail until nvmlInit has succeeded again.
         """
         for window in self.driver_windows:
-            if t < window.start:
+            if window.active(t):
+                return window.code
+            end = window.end
+            if t < window.start or end is None or not window.requires_reinit:
                 continue
-            if t < window.end:
-                return True
-            if window.requires_reinit and (initialised_at is None or initialised_at < window.end):
-                return True
-        return False
+            if initialised_at is None or initialised_at < end:
+                return window.code
+        return None

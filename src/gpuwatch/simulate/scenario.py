@@ -22,6 +22,10 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     version = "570.133.20"             # nvmlSystemGetDriverVersion
     nvml_version = "12.570.133.20"     # nvmlSystemGetNVMLVersion
     cuda_version = 12080               # nvmlSystemGetCudaDriverVersion (12.8)
+    process_struct_bytes = 24          # 32: an R535 driver, whose *RunningProcesses_v3
+                                       # write 32-byte entries (binding >= 12.535.161
+                                       # reads 24) and which lacks the symbol
+                                       # nvmlDeviceGetRunningProcessDetailList
 
     [[gpus]]                           # one table per GPU, in index order
     preset = "h100-sxm"                # a key of presets.toml (`PRESETS`)
@@ -67,6 +71,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     end = 86400                        # optional
     share = 1.0                        # weight in the GPU's activity (0: holds memory only)
     memory_visible = true              # false: usedGpuMemory None (no privileges)
+    # name_encoding = "latin-1"        # the command line's bytes: "café" is then not
+                                       # UTF-8, and pynvml's strict decoding fails on it
 
     [[gpus]]                           # MIG (A100, H100, H200): instances carry the
     preset = "a100-sxm4-80gb"          # activity and processes; mig_mode = true with
@@ -103,9 +109,10 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     seconds = 0.5
     gpu = 1                            # optional
 
-    [[faults.driver_error]]            # LibRmVersionMismatch on every call, nvmlInit too
+    [[faults.driver_error]]            # every call fails, nvmlInit too
     start = 300
-    end = 330
+    error = "driver_not_loaded"        # default "lib_rm_version_mismatch": for good (no end)
+    end = 330                          # driver_not_loaded only
     requires_reinit = true             # after `end`, fail until nvmlInit succeeds again
 
     [[faults.xid]]                     # delivered once per event set by nvmlEventSetWait
@@ -206,6 +213,7 @@ class DriverInfo(_Model):
     version: str = "570.133.20"
     nvml_version: str = "12.570.133.20"
     cuda_version: int = Field(default=12080, gt=0)
+    process_struct_bytes: Literal[24, 32] = 24
 
 
 class ProcessConfig(_Model):
@@ -220,11 +228,16 @@ class ProcessConfig(_Model):
     end: float | None = None
     share: float = Field(default=1.0, ge=0)
     memory_visible: bool = True
+    name_encoding: Literal["utf-8", "latin-1"] = "utf-8"
 
     @model_validator(mode="after")
     def _consistent(self) -> ProcessConfig:
         if (self.memory is None) == (self.memory_fraction is None):
             raise ValueError("give exactly one of memory and memory_fraction")
+        try:
+            self.name.encode(self.name_encoding)
+        except UnicodeEncodeError:
+            raise ValueError(f"name cannot be written in {self.name_encoding}") from None
         if self.end is not None and self.end <= self.start:
             raise ValueError("end must be after start")
         return self

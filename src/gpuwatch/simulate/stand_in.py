@@ -186,8 +186,9 @@ class SimulatedNvml:
             _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
         if self._refcount == 0:
             _raise(pynvml.NVML_ERROR_UNINITIALIZED)
-        if self._faults.driver_failing(t, self._initialised_at):
-            _raise(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+        driver_error = self._faults.driver_error(t, self._initialised_at)
+        if driver_error is not None:
+            _raise(driver_error)
         return t
 
     def _resolve(self, handle: Any) -> Target:
@@ -245,14 +246,15 @@ class SimulatedNvml:
     # -- initialisation --------------------------------------------------------------------
 
     def nvmlInitWithFlags(self, flags: int) -> None:  # noqa: ARG002 - flags are accepted, unused
-        """Initialise; fails with LibRmVersionMismatch inside a driver-error window."""
+        """Initialise; fails inside a driver-error window (a version mismatch: for good)."""
         with self._init_lock:
             self._loaded = True
             if "nvmlInitWithFlags" in self._faults.missing_symbols:
                 _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
             t = self.scenario_time()
-            if self._faults.driver_down(t):
-                _raise(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+            init_error = self._faults.init_error(t)
+            if init_error is not None:
+                _raise(init_error)
             self._refcount += 1
             self._initialised_at = t
 
@@ -290,7 +292,11 @@ class SimulatedNvml:
         return self.scenario.driver.cuda_version
 
     def nvmlSystemGetProcessName(self, pid: int) -> str:
-        """Name of a scenario process while it runs; NotFound otherwise."""
+        """Name of a scenario process while it runs; NotFound otherwise.
+
+        Decoded strictly from its `name_encoding` bytes, as pynvml does: a Latin-1 name
+        that is not valid UTF-8 raises UnicodeDecodeError (not an NVML error).
+        """
         t = self._system("nvmlSystemGetProcessName")
         proc = self._process_names.get(int(pid))
         alive = proc is not None and any(
@@ -298,7 +304,7 @@ class SimulatedNvml:
         )
         if proc is None or not alive:
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
-        return proc.name
+        return proc.name.encode(proc.name_encoding).decode()
 
     # -- enumeration and identity --------------------------------------------------------------
 
@@ -743,16 +749,18 @@ class SimulatedNvml:
     # -- processes -------------------------------------------------------------------------
 
     def _running(self, handle: Any, name: str, kind: str) -> list[Any]:
+        """The processes of `kind` a handle lists, as the driver's entry structs."""
         target, t = self._target(handle, name, name, mig=True)
         if isinstance(target, MigDevice):
             processes: tuple[SimProcess, ...] = target.processes
         else:
             processes = target.all_processes()
+        struct = _DRIVER_PROCESS_STRUCTS[self.scenario.driver.process_struct_bytes]
         result = []
         for proc in processes:
             if proc.kind != kind or not proc.running(t):
                 continue
-            info = pynvml.c_nvmlProcessInfo_v3_t()
+            info = struct()
             info.pid = proc.pid
             info.usedGpuMemory = (
                 proc.memory_bytes
@@ -761,27 +769,106 @@ class SimulatedNvml:
             )
             info.gpuInstanceId = proc.gpu_instance_id
             info.computeInstanceId = proc.compute_instance_id
-            obj = pynvml.nvmlStructToFriendlyObject(info)
+            result.append(info)
+        return result
+
+    def _c_running(self, symbol: str, kind: str) -> Callable[[Any, Any, Any], int]:
+        """The C function `symbol`: fills the caller's array with the driver's entries.
+
+        The entries are `scenario.driver.process_struct_bytes` apart (32 on R535) whatever
+        struct the caller's array has, as the real driver writes them.
+        """
+
+        def call(handle: Any, count_ref: Any, buffer: Any) -> int:
+            try:
+                entries = self._running(handle, symbol, kind)
+            except pynvml.NVMLError as exc:
+                return int(exc.value)
+            count = count_ref._obj
+            if buffer is None or count.value < len(entries):
+                count.value = len(entries)
+                return int(pynvml.NVML_ERROR_INSUFFICIENT_SIZE if entries else pynvml.NVML_SUCCESS)
+            stride = self.scenario.driver.process_struct_bytes
+            room, start = ctypes.sizeof(buffer), ctypes.addressof(buffer)
+            for i, entry in enumerate(entries):
+                if (i + 1) * stride <= room:  # never past the caller's buffer
+                    ctypes.memmove(start + i * stride, ctypes.byref(entry), stride)
+            count.value = len(entries)
+            return int(pynvml.NVML_SUCCESS)
+
+        call.__name__ = symbol
+        return call
+
+    def _nvmlGetFunctionPointer(self, name: str) -> Callable[..., int]:
+        """pynvml's symbol lookup: the process-list C functions, or a stub for a symbol
+        the simulated driver exports (FunctionNotFound for one it lacks).
+
+        R535 (`process_struct_bytes = 32`) lacks `nvmlDeviceGetRunningProcessDetailList`.
+        """
+        if not self._loaded:
+            _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+        r535 = self.scenario.driver.process_struct_bytes == _R535_PROCESS_STRUCT_BYTES
+        if (
+            name in self._faults.missing_symbols
+            or not name.startswith("nvml")
+            or (r535 and name == "nvmlDeviceGetRunningProcessDetailList")
+        ):
+            _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        for kind in ("Compute", "Graphics"):
+            for version in ("_v3", "_v2"):
+                if name == f"nvmlDeviceGet{kind}RunningProcesses{version}":
+                    return self._c_running(name, kind.lower())
+        return _not_supported_symbol(name)
+
+    def _binding_running(self, symbol: str, struct: Any, handle: Any) -> list[Any]:
+        """What nvidia-ml-py's wrapper of `symbol` does: two calls, its own struct."""
+        fn = self._nvmlGetFunctionPointer(symbol)
+        count = ctypes.c_uint(0)
+        ret = fn(handle, ctypes.byref(count), None)
+        if ret == pynvml.NVML_SUCCESS:
+            return []
+        if ret != pynvml.NVML_ERROR_INSUFFICIENT_SIZE:
+            _raise(ret)
+        count.value = count.value * 2 + 5
+        entries = (struct * count.value)()
+        ret = fn(handle, ctypes.byref(count), entries)
+        if ret != pynvml.NVML_SUCCESS:
+            _raise(ret)
+        result = []
+        for i in range(count.value):
+            obj = pynvml.nvmlStructToFriendlyObject(entries[i])
             if obj.usedGpuMemory == pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value:
                 obj.usedGpuMemory = None
             result.append(obj)
         return result
 
     def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: Any) -> list[Any]:
-        """Running compute processes as pynvml's friendly objects (usedGpuMemory may be None)."""
-        return self._running(handle, "nvmlDeviceGetComputeRunningProcesses_v3", "compute")
+        """Running compute processes as pynvml's friendly objects (usedGpuMemory may be None).
+
+        Read as the installed binding reads them (24-byte entries): on an R535 driver
+        every entry after the first is garbage, as with the real binding.
+        """
+        return self._binding_running(
+            "nvmlDeviceGetComputeRunningProcesses_v3", pynvml.c_nvmlProcessInfo_v3_t, handle
+        )
 
     def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any) -> list[Any]:
         """Running graphics processes, like the compute list."""
-        return self._running(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics")
+        return self._binding_running(
+            "nvmlDeviceGetGraphicsRunningProcesses_v3", pynvml.c_nvmlProcessInfo_v3_t, handle
+        )
 
     def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: Any) -> list[Any]:
         """The pre-R510 symbol: the same entries (pynvml's v2 and v3 structs are one)."""
-        return self._running(handle, "nvmlDeviceGetComputeRunningProcesses_v2", "compute")
+        return self._binding_running(
+            "nvmlDeviceGetComputeRunningProcesses_v2", pynvml.c_nvmlProcessInfo_v2_t, handle
+        )
 
     def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: Any) -> list[Any]:
         """The pre-R510 symbol, like the compute list."""
-        return self._running(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2", "graphics")
+        return self._binding_running(
+            "nvmlDeviceGetGraphicsRunningProcesses_v2", pynvml.c_nvmlProcessInfo_v2_t, handle
+        )
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
         """The _v3 call; a missing symbol raises NVMLLibraryMismatchError, as in pynvml."""
@@ -946,6 +1033,22 @@ class SimulatedNvml:
         if not self._gpm.fill(metricsGet):
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return metricsGet
+
+
+_R535_PROCESS_STRUCT_BYTES = 32
+_DRIVER_PROCESS_STRUCTS = {
+    24: pynvml.c_nvmlProcessInfo_v2_t,
+    _R535_PROCESS_STRUCT_BYTES: pynvml.c_nvmlProcessDetail_v1_t,  # R535's 32-byte layout
+}
+"""The entry each simulated driver writes, by `DriverInfo.process_struct_bytes`."""
+
+
+def _not_supported_symbol(name: str) -> Callable[..., int]:
+    def symbol(*_args: Any) -> int:
+        return int(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    symbol.__name__ = name
+    return symbol
 
 
 def _version_checked(call: Callable[[Any], list[Any]], handle: Any) -> list[Any]:
