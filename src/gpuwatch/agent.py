@@ -8,6 +8,7 @@ Under `--simulate --speed X` the scheduler fires every `interval / X` real secon
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -287,7 +288,8 @@ class Agent:
             PeriodicThread("billing", self._real(BILLING_REFRESH_SECONDS), self.refresh_billing)
         ]
         if self.tokens.sources:
-            self._threads.append(PeriodicThread("tokens", self._real(1.0), self.tokens.scrape_due))
+            scrape = functools.partial(self.tokens.scrape_due, wait=False)
+            self._threads.append(PeriodicThread("tokens", self._real(1.0), scrape))
         for thread in self._threads:
             thread.start()
         if self.alerts is not None:
