@@ -70,9 +70,7 @@ def test_alert_test_never_shows_the_token(
     secret = tmp_path / "webhook-url"
     secret.write_bytes(url.encode("utf-8", "surrogateescape"))  # a file can hold NUL
     config = tmp_path / "gpuwatch.toml"
-    config.write_text(
-        f"[alerts.slack]\nwebhook_url_file = '{secret}'\ntimeout_seconds = 0.5\n"
-    )
+    config.write_text(f"[alerts.slack]\nwebhook_url_file = '{secret}'\ntimeout_seconds = 0.5\n")
     caplog.set_level(logging.DEBUG)
     code = main(["alert", "test", "--config", str(config)])
     out, err = capsys.readouterr()
