@@ -154,7 +154,7 @@ def test_names_with_line_breaks_add_no_lines() -> None:
     _, plain_section = section_texts(plain)
     for breaker in NEWLINES:
         hostile = message(breaker)
-        summary, section = section_texts(hostile)
+        _summary, section = section_texts(hostile)
         assert section.count("\n") == plain_section.count("\n"), repr(breaker)
         assert section.splitlines() == section.split("\n"), repr(breaker)
         assert "\x1b" not in json.dumps(hostile, ensure_ascii=False)
