@@ -226,6 +226,10 @@ def _waitress_server(agent: Any) -> Any:
         from waitress.server import create_server
     except ImportError:
         return None
+    import logging
+
+    # "Task queue depth is N" at 20 scrapers on 4 threads is waitress working as designed
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     from gpuwatch.export.server import CachedExposition
 
     exposition = CachedExposition(agent.registry, agent.store.latest)

@@ -208,6 +208,7 @@ class DeadlineHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.rfile.close()  # the plain makefile() reader, replaced by one with a deadline
         self.rfile = io.BufferedReader(_DeadlineReader(self))
 
     def handle_one_request(self) -> None:
