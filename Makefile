@@ -38,5 +38,5 @@ test: $(BIN)/python prometheus
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/run_all.py

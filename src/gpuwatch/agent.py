@@ -8,6 +8,7 @@ Under `--simulate --speed X` the scheduler fires every `interval / X` real secon
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -18,8 +19,8 @@ from typing import Any, TypeVar
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.alerts import build_dispatcher
-from gpuwatch.alerts.dispatcher import slack_off_reason
+from gpuwatch.alerts import AlertDispatcher, OutboxError, build_dispatcher
+from gpuwatch.alerts.dispatcher import outbox_up_family, slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
@@ -74,8 +75,9 @@ class Agent:
     ) -> None:
         """The `extra_*` arguments come from a simulated scenario, after the config's.
 
-        Raises WebhookSecretError or OutboxError when Slack alerting is configured but
-        its secret or state directory cannot be used.
+        Raises WebhookSecretError when Slack alerting is configured but its secret cannot
+        be read. An unusable alert outbox turns alerting off (one ERROR line,
+        `gpuwatch_alert_outbox_up 0`); monitoring goes on.
         """
         self.config = config
         self.clock = clock
@@ -99,14 +101,20 @@ class Agent:
         )
         self.billing: BillingCollector | None = None  # built by open(), once the GPUs are known
         self._environ = os.environ if environ is None else environ
-        self.alerts = build_dispatcher(
-            config.alerts.slack,
-            self._environ,
-            state_dir=config.agent.state_dir,
-            clock=clock,
-            hostname=self.hostname,
-            costs=self._alert_costs,
-        )
+        self.alerts: AlertDispatcher | None = None
+        self._alerts_broken = False
+        try:
+            self.alerts = build_dispatcher(
+                config.alerts.slack,
+                self._environ,
+                state_dir=config.agent.state_dir,
+                clock=clock,
+                hostname=self.hostname,
+                costs=self._alert_costs,
+            )
+        except OutboxError as exc:  # a broken outbox costs alerting, never monitoring
+            log.error("Slack alerting is off: %s; GPU monitoring goes on", exc)
+            self._alerts_broken = True
         self.collector = SnapshotCollector(
             self.store,
             ExportOptions(per_process_metrics=config.agent.per_process_metrics),
@@ -115,7 +123,7 @@ class Agent:
             extra=[
                 self.tokens.families,
                 self._billing_families,
-                *([] if self.alerts is None else [self.alerts.families]),
+                self._alert_families,
             ],
         )
         self.registry = build_registry(self.collector)
@@ -145,6 +153,12 @@ class Agent:
     def _billing_families(self) -> Iterator[Metric]:
         if self.billing is not None:
             yield from self.billing.families()
+
+    def _alert_families(self) -> Iterator[Metric]:
+        if self.alerts is not None:
+            yield from self.alerts.families()
+        elif self._alerts_broken:
+            yield outbox_up_family(False)
 
     def refresh_billing(self) -> None:
         """Ask the price tiers that are due (network I/O: never on the sampling path)."""
@@ -287,7 +301,8 @@ class Agent:
             PeriodicThread("billing", self._real(BILLING_REFRESH_SECONDS), self.refresh_billing)
         ]
         if self.tokens.sources:
-            self._threads.append(PeriodicThread("tokens", self._real(1.0), self.tokens.scrape_due))
+            scrape = functools.partial(self.tokens.scrape_due, wait=False)
+            self._threads.append(PeriodicThread("tokens", self._real(1.0), scrape))
         for thread in self._threads:
             thread.start()
         if self.alerts is not None:

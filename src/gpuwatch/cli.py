@@ -315,10 +315,15 @@ def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str,
     from gpuwatch.clock import ManualClock  # noqa: PLC0415
     from gpuwatch.export.status_json import status_document  # noqa: PLC0415
     from gpuwatch.simulate import ScenarioError, SimulatedNvml, load_scenario  # noqa: PLC0415
-    from gpuwatch.status.local import replay  # noqa: PLC0415
+    from gpuwatch.status.local import MAX_REPLAY_SECONDS, ProgressLine, replay  # noqa: PLC0415
 
     if not 0 <= at < float("inf"):
         raise UsageError("--at must be a number of seconds, 0 or more")
+    if at > MAX_REPLAY_SECONDS:
+        raise UsageError(
+            f"--at {at:g} is beyond the longest replay, {MAX_REPLAY_SECONDS:.0f} s "
+            f"({MAX_REPLAY_SECONDS / 86400:g} days)"
+        )
     try:
         scenario = load_scenario(scenario_name)
     except ScenarioError as exc:
@@ -329,9 +334,12 @@ def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str,
     nv = SimulatedNvml(scenario, clock=clock, sleep=lambda s: time.sleep(min(s, 0.01)))
     agent = _quiet_agent(config, nv, clock, scenario)
     agent.open()
+    progress = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
-        snapshot = replay(agent, clock, at)
+        snapshot = replay(agent, clock, at, progress=progress)
     finally:
+        if progress is not None:
+            progress.close()
         agent.stop()
     return status_document(snapshot, source="simulation")
 

@@ -130,6 +130,40 @@ def test_mention_and_escaping() -> None:
     assert escape("a<b>&c") == "a&lt;b&gt;&amp;c"
 
 
+NEWLINES = ["\n", "\r\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\t", "\x1b[2J"]
+
+
+def test_names_with_line_breaks_add_no_lines() -> None:
+    """A newline (or any line or terminal control) in a host, GPU, process or workload name
+    stays inside its own line, written as an escape."""
+    clock = ManualClock(START)
+
+    def message(breaker: str) -> dict[str, Any]:
+        proc = ProcessSample(1, f"evil{breaker}*fake line*", "compute", GIB)
+        snap = snapshot(
+            clock,
+            [verdict(0, "held", START, workload=f"llama{breaker}x")],
+            [gpu(0, (proc,), name=f"H100{breaker}y")],
+        )
+        events = [AlertEvent("new", "held", None, snap.verdicts[0], snap.gpus[0])]
+        return build_alert_message(
+            hostname=f"host{breaker}z", events=events, message_id=1, now_seconds=START
+        )
+
+    plain = message("")
+    _, plain_section = section_texts(plain)
+    for breaker in NEWLINES:
+        hostile = message(breaker)
+        _summary, section = section_texts(hostile)
+        assert section.count("\n") == plain_section.count("\n"), repr(breaker)
+        assert section.splitlines() == section.split("\n"), repr(breaker)
+        assert "\x1b" not in json.dumps(hostile, ensure_ascii=False)
+        assert hostile["text"].splitlines() == [hostile["text"]], repr(breaker)
+        assert "\n" not in hostile["blocks"][0]["text"]["text"]
+        escaped = breaker.encode("unicode_escape").decode()
+        assert f"evil{escaped}*fake line*" in section
+
+
 def test_many_gpus_stay_within_slacks_block_limit() -> None:
     clock = ManualClock(START)
     snap = snapshot(clock, [verdict(i, "idle", START) for i in range(40)])

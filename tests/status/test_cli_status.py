@@ -146,6 +146,7 @@ def test_simulate_json_keeps_full_names_escaped(tmp_path: Path) -> None:
         (("--at", "10"), "--at needs --simulate"),
         (("--simulate", "demo", "--at", "-1"), "--at must be"),
         (("--simulate", "demo", "--at", "nan"), "--at must be"),
+        (("--simulate", "demo", "--at", "1e9"), "beyond the longest replay, 2678400 s (31 days)"),
         (("--simulate", "demo", "--listen", "127.0.0.1:1"), "--listen"),
         (("--listen", "nonsense"), "--listen"),
         (("--simulate", "no-such-scenario"), "no-such-scenario"),

@@ -103,6 +103,26 @@ def test_markup_in_a_name_stays_literal(hostile: Any) -> None:
     assert first.startswith(name + ":")
 
 
+@pytest.mark.parametrize("markup", ["[/bold]", "[/]", "x[/bold red]y", "[link=http://x]z", "[bold"])
+def test_unbalanced_markup_in_any_name_is_shown_not_parsed(hostile: Any, markup: str) -> None:
+    """rich raises MarkupError on a closing tag with no opening one: every name must reach
+    the table as text, never as markup."""
+    gpus = [
+        {
+            **g,
+            "name": f"GPU{markup}",
+            "processes": [{**proc, "name": f"p{markup}"} for proc in g["processes"] or []],
+        }
+        for g in hostile["gpus"]
+    ]
+    lines = rendered({**hostile, "hostname": f"h{markup}", "gpus": gpus})
+    assert lines[0].startswith(f"h{markup}:")
+    assert [line.split()[1] for line in lines if " 4242 " in line or " 4343 " in line] == [
+        "4242",
+        "4343",
+    ]
+
+
 def test_a_narrow_terminal_cuts_cells_instead_of_wrapping(demo: Any) -> None:
     lines = rendered(demo, width=60)
     assert all(cell_len(line) <= 60 for line in lines)

@@ -89,7 +89,9 @@ class AlertDispatcher:
         self._policy = RetryPolicy(
             config.max_retries, config.retry_backoff_seconds, config.retry_backoff_max_seconds
         )
-        self._outbox = Outbox(state_dir / OUTBOX_FILE, max_messages=config.outbox_max_messages)
+        self._outbox = Outbox(
+            state_dir / OUTBOX_FILE, max_messages=config.outbox_max_messages, now=clock.time
+        )
         self._memory: dict[str, AlertMemory] = self._outbox.load_memory()
         self._last_success: float | None = self._outbox.last_success_seconds()
         self._eval_lock = threading.Lock()
@@ -361,6 +363,7 @@ class AlertDispatcher:
         )
         outbox.add_metric([], self._outbox.pending_count)
         yield outbox
+        yield outbox_up_family(True)
         up = GaugeMetricFamily(
             "gpuwatch_alert_webhook_up",
             "0 once Slack answered that the webhook is gone (403/404/410), until restart.",
@@ -374,6 +377,18 @@ class AlertDispatcher:
             )
             stamp.add_metric([], last)
             yield stamp
+
+
+def outbox_up_family(up: bool) -> GaugeMetricFamily:
+    """gpuwatch_alert_outbox_up: 0 when Slack alerting is configured but its outbox could
+    not be opened at start (alerting is off until a restart; GPU monitoring goes on)."""
+    family = GaugeMetricFamily(
+        "gpuwatch_alert_outbox_up",
+        "1 when the Slack alert outbox is usable; 0 when it could not be opened at start "
+        "(alerting off until restart, see the log).",
+    )
+    family.add_metric([], 1.0 if up else 0.0)
+    return family
 
 
 def _answer(result: HttpResult | None) -> str:

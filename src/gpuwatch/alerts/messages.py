@@ -53,6 +53,21 @@ def _short(text: str, limit: int = MAX_NAME_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def flatten(text: str) -> str:
+    """`text` on one line: every non-printable character (newline, tab, line separator,
+    escape...) written as its Python escape (`\\n`, `\\x1b`), so that a name can add
+    no line and no terminal control to a message."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """A name (host, GPU model, process, workload) as mrkdwn data: flattened, shortened
+    to `limit` characters, escaped."""
+    return escape(_short(flatten(text), limit))
+
+
 def format_utc(epoch_seconds: float) -> str:
     """`2026-01-01 00:00 UTC` for epoch seconds."""
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -78,8 +93,8 @@ def _usd(value: float) -> str:
 
 
 def _gpu_title(event: AlertEvent) -> str:
-    name = _short(event.gpu.identity.name) if event.gpu is not None else "unknown model"
-    return f"GPU {event.verdict.gpu_index} · {escape(name)}"
+    name = name_text(event.gpu.identity.name) if event.gpu is not None else "unknown model"
+    return f"GPU {event.verdict.gpu_index} · {name}"
 
 
 def _process_line(gpu: GpuSample | None) -> str | None:
@@ -95,7 +110,7 @@ def _process_line(gpu: GpuSample | None) -> str | None:
     parts = []
     for proc in procs[:MAX_PROCESSES]:
         memory = "?" if proc.memory_used_bytes is None else f"{proc.memory_used_bytes / GIB:.1f}"
-        parts.append(f"`{proc.pid}` {escape(_short(proc.name, 60))} {memory} GiB")
+        parts.append(f"`{proc.pid}` {name_text(proc.name, 60)} {memory} GiB")
     more = len(procs) - MAX_PROCESSES
     if more > 0:
         parts.append(f"and {more} more")
@@ -140,14 +155,14 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
     if verdict.activity_mean_ratio is not None:
         lines.append(f"Mean activity over the window: {verdict.activity_mean_ratio:.1%}")
     if verdict.workload:
-        lines.append(f"Workload: {escape(_short(verdict.workload))}")
+        lines.append(f"Workload: {name_text(verdict.workload)}")
     process_line = _process_line(event.gpu)
     if process_line:
         lines.append(process_line)
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
         lines.append(
-            f"Overprovisioned: `{escape(rec.gpu_id)}` would do, saving "
+            f"Overprovisioned: `{name_text(rec.gpu_id)}` would do, saving "
             f"{_usd(rec.savings_usd_per_hour)}/h (rents at {_usd(rec.rent_usd_per_hour)}/h)"
         )
     cost_line = _cost_line(cost)
@@ -158,8 +173,8 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
 
 def _fallback_line(event: AlertEvent, now_seconds: float) -> str:
     verdict = event.verdict
-    name = _short(event.gpu.identity.name) if event.gpu is not None else "unknown model"
-    head = f"GPU {verdict.gpu_index} ({escape(name)})"
+    name = name_text(event.gpu.identity.name) if event.gpu is not None else "unknown model"
+    head = f"GPU {verdict.gpu_index} ({name})"
     if event.kind == "resolved":
         return f"{head} {verdict.state} again (was {event.condition})"
     since = format_duration(now_seconds - verdict.state_since_seconds)
@@ -169,7 +184,7 @@ def _fallback_line(event: AlertEvent, now_seconds: float) -> str:
         text = f"{head} {event.condition} ({verdict.state} for {since})"
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
-        text += f", {escape(rec.gpu_id)} would save {_usd(rec.savings_usd_per_hour)}/h"
+        text += f", {name_text(rec.gpu_id)} would save {_usd(rec.savings_usd_per_hour)}/h"
     return text
 
 
@@ -195,8 +210,9 @@ def build_alert_message(
 ) -> dict[str, Any]:
     """The webhook payload (`text` + `blocks`) for one evaluation's events on one host."""
     costs = costs or {}
+    host = flatten(hostname)
     wasted = any(e.kind != "resolved" for e in events)
-    header = f"GPU waste on {hostname}" if wasted else f"GPUs back to work on {hostname}"
+    header = f"GPU waste on {host}" if wasted else f"GPUs back to work on {host}"
     summary = _summary(events)
     blocks: list[dict[str, Any]] = [
         {
@@ -223,14 +239,14 @@ def build_alert_message(
             "elements": [
                 {
                     "type": "mrkdwn",
-                    "text": f"gpuwatch · {escape(hostname)} · alert #{message_id} · "
+                    "text": f"gpuwatch · {escape(host)} · alert #{message_id} · "
                     f"{format_utc(now_seconds)}",
                 }
             ],
         }
     )
     lines = "; ".join(_fallback_line(e, now_seconds) for e in events)
-    text = f"{escape(hostname)}: {summary}: {lines}"
+    text = f"{escape(host)}: {summary}: {lines}"
     if mention:
         text = f"{mention} {text}"
     return {"text": _short(text, TEXT_MAX_CHARS), "blocks": blocks}
@@ -238,7 +254,7 @@ def build_alert_message(
 
 def build_test_message(hostname: str, now_seconds: float) -> dict[str, Any]:
     """The payload `gpuwatch alert test` sends."""
-    text = f"gpuwatch on {hostname}: test message, Slack alerts reach this channel."
+    text = f"gpuwatch on {flatten(hostname)}: test message, Slack alerts reach this channel."
     return {
         "text": text,
         "blocks": [

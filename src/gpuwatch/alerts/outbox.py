@@ -13,15 +13,20 @@ method holds the lock only for its own short transaction, never across network I
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gpuwatch.alerts.policy import AlertMemory
+
+log = logging.getLogger(__name__)
 
 OUTBOX_FILE = "alerts.sqlite3"
 SCHEMA_VERSION = 1
@@ -50,6 +55,30 @@ class OutboxError(Exception):
     """The outbox database cannot be opened or used; the message says where and why."""
 
 
+class _CorruptError(Exception):
+    """SQLite says the file is not a (sound) database."""
+
+
+_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def _move_aside(path: Path, now_seconds: float) -> Path:
+    """Rename the corrupt `path` (and its -wal and -shm files) with a UTC timestamp;
+    never deletes. Returns the new name of the main file."""
+    stamp = datetime.fromtimestamp(now_seconds, UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    serial = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{serial}")
+        serial += 1
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.rename(target.with_name(target.name + suffix))
+    path.rename(target)
+    return target
+
+
 @dataclass(frozen=True, slots=True)
 class PendingMessage:
     """A queued webhook payload."""
@@ -62,27 +91,66 @@ class PendingMessage:
 class Outbox:
     """Queued messages, alert memory and a few persisted values, in one SQLite file."""
 
-    def __init__(self, path: Path, *, max_messages: int) -> None:
+    def __init__(
+        self, path: Path, *, max_messages: int, now: Callable[[], float] = time.time
+    ) -> None:
+        """Open (or create) the outbox at `path`. A corrupt file is renamed aside
+        (`alerts.sqlite3.corrupt-YYYYmmddTHHMMSSZ`, with its -wal/-shm), logged once and
+        replaced by an empty outbox; anything else unusable (no space, no permission)
+        raises OutboxError. `now()` is the clock's Unix time (s), for the new name."""
         self.path = path
         self._max_messages = max_messages
         self._lock = threading.Lock()
         self._closed = False
+        self.moved_aside: Path | None = None
+        try:
+            self._db = self._open(path)
+        except _CorruptError as exc:
+            try:
+                self.moved_aside = _move_aside(path, now())
+            except OSError as move:
+                raise OutboxError(
+                    f"the alert outbox {path} is corrupt ({exc}) and cannot be moved "
+                    f"aside: {move.strerror}"
+                ) from None
+            log.warning(
+                "the alert outbox %s is corrupt (%s): moved aside to %s; starting an empty "
+                "outbox (queued messages and alert memory in it are not delivered)",
+                path,
+                exc,
+                self.moved_aside.name,
+            )
+            try:
+                self._db = self._open(path)
+            except _CorruptError as again:
+                raise OutboxError(f"cannot use the alert outbox {path}: {again}") from None
+        self._pending = self._scalar("SELECT COUNT(*) FROM outbox")
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        """A checked connection; raises _CorruptError or OutboxError."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, check_same_thread=False, isolation_level=None, timeout=5.0
-            )
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
         except (OSError, sqlite3.Error) as exc:
             raise OutboxError(f"cannot open the alert outbox {path}: {exc}") from None
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")  # a lost delete would mean a duplicate
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self._pending = self._scalar("SELECT COUNT(*) FROM outbox")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")  # a lost delete would mean a duplicate
+            check = db.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise _CorruptError(f"quick_check: {check[0] if check else 'no answer'}")
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.Error as exc:
-            self._db.close()
+            db.close()
+            if getattr(exc, "sqlite_errorname", "") in _CORRUPT:
+                raise _CorruptError(str(exc)) from None
             raise OutboxError(f"cannot use the alert outbox {path}: {exc}") from None
+        except _CorruptError:
+            db.close()
+            raise
+        return db
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -9,7 +9,7 @@ and `WebhookUrl.scrub` removes it from any text before that text is logged.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from gpuwatch.alerts.config import SlackConfig
 
@@ -28,19 +28,19 @@ class WebhookUrl:
 
     def __init__(self, value: str, *, source: str = "the webhook URL") -> None:
         url = value.strip()
-        parts = urlsplit(url)
-        if (
-            parts.scheme not in ("https", "http")
-            or not parts.netloc
-            or any(c.isspace() for c in url)
-        ):
-            raise WebhookSecretError(f"{source} is not an http(s) URL")
+        problem = _problem(url)
+        if problem is not None:
+            raise WebhookSecretError(f"{source} is not an http(s) URL: {problem}")
         self._value = url
-        # the URL's path and query carry the token: scrub them too when they appear alone
-        tails = [parts.path, parts.query]
-        self._secrets = tuple(
-            sorted({url, *(t for t in tails if len(t) >= 8)}, key=len, reverse=True)
-        )
+        parts = urlsplit(url)
+        # the path, query, fragment and any user info carry the token: scrub each of them
+        # (and each path segment) when it appears alone, raw, quoted or repr-escaped
+        tails = [parts.path, parts.query, parts.fragment, *parts.path.split("/")]
+        if "@" in parts.netloc:
+            tails.append(parts.netloc)
+        plain = {url, *(t for t in tails if len(t) >= 8)}
+        variants = {v for t in plain for v in (t, quote(t, safe=""), repr(t)[1:-1])}
+        self._secrets = tuple(sorted(variants, key=len, reverse=True))
 
     def reveal(self) -> str:
         """The URL itself, for the HTTP client only."""
@@ -56,6 +56,22 @@ class WebhookUrl:
         return f"WebhookUrl({REDACTED})"
 
     __str__ = __repr__
+
+
+def _problem(url: str) -> str | None:
+    """Why `url` cannot be a webhook URL, in words that never quote it; None if it can."""
+    if any(not c.isprintable() or c.isspace() for c in url):
+        return "it contains a control or space character"
+    if not url.isascii():
+        return "it contains non-ASCII characters (percent-encode them)"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError when out of range or not a number
+    except ValueError:
+        return "its host or port is malformed"
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        return "it needs http:// or https:// and a host"
+    return None
 
 
 def resolve_webhook_url(config: SlackConfig, environ: Mapping[str, str]) -> str | None:

@@ -1,5 +1,5 @@
-"""The HTTP endpoint: `/metrics`, `/status.json`, `/healthz`, `/readyz`, optional TLS and
-basic auth.
+"""The HTTP endpoint: `/metrics`, `/status.json`, `/healthz`, `/readyz` (GET and HEAD),
+optional TLS and basic auth, on the bounded server of `export/bounded.py`.
 
 A scrape renders the registry (which renders the latest snapshot) and `/status.json`
 serializes the latest snapshot (`export/status_json.py`); nothing here touches NVML.
@@ -18,13 +18,17 @@ import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
+from gpuwatch.export.bounded import (
+    MAX_CONNECTIONS,
+    REQUEST_SECONDS,
+    BoundedHTTPServer,
+    DeadlineHandler,
+)
 from gpuwatch.export.status_json import STATUS_PATH
 
 log = logging.getLogger(__name__)
@@ -64,9 +68,6 @@ class BasicAuth:
         return bool(sep) and ok_user and ok_password
 
 
-HANDSHAKE_TIMEOUT_SECONDS = 5.0
-
-
 class CachedExposition:
     """Renders the registry once per snapshot and format, then serves the same bytes.
 
@@ -103,49 +104,34 @@ class CachedExposition:
         return body, content_type
 
 
-class _Server(ThreadingHTTPServer):
-    """Accepts plain sockets; TLS is negotiated in each connection's own thread.
+class _Server(BoundedHTTPServer):
+    """The bounded server (`export/bounded.py`) with what the endpoints need."""
 
-    Wrapping the listening socket would run the handshake inside `accept()` on the
-    serving thread, so one client that connects and sends nothing would block every
-    scrape.
-    """
-
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128  # 20 scrapers connecting at once must not overflow the backlog
     exposition: CachedExposition
     readiness: Readiness
     auth: BasicAuth | None
     status: StatusBody | None = None
-    tls_context: ssl.SSLContext | None = None
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        if self.tls_context is None:
-            super().finish_request(request, client_address)
-            return
-        request.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
-        try:
-            tls_socket = self.tls_context.wrap_socket(request, server_side=True)
-        except OSError as exc:  # ssl.SSLError is an OSError
-            log.debug("TLS handshake with %s failed: %s", client_address, exc)
-            return
-        try:
-            super().finish_request(tls_socket, client_address)
-        finally:
-            tls_socket.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(DeadlineHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
     server_version = "gpuwatch"
     # headers and body go out in two writes: without TCP_NODELAY the client's delayed ACK
     # holds the body ~40 ms on a kept-alive connection (measured: bench/scrape_latency.py)
     disable_nagle_algorithm = True
-    timeout = 30.0  # seconds a connection may sit idle
+    head_only = False
+
+    def do_HEAD(self) -> None:
+        """GET's status and headers, no body."""
+        self.head_only = True
+        try:
+            self.do_GET()
+        finally:
+            self.head_only = False
 
     def do_GET(self) -> None:
+        self.answering()
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
             self._reply(200, b"ok\n")
@@ -198,7 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not self.head_only:
+            self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("%s " + format, self.address_string(), *args)
@@ -237,10 +224,18 @@ class MetricsServer:
         auth: BasicAuth | None = None,
         version: Callable[[], object] = lambda: None,
         status: StatusBody | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        request_seconds: float = REQUEST_SECONDS,
     ) -> None:
         """`version()` identifies the data behind `registry` (None: render every scrape);
-        `status` serves `/status.json` (None: that path is 404)."""
-        self._httpd = _Server((host, port), _Handler)
+        `status` serves `/status.json` (None: that path is 404). `host` may be IPv6
+        (`::1`, `[::]`); connections are bounded as `export/bounded.py` says."""
+        self._httpd = _Server(
+            (host, port),
+            _Handler,
+            max_connections=max_connections,
+            request_seconds=request_seconds,
+        )
         self._httpd.exposition = CachedExposition(registry, version)
         self._httpd.readiness = readiness
         self._httpd.auth = auth

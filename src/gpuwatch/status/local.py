@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
@@ -24,6 +25,11 @@ MAX_REPLAY_TICKS = 3600
 many ticks, but never more than `MAX_REPLAY_STEP_SECONDS` apart."""
 MAX_REPLAY_STEP_SECONDS = 60.0
 """The longest gap the analysis and the cost ledger count in full."""
+MAX_REPLAY_SECONDS = 31 * 86400.0
+"""The longest replay `gpuwatch status --at` accepts (31 simulated days: 44,640 ticks,
+under a minute); beyond it the command refuses with exit 2 instead of running for hours."""
+PROGRESS_EVERY_SECONDS = 0.5
+"""How often `ProgressLine` rewrites its line (real seconds)."""
 
 
 def sample_once(agent: Agent, *, sleep: Callable[[float], None] = time.sleep) -> FleetSnapshot:
@@ -38,10 +44,17 @@ def replay_step(at: float, interval: float) -> float:
     return min(max(interval, at / MAX_REPLAY_TICKS), MAX_REPLAY_STEP_SECONDS)
 
 
-def replay(agent: Agent, clock: ManualClock, at: float) -> FleetSnapshot:
+def replay(
+    agent: Agent,
+    clock: ManualClock,
+    at: float,
+    *,
+    progress: Callable[[float], None] | None = None,
+) -> FleetSnapshot:
     """Tick from scenario time 0 to `at` (at least `GPM_GAP_SECONDS`); the last snapshot.
 
     The slow job (PCIe, ECC, MIG layout) runs every `agent.slow_interval_seconds`.
+    `progress(fraction)` is told after each tick how much of the replay is done (0-1).
     """
     config = agent.config.agent
     end = clock.time() + max(at, GPM_GAP_SECONDS)
@@ -49,10 +62,37 @@ def replay(agent: Agent, clock: ManualClock, at: float) -> FleetSnapshot:
     next_slow = clock.time() + config.slow_interval_seconds
     snapshot = agent.tick()
     ticks = max(math.ceil((end - clock.time()) / step), 1)
-    for _ in range(ticks):
+    for done in range(1, ticks + 1):
         clock.set(min(clock.time() + step, end))
         if clock.time() >= next_slow:
             agent.nvml.collect_slow()
             next_slow += config.slow_interval_seconds
         snapshot = agent.tick()
+        if progress is not None:
+            progress(done / ticks)
     return snapshot
+
+
+class ProgressLine:
+    """`replaying 42%` on one terminal line, rewritten at most every
+    `PROGRESS_EVERY_SECONDS` of `now()` (real seconds), erased by `close()`."""
+
+    def __init__(self, stream: TextIO, now: Callable[[], float] = time.monotonic) -> None:
+        self._stream = stream
+        self._now = now
+        self._next = now() + PROGRESS_EVERY_SECONDS
+        self._shown = False
+
+    def __call__(self, fraction: float) -> None:
+        if self._now() < self._next:
+            return
+        self._next = self._now() + PROGRESS_EVERY_SECONDS
+        self._stream.write(f"\rgpuwatch: replaying {fraction:4.0%}")
+        self._stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        """Erase the line if one was written."""
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
