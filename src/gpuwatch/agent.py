@@ -21,7 +21,6 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.alerts import build_dispatcher
 from gpuwatch.alerts.dispatcher import slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
-from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
@@ -47,6 +46,7 @@ from gpuwatch.snapshot import (
 )
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.workloads import WorkloadDeclaration
 
 log = logging.getLogger(__name__)
 

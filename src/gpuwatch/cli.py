@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from gpuwatch import __version__
 from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
-from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import (
     Config,
@@ -33,6 +32,7 @@ from gpuwatch.config import (
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import add_tco_parser, run_tco
+from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:
     from gpuwatch.agent import Agent

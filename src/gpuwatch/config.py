@@ -19,8 +19,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuwatch.alerts.config import AlertsConfig
-from gpuwatch.analysis.declarations import WorkloadDeclaration
-from gpuwatch.analysis.engine import declared_workload
 from gpuwatch.billing import BillingConfig
 from gpuwatch.sizing import (
     CatalogError,
@@ -32,6 +30,7 @@ from gpuwatch.sizing import (
 )
 from gpuwatch.tco import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
+from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""

@@ -17,23 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuwatch.analysis.declarations import WorkloadDeclaration, find_declaration
 from gpuwatch.analysis.rolling import BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
 from gpuwatch.sizing import (
     GpuCatalog,
     GpuSpec,
-    Mode,
     ModelCatalog,
-    ModelSpec,
-    Precision,
     Workload,
     cheapest_fitting,
     decode_tokens_per_second,
     memory_requirement,
-    parse_param_count,
 )
 from gpuwatch.snapshot import GpuSample, GpuVerdict, Recommendation
+from gpuwatch.workloads import WorkloadDeclaration, declared_workload, find_declaration
 
 if TYPE_CHECKING:
     from gpuwatch.config import AnalysisConfig
@@ -76,22 +72,6 @@ def activity_of(gpu: GpuSample) -> float | None:
         return gpu.utilization_ratio
     instances = [m.sm_active_ratio for m in gpu.mig_instances if m.sm_active_ratio is not None]
     return max(instances) if instances else None
-
-
-def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:
-    """The sizing model's `Workload` for a declaration (raises ValueError/KeyError)."""
-    model: ModelSpec | int = (
-        models.get(declaration.model)
-        if declaration.model is not None
-        else parse_param_count(str(declaration.params))
-    )
-    return Workload(
-        model=model,
-        mode=Mode(declaration.mode),
-        precision=None if declaration.precision is None else Precision(declaration.precision),
-        context_tokens=declaration.context,
-        batch=declaration.batch,
-    )
 
 
 class _GpuAnalysis:

@@ -14,8 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch import __version__
-from gpuwatch.nvml.parse import CLOCK_EVENT_REASONS
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, ProcessSample
+from gpuwatch.snapshot import CLOCK_EVENT_REASONS, FleetSnapshot, GpuSample, ProcessSample
 
 GPU_LABELS = ("gpu", "uuid")
 POD_LABELS = ("namespace", "pod", "container")

@@ -1,6 +1,9 @@
 """Workload declarations: what runs on a GPU, so the sizing model can say what it needs.
 
-Declared in the config (`[[workloads]]`) or in a simulated scenario. A declaration
+Declared in the config (`[[workloads]]`) or in a simulated scenario; `declared_workload`
+turns one into the sizing model's `Workload`. The config (which validates declarations
+against the model catalog) and the analysis (which sizes them) both import this module;
+it imports neither of them, only the sizing model and the snapshot. A declaration
 matches a GPU by index, uuid, or a glob on a process name (Kubernetes namespace/pod
 patterns come with attribution), and names the model (a catalog name or a parameter
 count), precision, mode, the longest context and the largest batch it serves.
@@ -13,6 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuwatch.sizing import Mode as SizingMode
+from gpuwatch.sizing import ModelCatalog, ModelSpec, Workload, parse_param_count
+from gpuwatch.sizing import Precision as SizingPrecision
 from gpuwatch.snapshot import GpuSample
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -65,3 +71,23 @@ def find_declaration(
 ) -> WorkloadDeclaration | None:
     """The first declaration that matches the GPU (config order, scenario ones last)."""
     return next((d for d in declarations if d.matches(gpu)), None)
+
+
+def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:
+    """The sizing model's `Workload` for a declaration.
+
+    Raises UnknownModelError (a KeyError) for a model name not in `models`, ValueError
+    for a parameter count that does not parse.
+    """
+    model: ModelSpec | int = (
+        models.get(declaration.model)
+        if declaration.model is not None
+        else parse_param_count(str(declaration.params))
+    )
+    return Workload(
+        model=model,
+        mode=SizingMode(declaration.mode),
+        precision=None if declaration.precision is None else SizingPrecision(declaration.precision),
+        context_tokens=declaration.context,
+        batch=declaration.batch,
+    )
