@@ -26,7 +26,7 @@ from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
-from gpuwatch.config import Config, parse_listen_address
+from gpuwatch.config import Config
 from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
@@ -46,6 +46,7 @@ from gpuwatch.snapshot import (
 )
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.values import parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
 
 log = logging.getLogger(__name__)

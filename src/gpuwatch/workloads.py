@@ -14,12 +14,13 @@ from __future__ import annotations
 import fnmatch
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuwatch.sizing import Mode as SizingMode
 from gpuwatch.sizing import ModelCatalog, ModelSpec, Workload, parse_param_count
 from gpuwatch.sizing import Precision as SizingPrecision
 from gpuwatch.snapshot import GpuSample
+from gpuwatch.values import Text
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 Mode = Literal["inference", "train", "lora", "qlora"]
@@ -28,17 +29,24 @@ Mode = Literal["inference", "train", "lora", "qlora"]
 class WorkloadDeclaration(BaseModel):
     """One `[[workloads]]` entry."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    gpu_index: int | None = Field(default=None, ge=0)
-    gpu_uuid: str | None = None
-    process_name: str | None = None  # glob, e.g. "*vllm*"
-    model: str | None = None  # a model catalog name, e.g. "llama-3.1-8b"
+    gpu_index: int | None = Field(default=None, ge=0, le=1023)
+    gpu_uuid: str | None = Field(default=None, pattern=r"^(GPU|MIG)-[0-9a-fA-F-]+$")
+    process_name: Text | None = Field(default=None, max_length=256)  # glob
+    model: Text | None = None  # a catalog name: "llama-3.1-8b"
     params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
     precision: Precision | None = None  # None: the mode's default (fp16 inference, ...)
     mode: Mode = "inference"
-    context: int = Field(default=4096, ge=1)  # tokens
-    batch: int = Field(default=1, ge=1)  # concurrent sequences
+    context: int = Field(default=4096, ge=1, le=100_000_000)  # tokens
+    batch: int = Field(default=1, ge=1, le=1_000_000)  # concurrent sequences
+
+    @field_validator("params")
+    @classmethod
+    def _param_count(cls, value: str | float | None) -> str | float | None:
+        if value is not None and parse_param_count(str(value)) <= 0:
+            raise ValueError("a parameter count must be positive")
+        return value
 
     @model_validator(mode="after")
     def _complete(self) -> WorkloadDeclaration:
