@@ -58,7 +58,7 @@ class AgentConfig(_Section):
     interval_seconds: float = Field(default=1.0, ge=0.05, le=60.0)
     slow_interval_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
     state_dir: ConfigPath = Path("/var/lib/gpuwatch")
-    hostname: Text | None = Field(default=None, max_length=253)
+    hostname: str | None = Field(default=None, min_length=1, max_length=253)  # data: escaped
     per_process_metrics: bool = False
     nvml_retry_max_seconds: float = Field(default=60.0, ge=1.0, le=3600.0)
 

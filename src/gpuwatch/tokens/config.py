@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuwatch.values import Text, check_http_url
+from gpuwatch.values import check_http_url
 
 ServerKind = Literal["vllm", "sglang", "llamacpp", "tgi", "custom"]
 TokenKind = Literal["prompt", "generation"]
@@ -47,7 +47,7 @@ class TokenSourceConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    name: Text = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=100)  # data: escaped where shown
     """The `source` label of the exported series."""
     url: str
     """The server's /metrics URL (http or https)."""
