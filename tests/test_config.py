@@ -1,16 +1,23 @@
 """gpuwatch.config: TOML files, GPUWATCH_<SECTION>__<KEY> overrides, validation, rendering.
 
-Every invalid case is one file under tests/configs/invalid/, mapped in INVALID_CASES to the
-dotted path its error line must start with. Environment overrides are always passed as
-`environ=`; os.environ is never touched.
+Every invalid case is one fixture under tests/configs/invalid/ (a TOML file) or
+tests/configs/invalid/env/ (variables, and the file they apply to) whose `# expect:` lines
+are the errors it must give: dotted path, a fragment of the reason, and the file or
+variable blamed; `# expect-on-host:` lines are the errors only the host checks find.
+Environment overrides are passed as `environ=`; only the command-line tests read
+os.environ, with the GPUWATCH_ variables removed.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import tomllib
 import typing
 from collections import defaultdict
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -26,9 +33,11 @@ from gpuwatch.config import (
     LoggingConfig,
     apply_env_overrides,
     load_config,
-    parse_listen_address,
     render_config,
 )
+from gpuwatch.host_checks import check_config
+from gpuwatch.tokens import TokenSourceConfig
+from gpuwatch.values import parse_listen_address
 
 TESTS = Path(__file__).resolve().parent
 REPO_ROOT = TESTS.parent
@@ -36,39 +45,85 @@ VALID_DIR = TESTS / "configs" / "valid"
 INVALID_DIR = TESTS / "configs" / "invalid"
 EXAMPLE = REPO_ROOT / "config.example.toml"
 
-FILE = "<the file itself>"
-"""Path marker for errors that are about the file (syntax), not about one option."""
+ENV_DIR = INVALID_DIR / "env"
+FILE = "<file>"
+"""In an expectation, the config file's own path (its errors, or the blamed source)."""
 
-# file name -> (dotted path the error line starts with, text the message must contain)
-INVALID_CASES: dict[str, tuple[str, str]] = {
-    "unknown_section.toml": ("reports", "unknown option"),
-    "unknown_exporter_key.toml": ("exporter.listen_address", "unknown option"),
-    "unknown_agent_key.toml": ("agent.interval", "unknown option"),
-    "listen_without_port.toml": ("exporter.listen", "HOST:PORT"),
-    "listen_port_too_large.toml": ("exporter.listen", "70000"),
-    "listen_port_not_numeric.toml": ("exporter.listen", "HOST:PORT"),
-    "listen_not_a_string.toml": ("exporter.listen", "string"),
-    "interval_zero.toml": ("agent.interval_seconds", "greater than or equal"),
-    "slow_interval_too_large.toml": ("agent.slow_interval_seconds", "less than or equal"),
-    "nvml_retry_negative.toml": ("agent.nvml_retry_max_seconds", "greater than or equal"),
-    "hostname_not_a_string.toml": ("agent.hostname", "string"),
-    # The pair checks are model-level, so their path is the section; the message names both.
-    "tls_cert_without_key.toml": ("exporter", "tls_key_file"),
-    "tls_key_without_cert.toml": ("exporter", "tls_cert_file"),
-    "basic_auth_without_password_file.toml": ("exporter", "basic_auth_password_file"),
-    "basic_auth_password_file_without_username.toml": ("exporter", "basic_auth_username"),
-    "logging_level_verbose.toml": ("logging.level", "info"),
-    "logging_format_xml.toml": ("logging.format", "json"),
-    "dcgm_compat_wrong_type.toml": ("exporter.dcgm_compat", "boolean"),
-    "per_process_metrics_wrong_type.toml": ("agent.per_process_metrics", "boolean"),
-    "section_not_a_table.toml": ("agent", "dictionary"),
-    "syntax_error_unterminated_string.toml": (FILE, "not valid TOML"),
-    "syntax_error_bad_header.toml": (FILE, "not valid TOML"),
-    "syntax_error_duplicate_key.toml": (FILE, "not valid TOML"),
-}
 
-VALID_FILES = sorted(VALID_DIR.glob("*.toml"))
+@dataclass(frozen=True)
+class Expected:
+    """One `# expect:` line of a fixture: an error line that must be reported."""
+
+    path: str
+    fragment: str
+    source: str | None
+    on_host: bool  # reported only by the host checks (`check-config`, `run`)
+
+    def matches(self, line: str) -> bool:
+        return (
+            line.startswith(f"{self.path}: ")
+            and self.fragment in line
+            and (self.source is None or line.endswith(f" [{self.source}]"))
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One invalid fixture: a config file and/or environment variables, and its errors."""
+
+    name: str
+    file: Path | None
+    environ: dict[str, str]
+    expected: tuple[Expected, ...]
+
+
+_EXPECT = re.compile(r"^# expect(?P<host>-on-host)?: (?P<path>\S*): (?P<rest>.*)$")
+
+
+def _expectations(text: str, file: Path | None) -> tuple[Expected, ...]:
+    found = []
+    for line in text.splitlines():
+        match = _EXPECT.match(line)
+        if match is None:
+            continue
+        rest, source = match["rest"], None
+        tail = re.search(r" \[([^\]]+)\]$", rest)
+        if tail:
+            rest, source = rest[: tail.start()], tail.group(1)
+        path = match["path"]
+        if file is not None:
+            path = path.replace(FILE, str(file))
+            source = None if source is None else source.replace(FILE, str(file))
+        found.append(Expected(path, rest, source, match["host"] is not None))
+    return tuple(found)
+
+
+def _file_case(path: Path) -> Case:
+    expected = _expectations(path.read_text(encoding="utf-8"), path)
+    # a field error of a file is blamed on the file
+    expected = tuple(
+        e if e.source is not None or e.path == str(path) else replace(e, source=str(path))
+        for e in expected
+    )
+    return Case(path.name, path, {}, expected)
+
+
+def _env_case(path: Path) -> Case:
+    text = path.read_text(encoding="utf-8")
+    file_line = re.search(r"^# file: (\S+)$", text, flags=re.MULTILINE)
+    file = (path.parent / file_line.group(1)).resolve() if file_line else None
+    environ = dict(
+        line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#")
+    )
+    return Case(f"env/{path.name}", file, environ, _expectations(text, file))
+
+
 INVALID_FILES = sorted(INVALID_DIR.glob("*.toml"))
+CASES = [
+    *(_file_case(p) for p in INVALID_FILES),
+    *(_env_case(p) for p in sorted(ENV_DIR.glob("*.env"))),
+]
+VALID_FILES = sorted(VALID_DIR.glob("*.toml"))
 
 
 def _load_errors(path: Path | None, environ: dict[str, str] | None = None) -> list[str]:
@@ -87,12 +142,11 @@ def _starts_with_path(line: str, path: str) -> bool:
 # --- fixture files ---------------------------------------------------------------------
 
 
-def test_every_invalid_fixture_is_in_the_table() -> None:
-    on_disk = {p.name for p in INVALID_FILES}
-    assert on_disk == set(INVALID_CASES), (
-        f"not in INVALID_CASES: {sorted(on_disk - set(INVALID_CASES))}; "
-        f"missing files: {sorted(set(INVALID_CASES) - on_disk)}"
-    )
+def test_the_corpus_is_large_and_every_fixture_expects_something() -> None:
+    assert len(CASES) >= 60, len(CASES)
+    assert len([c for c in CASES if c.environ]) >= 15
+    for case in CASES:
+        assert case.expected, f"{case.name} has no `# expect:` line"
 
 
 def test_there_are_valid_fixtures() -> None:
@@ -105,27 +159,46 @@ def test_valid_file_loads(path: Path) -> None:
     assert isinstance(config, Config)
 
 
-@pytest.mark.parametrize("path", INVALID_FILES, ids=lambda p: p.name)
-def test_invalid_file_reports_its_path(path: Path) -> None:
-    expected_path, fragment = INVALID_CASES[path.name]
-    errors = _load_errors(path)
-    if expected_path == FILE:
-        assert len(errors) == 1
-        assert _starts_with_path(errors[0], str(path)), errors
+def _unmatched(expected: tuple[Expected, ...], errors: list[str]) -> list[Expected]:
+    return [e for e in expected if not any(e.matches(line) for line in errors)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_invalid_fixture_reports_exactly_its_errors(case: Case) -> None:
+    """Validation gives the fixture's field errors; the host checks add the others; every
+    error is reported in one pass and nothing else is."""
+    field_errors = [e for e in case.expected if not e.on_host]
+    if field_errors:
+        errors = _load_errors(case.file, case.environ)
+        assert not _unmatched(tuple(field_errors), errors), errors
+        assert len(errors) == len(field_errors), errors
     else:
-        assert any(_starts_with_path(line, expected_path) for line in errors), errors
-    matching = [line for line in errors if fragment in line]
-    assert matching, f"no error mentions {fragment!r}: {errors}"
+        load_config(case.file, environ=case.environ)  # only the host sees what is wrong
+    with pytest.raises(ConfigError) as info:
+        check_config(case.file, environ=case.environ)
+    errors = info.value.errors
+    assert not _unmatched(case.expected, errors), errors
+    assert len(errors) == len(case.expected), errors
 
 
 @pytest.mark.parametrize(
-    "path",
-    [p for p in INVALID_FILES if INVALID_CASES.get(p.name, (FILE,))[0] != FILE],
-    ids=lambda p: p.name,
+    "case", [c for c in CASES if c.file and not c.environ], ids=lambda c: c.name
 )
-def test_validation_error_names_the_file_as_origin(path: Path) -> None:
-    for line in _load_errors(path):
-        assert line.endswith(f"[{path}]"), line
+def test_check_config_command_prints_every_error_and_exits_2(
+    case: Case, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("GPUWATCH_"):
+            monkeypatch.delenv(name)
+    assert case.file is not None
+    code = main(["check-config", str(case.file)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    with pytest.raises(ConfigError) as info:
+        check_config(case.file, environ={})
+    assert err.splitlines() == [f"gpuwatch: {e}" for e in info.value.errors]
+    assert "Traceback" not in err
 
 
 def test_full_file_sets_every_value() -> None:
@@ -365,9 +438,12 @@ def test_render_round_trips_quotes_and_backslashes() -> None:
 
 
 def test_render_round_trips_a_newline_in_a_string_value() -> None:
-    # A TOML file may legally contain `hostname = "a\nb"`; check-config prints the
+    # A label value may legally contain a newline; check-config prints the
     # effective config, which must itself be valid TOML.
-    config = Config(agent=AgentConfig(hostname="a\nb"))
+    source = TokenSourceConfig(
+        name="vllm", url="http://127.0.0.1:8000/metrics", label_matchers={"model": "a\nb"}
+    )
+    config = Config(token_sources=[source])
     text = render_config(config)
     try:
         data = tomllib.loads(text)
@@ -433,26 +509,6 @@ def test_sections_are_frozen() -> None:
 # --- the check-config command ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", INVALID_FILES, ids=lambda p: p.name)
-def test_check_config_invalid_file_exits_2(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["check-config", str(path)])
-    out, err = capsys.readouterr()
-    assert code == 2
-    assert out == ""
-    lines = err.splitlines()
-    assert lines, "check-config printed nothing on stderr"
-    assert all(line.startswith("gpuwatch: ") for line in lines), lines
-    expected_path, _ = INVALID_CASES[path.name]
-    if expected_path == FILE:
-        expected_path = str(path)
-    assert any(line.startswith(f"gpuwatch: {expected_path}: ") for line in lines), lines
-    # Same lines as the library reports (the command reads the real environment).
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    assert lines == [f"gpuwatch: {e}" for e in info.value.errors]
-    assert "Traceback" not in err
-
-
 def test_check_config_reports_every_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -476,12 +532,75 @@ def test_check_config_missing_file_exits_2(
 def test_check_config_valid_file_prints_effective_config(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["check-config", str(path)])
+    # --no-host-checks: full.toml names TLS files that exist on its host, not on this one
+    code = main(["check-config", "--no-host-checks", str(path)])
     out, err = capsys.readouterr()
     assert code == 0
     assert err == ""
     assert out == render_config(load_config(path))
     assert Config.model_validate(tomllib.loads(out)) == load_config(path)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command is missing")
+def test_check_config_passes_on_the_host_that_holds_the_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cert, key, password = tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "password"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "ec",
+            "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key),
+            "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    password.write_text("s3cret\n", encoding="utf-8")
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[agent]\nstate_dir = "{tmp_path / "state"}"\n[billing]\npricing_api = true\n'
+        f'[exporter]\nlisten = "[::1]:0"\ntls_cert_file = "{cert}"\ntls_key_file = "{key}"\n'
+        f'basic_auth_username = "prometheus"\nbasic_auth_password_file = "{password}"\n',
+        encoding="utf-8",
+    )
+    assert check_config(path, environ={}).exporter.listen == "[::1]:0"
+    # the certificate and key must belong together
+    other = tmp_path / "other.pem"
+    other.write_text(cert.read_text(encoding="utf-8").replace("A", "B", 1), encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8").replace(str(cert), str(other)))
+    with pytest.raises(ConfigError) as info:
+        check_config(path, environ={})
+    assert len(info.value.errors) == 1
+    assert info.value.errors[0].startswith("exporter.tls_cert_file: cannot load")
+    assert "s3cret" not in str(info.value)
+
+
+def test_check_config_no_host_checks_skips_only_the_host(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tls_missing = INVALID_DIR / "tls_files_missing.toml"
+    assert main(["check-config", "--no-host-checks", str(tls_missing)]) == 0
+    capsys.readouterr()
+    bad_listen = INVALID_DIR / "listen_ipv4_octet_over_255.toml"
+    assert main(["check-config", "--no-host-checks", str(bad_listen)]) == 2
+
+
+def test_run_rejects_what_check_config_rejects(capsys: pytest.CaptureFixture[str]) -> None:
+    path = INVALID_DIR / "every_section_at_once.toml"
+    assert main(["run", "--config", str(path)]) == 2
+    run_err = capsys.readouterr().err
+    assert main(["check-config", str(path)]) == 2
+    assert capsys.readouterr().err == run_err
+    assert len(run_err.splitlines()) == 5
+
+
+def test_run_blames_a_bad_listen_option_on_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--listen", "gpuwatch-no-such-host.invalid:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuwatch: exporter.listen: gpuwatch-no-such-host.invalid does not ")
+    assert err.endswith("[--listen]\n")
 
 
 def test_check_config_without_file_argument_is_a_usage_error(
@@ -605,3 +724,63 @@ def test_infinite_values_are_rejected(tmp_path: Path) -> None:
     path.write_text("[analysis]\nresolve_after_seconds = inf\n")
     errors = _load_errors(path, {})
     assert any(_starts_with_path(e, "analysis.resolve_after_seconds") for e in errors)
+
+
+# --- every commented example of config.example.toml is valid ---------------------------
+
+_COMMENTED_HEADER = re.compile(r"^# (\[\[?[a-z_.]+\]\]?)\s*$")
+_COMMENTED_OPTION = re.compile(r"^# [a-z_][a-z0-9_]* = ")
+_HEADER = re.compile(r"^\[\[?[a-z_.]+\]\]?\s*$")
+
+
+def _commented_examples(lines: list[str]) -> list[tuple[int, list[int]]]:
+    """(line of the commented header it belongs to, or -1; its option lines) per example:
+    a run of `# key = value` lines, with the `# [header]` above it when that is commented."""
+    examples: list[tuple[int, list[int]]] = []
+    header = -1
+    run: list[int] = []
+    for i, line in enumerate([*lines, ""]):
+        if _COMMENTED_OPTION.match(line):
+            run.append(i)
+            continue
+        if run:
+            examples.append((header, run))
+            run = []
+        if _HEADER.match(line):
+            header = -1
+        elif _COMMENTED_HEADER.match(line):
+            header = i
+    return examples
+
+
+def _uncommented(lines: list[str], numbers: list[int]) -> str:
+    out = list(lines)
+    for n in numbers:
+        out[n] = out[n].removeprefix("# ")
+    return "\n".join(out) + "\n"
+
+
+def test_the_example_has_commented_examples() -> None:
+    examples = _commented_examples(EXAMPLE.read_text(encoding="utf-8").splitlines())
+    assert len(examples) >= 10
+    headers = {EXAMPLE.read_text(encoding="utf-8").splitlines()[h] for h, _ in examples}
+    assert {"# [[workloads]]", "# [[token_sources]]", "# [[billing.static]]"} <= headers
+
+
+@pytest.mark.parametrize(
+    "example",
+    _commented_examples(EXAMPLE.read_text(encoding="utf-8").splitlines()),
+    ids=lambda e: f"line-{e[1][0] + 1}",
+)
+def test_every_commented_example_is_valid_uncommented(
+    example: tuple[int, list[int]], tmp_path: Path
+) -> None:
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    header, options = example
+    path = tmp_path / "example.toml"
+    path.write_text(_uncommented(lines, [*([header] if header >= 0 else []), *options]))
+    try:
+        config = load_config(path, environ={})
+    except ConfigError as exc:
+        pytest.fail(f"lines {options[0] + 1}-{options[-1] + 1} uncommented: {exc}")
+    assert config != Config(), "uncommenting the example changed nothing"

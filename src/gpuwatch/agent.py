@@ -22,13 +22,12 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.alerts import AlertDispatcher, OutboxError, build_dispatcher
 from gpuwatch.alerts.dispatcher import outbox_up_family, slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
-from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
-from gpuwatch.config import Config, parse_listen_address
+from gpuwatch.config import Config
 from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
@@ -48,6 +47,8 @@ from gpuwatch.snapshot import (
 )
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.values import parse_listen_address
+from gpuwatch.workloads import WorkloadDeclaration
 
 log = logging.getLogger(__name__)
 

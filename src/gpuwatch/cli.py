@@ -20,19 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from gpuwatch import __version__
 from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
-from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
-from gpuwatch.config import (
-    Config,
-    ConfigError,
-    load_config,
-    parse_listen_address,
-    render_config,
-    secret_file_problems,
-)
+from gpuwatch.config import Config, ConfigError, load_config, render_config
+from gpuwatch.host_checks import check_config
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import add_tco_parser, run_tco
+from gpuwatch.values import parse_listen_address
+from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:
     from gpuwatch.agent import Agent
@@ -83,8 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--json", action="store_true", help="print JSON (full names)")
 
-    check = commands.add_parser("check-config", help="validate a config file")
+    check = commands.add_parser(
+        "check-config",
+        help="validate a config file and check it against this host, as `run` would",
+    )
     check.add_argument("file", type=Path)
+    check.add_argument(
+        "--no-host-checks",
+        action="store_true",
+        help="check the file alone: not its files, state directory and listen address",
+    )
 
     add_size_parser(commands)
     add_tco_parser(commands)
@@ -97,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "check-config":
-            return _check_config(args.file)
+            return _check_config(args.file, on_host=not args.no_host_checks)
         if args.command == "run":
             return _run(args)
         if args.command == "status":
@@ -121,8 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise AssertionError(args.command)  # argparse only lets known commands through
 
 
-def _check_config(path: Path) -> int:
-    config = load_config(path)
+def _check_config(path: Path, *, on_host: bool) -> int:
+    config = check_config(path, on_host=on_host)
     print(render_config(config), end="")
     return EXIT_OK
 
@@ -163,10 +166,7 @@ def _with_listen(config: Config, listen: str | None) -> Config:
 
 
 def _run(args: argparse.Namespace) -> int:
-    config = _with_listen(load_config(args.config), args.listen)
-    problems = secret_file_problems(config.exporter)
-    if problems:
-        raise ConfigError(problems)
+    config = check_config(args.config, listen=args.listen)
     configure_logging(config.logging.level, config.logging.format)
     nv, clock, workloads = _nvml(args.simulate, args.speed)
     services = _scenario_services(nv, clock) if args.simulate else None

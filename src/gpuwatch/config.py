@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import ssl
 import tomllib
+import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuwatch.alerts.config import AlertsConfig
-from gpuwatch.analysis.declarations import WorkloadDeclaration
-from gpuwatch.analysis.engine import declared_workload
 from gpuwatch.billing import BillingConfig
 from gpuwatch.sizing import (
     CatalogError,
@@ -32,6 +31,8 @@ from gpuwatch.sizing import (
 )
 from gpuwatch.tco import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
+from gpuwatch.values import ConfigPath, Text, parse_listen_address
+from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
@@ -51,27 +52,21 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-def parse_listen_address(value: str) -> tuple[str, int]:
-    """Split `HOST:PORT` (or `[V6]:PORT`) into host and port; raises ValueError."""
-    host, sep, port_text = value.rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} is outside 0-65535")
-    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - an exporter listens on all interfaces by default
-    return host, port
-
-
 class AgentConfig(_Section):
     """[agent]: sampling and local state."""
 
     interval_seconds: float = Field(default=1.0, ge=0.05, le=60.0)
     slow_interval_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
-    state_dir: Path = Path("/var/lib/gpuwatch")
-    hostname: str | None = None
+    state_dir: ConfigPath = Path("/var/lib/gpuwatch")
+    hostname: str | None = Field(default=None, min_length=1, max_length=253)  # data: escaped
     per_process_metrics: bool = False
     nvml_retry_max_seconds: float = Field(default=60.0, ge=1.0, le=3600.0)
+
+    @model_validator(mode="after")
+    def _slow_not_faster(self) -> AgentConfig:
+        if self.slow_interval_seconds < self.interval_seconds:
+            raise ValueError("slow_interval_seconds must not be shorter than interval_seconds")
+        return self
 
 
 class ExporterConfig(_Section):
@@ -79,15 +74,22 @@ class ExporterConfig(_Section):
 
     listen: str = f"0.0.0.0:{DEFAULT_PORT}"
     dcgm_compat: bool = False
-    tls_cert_file: Path | None = None
-    tls_key_file: Path | None = None
-    basic_auth_username: str | None = None
-    basic_auth_password_file: Path | None = None
+    tls_cert_file: ConfigPath | None = None
+    tls_key_file: ConfigPath | None = None
+    basic_auth_username: Text | None = Field(default=None, max_length=128)
+    basic_auth_password_file: ConfigPath | None = None
 
     @field_validator("listen")
     @classmethod
     def _valid_listen(cls, value: str) -> str:
         parse_listen_address(value)
+        return value
+
+    @field_validator("basic_auth_username")
+    @classmethod
+    def _no_colon(cls, value: str | None) -> str | None:
+        if value is not None and ":" in value:
+            raise ValueError("a basic-auth user name cannot contain ':' (RFC 7617)")
         return value
 
     @model_validator(mode="after")
@@ -108,11 +110,20 @@ class AnalysisConfig(_Section):
     noise_floor_ratio: float = Field(default=0.01, ge=0.0, le=1.0)
     underutilized_below_ratio: float = Field(default=0.25, ge=0.0, le=1.0)
     underutilized_hysteresis_ratio: float = Field(default=0.05, ge=0.0, le=1.0)
-    resolve_after_seconds: float = Field(default=60.0, ge=0.0)
+    resolve_after_seconds: float = Field(default=60.0, ge=0.0, le=7 * 86400.0)
     power_veto_watts: float | None = Field(default=None, gt=0.0)
     lookback_seconds: float = Field(default=86400.0, ge=60.0, le=90 * 86400.0)
     headroom_ratio: float = Field(default=0.1, ge=0.0, le=2.0)
     evaluation_interval_seconds: float = Field(default=10.0, ge=1.0, le=3600.0)
+
+    @model_validator(mode="after")
+    def _band_fits(self) -> AnalysisConfig:
+        if self.underutilized_below_ratio + self.underutilized_hysteresis_ratio > 1.0:
+            raise ValueError(
+                "underutilized_below_ratio + underutilized_hysteresis_ratio must not exceed 1 "
+                "(an underutilized GPU could never be busy again)"
+            )
+        return self
 
 
 class SizingConfig(_Section):
@@ -156,92 +167,248 @@ def _parse_env_value(raw: str) -> Any:
         return raw
 
 
-def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
-    """Return `data` with every `GPUWATCH_A__B[__C]=value` set at path a.b[.c].
+def _override_names(environ: Mapping[str, str]) -> list[str]:
+    """The `GPUWATCH_..__..` variables, sorted; others (the webhook URL) are no overrides."""
+    return sorted(n for n in environ if n.startswith(ENV_PREFIX) and "__" in n[len(ENV_PREFIX) :])
 
-    Variables without a double underscore (such as `GPUWATCH_SLACK_WEBHOOK_URL`) are not
-    config overrides and are left alone.
-    """
-    merged: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
-    for name in sorted(environ):
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
-            continue
-        path = [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
-        target = merged
-        for part in path[:-1]:
-            child = target.get(part)
-            if not isinstance(child, dict):
-                child = {}
-                target[part] = child
-            else:
-                child = dict(child)
-                target[part] = child
-            target = child
-        target[path[-1]] = _parse_env_value(environ[name])
-    return merged
+
+def _env_path(name: str) -> list[str]:
+    return [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
 
 
 def env_override_paths(environ: Mapping[str, str]) -> dict[str, str]:
     """Dotted config path -> the `GPUWATCH_...` variable that sets it."""
-    return {
-        ".".join(part.lower() for part in name[len(ENV_PREFIX) :].split("__")): name
-        for name in environ
-        if name.startswith(ENV_PREFIX) and "__" in name
-    }
+    return {".".join(_env_path(name)): name for name in _override_names(environ)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a config path holds: a section model, a list of them, a table or a value."""
+
+    model: type[BaseModel] | None = None
+    is_list: bool = False
+    is_table: bool = False
+
+
+def _shape(annotation: Any) -> _Shape:
+    """The shape of a field from its annotation (`X | None`, `list[X]`, `dict[...]`)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _Shape(model=annotation)
+    if origin is typing.Annotated:
+        return _shape(args[0])
+    if origin is list and args:
+        inner = _shape(args[0])
+        return _Shape(model=inner.model, is_list=inner.model is not None)
+    if origin is dict:
+        return _Shape(is_table=True)
+    if len(args) == 1:  # Optional[X]
+        return _shape(args[0])
+    return _Shape()
+
+
+def _override_problem(parts: list[str], data: Any) -> tuple[str, str] | None:
+    """(dotted path, reason) when an override's path does not fit the config's shape:
+    an unknown section or option, an item index that is not in the file, a key below
+    an option. None when it fits."""
+    if "" in parts:
+        return ".".join(parts), "empty key (two double underscores in a row, or one at an end)"
+    model: type[BaseModel] | None = Config
+    node: Any = data
+    i = 0
+    while i < len(parts):
+        part, here = parts[i], ".".join(parts[: i + 1])
+        if model is None:
+            return here, f"{'.'.join(parts[:i])} is an option, not a section: nothing is below it"
+        field = model.model_fields.get(part)
+        if field is None:
+            kind = "option" if i == len(parts) - 1 else "section"
+            return here, f"unknown {kind} (check the spelling against config.example.toml)"
+        shape = _shape(field.annotation)
+        node = node.get(part) if isinstance(node, dict) else None
+        if shape.is_table and i + 2 < len(parts):
+            return ".".join(parts[: i + 2]), f"{here} is a table of values, not of sections"
+        if shape.is_table:
+            return None
+        if shape.is_list and i + 1 < len(parts):
+            index_text = parts[i + 1]
+            items = node if isinstance(node, list) else []
+            if not index_text.isdigit():
+                return (
+                    f"{here}.{index_text}",
+                    f"{here} is a list: the key after it is an item number (0, 1, ...)",
+                )
+            if int(index_text) >= len(items):
+                return (
+                    f"{here}.{index_text}",
+                    f"no item {int(index_text)}: the file has {len(items)} (an override can "
+                    "change an item, not add one)",
+                )
+            node = items[int(index_text)]
+            i += 1
+        model = shape.model
+        i += 1
+    return None
+
+
+def _apply_one(data: dict[str, Any], parts: list[str], value: Any) -> dict[str, Any]:
+    """`data` with `value` at `parts` (copying what it changes; indexes into lists)."""
+    head, rest = parts[0], parts[1:]
+    merged: Any = dict(data)
+    if not rest:
+        merged[head] = value
+        return dict(merged)
+    child = merged.get(head)
+    if isinstance(child, list) and rest[0].isdigit() and int(rest[0]) < len(child):
+        items = list(child)
+        index = int(rest[0])
+        inner = items[index] if isinstance(items[index], dict) else {}
+        items[index] = _apply_one(inner, rest[1:], value) if rest[1:] else value
+        merged[head] = items
+    else:
+        merged[head] = _apply_one(child if isinstance(child, dict) else {}, rest, value)
+    return dict(merged)
+
+
+def _overrides(
+    data: dict[str, Any], environ: Mapping[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """`data` with every override that fits applied, and one error line per one that
+    does not (blamed on the variable, never on the file)."""
+    merged = data
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for name in _override_names(environ):
+        parts = _env_path(name)
+        dotted = ".".join(parts)
+        if dotted in seen:
+            problems.append(f"{dotted}: set twice, by {seen[dotted]} and by this [{name}]")
+            continue
+        seen[dotted] = name
+        problem = _override_problem(parts, data)
+        if problem is not None:
+            problems.append(f"{problem[0]}: {problem[1]} [{name}]")
+            continue
+        merged = _apply_one(merged, parts, _parse_env_value(environ[name]))
+    return merged, problems
+
+
+def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Return `data` with every `GPUWATCH_A__B[__C]=value` set at path a.b[.c].
+
+    A number after a list names an existing item (`GPUWATCH_TOKEN_SOURCES__0__URL`).
+    Variables without a double underscore (such as `GPUWATCH_SLACK_WEBHOOK_URL`) are not
+    config overrides and are left alone. No check against the config's shape here:
+    `validate_config` reports overrides that do not fit it and leaves them out.
+    """
+    merged = data
+    for name in _override_names(environ):
+        merged = _apply_one(merged, _env_path(name), _parse_env_value(environ[name]))
+    return merged
+
+
+def source_of(path: str, origin: str, env_paths: Mapping[str, str]) -> str:
+    """Who set the option at dotted `path`: the variable that set it, a part of it or a
+    section around it, else `origin` (the file, or "defaults")."""
+    for env_path, var in env_paths.items():
+        if path == env_path or path.startswith(env_path + ".") or env_path.startswith(path + "."):
+            return var
+    return origin
 
 
 def _format_errors(exc: ValidationError, origin: str, env_paths: Mapping[str, str]) -> list[str]:
     lines = []
     for err in exc.errors():
         path = ".".join(str(part) for part in err["loc"]) or "(top level)"
-        source = next(
-            (
-                var
-                for env_path, var in env_paths.items()
-                if path == env_path or path.startswith(env_path + ".")
-            ),
-            origin,
-        )
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown option (check the spelling against config.example.toml)"
-        lines.append(f"{path}: {message} [{source}]")
+        lines.append(f"{path}: {message} [{source_of(path, origin, env_paths)}]")
     return lines
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The outcome of validating a config: every error, and a config to check further.
+
+    `config` holds the valid sections as given and the invalid ones at their defaults;
+    `bad_sections` names the top-level keys that had errors (their checks are skipped).
+    """
+
+    config: Config
+    errors: list[str]
+    bad_sections: frozenset[str]
+    origin: str
+    env_paths: Mapping[str, str]
+
+    def source(self, path: str) -> str:
+        """The file or variable that set the option at dotted `path`."""
+        return source_of(path, self.origin, self.env_paths)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except IsADirectoryError:
+        raise ConfigError([f"{path}: is a directory, not a file"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not UTF-8 text"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{path}: not valid TOML: {exc}"]) from None
+
+
+def validate_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Validation:
+    """Validate the config at `path` (defaults when None) plus env overrides: field
+    errors, override errors and cross-field errors together, each with its dotted path.
+
+    Raises ConfigError only when the file cannot be read or parsed at all.
+    """
+    env = os.environ if environ is None else environ
+    data = {} if path is None else _read_toml(path)
+    origin = "defaults" if path is None else str(path)
+    env_paths = env_override_paths(env)
+    data, errors = _overrides(data, env)
+    bad = {line.split(".", 1)[0].split(":", 1)[0] for line in errors}
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        errors += _format_errors(exc, origin, env_paths)
+        bad |= {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+        if any(not err["loc"] for err in exc.errors()):
+            return Validation(Config(), errors, frozenset(Config.model_fields), origin, env_paths)
+        good = {k: v for k, v in data.items() if k not in bad}
+        config = Config.model_validate(good)
+    for line in reference_problems(config, skip=bad):
+        field = line.split(":", 1)[0]
+        errors.append(f"{line} [{source_of(field, origin, env_paths)}]")
+        bad.add(field.split(".", 1)[0])
+    return Validation(config, errors, frozenset(bad), origin, env_paths)
 
 
 def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Config:
     """Load and validate the config at `path` (defaults when None) plus env overrides.
 
-    Raises ConfigError listing every problem, each with its dotted path.
+    Raises ConfigError listing every problem, each with its dotted path. Checks against
+    this host (files, directories, addresses) are `gpuwatch.host_checks`'s.
     """
-    env = os.environ if environ is None else environ
-    data: dict[str, Any] = {}
-    origin = "defaults"
-    if path is not None:
-        origin = str(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError([f"{path}: no such file"]) from None
-        except OSError as exc:
-            raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
-        except UnicodeDecodeError:
-            raise ConfigError([f"{path}: not UTF-8 text"]) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError([f"{path}: not valid TOML: {exc}"]) from None
-    data = apply_env_overrides(data, env)
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_format_errors(exc, origin, env_override_paths(env))) from None
-    problems = [f"{line} [{origin}]" for line in reference_problems(config)]
-    if problems:
-        raise ConfigError(problems)
-    return config
+    result = validate_config(path, environ)
+    if result.errors:
+        raise ConfigError(result.errors)
+    return result.config
 
 
-def reference_problems(config: Config) -> list[str]:
-    """Cross-field checks: catalogs build, and every declared model or size is known."""
+def reference_problems(config: Config, skip: typing.AbstractSet[str] = frozenset()) -> list[str]:
+    """Cross-field checks: catalogs build, and every declared model or size is known.
+
+    Sections named in `skip` (invalid ones, at their defaults) are not checked.
+    """
+    if "sizing" in skip:
+        return []
     problems = []
     try:
         build_gpu_catalog(config.sizing.gpus)
@@ -252,6 +419,8 @@ def reference_problems(config: Config) -> list[str]:
     except (CatalogError, ValueError) as exc:
         problems.append(f"sizing.models: {exc}")
         return problems
+    if "workloads" in skip:
+        return problems
     for i, declaration in enumerate(config.workloads):
         field = "model" if declaration.model is not None else "params"
         try:
@@ -260,32 +429,6 @@ def reference_problems(config: Config) -> list[str]:
             problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
         except ValueError as exc:
             problems.append(f"workloads.{i}.{field}: {exc}")
-    return problems
-
-
-def secret_file_problems(exporter: ExporterConfig) -> list[str]:
-    """The TLS and basic-auth files can be read and used (checked when the agent starts).
-
-    Not part of `load_config`, so a config can be checked on a machine that does not
-    hold the secrets. Messages name the field, never a file's content.
-    """
-    problems = []
-    if exporter.basic_auth_password_file is not None:
-        try:
-            exporter.basic_auth_password_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            problems.append(f"exporter.basic_auth_password_file: cannot read: {exc.strerror}")
-        except UnicodeDecodeError:
-            problems.append("exporter.basic_auth_password_file: not UTF-8 text")
-    if exporter.tls_cert_file is not None and exporter.tls_key_file is not None:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        try:
-            context.load_cert_chain(str(exporter.tls_cert_file), str(exporter.tls_key_file))
-        except OSError as exc:  # ssl.SSLError is an OSError
-            detail = exc.strerror or getattr(exc, "reason", None) or type(exc).__name__
-            problems.append(
-                f"exporter.tls_cert_file: cannot load the certificate and key: {detail}"
-            )
     return problems
 
 

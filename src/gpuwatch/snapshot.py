@@ -10,6 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+CLOCK_EVENT_REASONS: dict[int, str] = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+"""nvmlClocksEventReason* bits (nvml.h) and the names `GpuSample.throttle_reasons` holds
+(the exporter's `reason` label values)."""
+
 
 @dataclass(frozen=True, slots=True)
 class PodRef:

@@ -7,10 +7,11 @@ This module must not import `gpuwatch.config` (which imports it) nor `slack_sdk`
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gpuwatch.values import ConfigPath, Text
 
 AlertCondition = Literal["idle", "held", "underutilized", "overprovisioned"]
 """A condition worth a Slack message: a waste-analysis state, or overprovisioned."""
@@ -26,14 +27,14 @@ class SlackConfig(BaseModel):
     without removing the secret.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     enabled: bool = True
-    webhook_url_file: Path | None = None
+    webhook_url_file: ConfigPath | None = None
     states: list[AlertCondition] = Field(default_factory=lambda: list(DEFAULT_STATES))
     cooldown_seconds: float = Field(default=3600.0, ge=60.0, le=30 * 86400.0)
     resolve: bool = True
-    mention: str | None = Field(default=None, max_length=200)
+    mention: Text | None = Field(default=None, max_length=200)
     timeout_seconds: float = Field(default=3.0, gt=0.0, le=120.0)  # keeps SIGTERM under 5 s
     max_retries: int = Field(default=5, ge=0, le=20)
     retry_backoff_seconds: float = Field(default=1.0, gt=0.0, le=600.0)
@@ -57,6 +58,6 @@ class SlackConfig(BaseModel):
 class AlertsConfig(BaseModel):
     """[alerts]: alert channels (only Slack so far)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     slack: SlackConfig = SlackConfig()

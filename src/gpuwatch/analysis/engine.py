@@ -18,23 +18,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuwatch.analysis.activity import activity_of
-from gpuwatch.analysis.declarations import WorkloadDeclaration, find_declaration
 from gpuwatch.analysis.rolling import BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
 from gpuwatch.sizing import (
     GpuCatalog,
     GpuSpec,
-    Mode,
     ModelCatalog,
-    ModelSpec,
-    Precision,
     Workload,
     cheapest_fitting,
     decode_tokens_per_second,
     memory_requirement,
-    parse_param_count,
 )
 from gpuwatch.snapshot import GpuSample, GpuVerdict, Recommendation
+from gpuwatch.workloads import WorkloadDeclaration, declared_workload, find_declaration
 
 if TYPE_CHECKING:
     from gpuwatch.config import AnalysisConfig
@@ -64,22 +60,6 @@ def analysis_settings(config: AnalysisConfig) -> AnalysisSettings:
         lookback_seconds=config.lookback_seconds,
         headroom_ratio=config.headroom_ratio,
         evaluation_interval_seconds=config.evaluation_interval_seconds,
-    )
-
-
-def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:
-    """The sizing model's `Workload` for a declaration (raises ValueError/KeyError)."""
-    model: ModelSpec | int = (
-        models.get(declaration.model)
-        if declaration.model is not None
-        else parse_param_count(str(declaration.params))
-    )
-    return Workload(
-        model=model,
-        mode=Mode(declaration.mode),
-        precision=None if declaration.precision is None else Precision(declaration.precision),
-        context_tokens=declaration.context,
-        batch=declaration.batch,
     )
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from typing import Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gpuwatch.values import Text, check_http_url
 
 INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
 """An EC2 instance type such as ``p5.48xlarge`` or ``g6e.xlarge``."""
@@ -44,10 +45,10 @@ class StaticPrice(BaseModel):
     (e.g. a spot price for spot instances).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    host: str | None = Field(default=None, min_length=1, max_length=253)
-    gpu_model: str | None = Field(default=None, min_length=1, max_length=128)
+    host: Text | None = Field(default=None, min_length=1, max_length=253)
+    gpu_model: Text | None = Field(default=None, min_length=1, max_length=128)
     instance_type: str | None = Field(default=None, pattern=INSTANCE_TYPE_PATTERN, max_length=64)
     usd_per_hour: float = Field(gt=0.0, le=100_000.0)
     per_gpu: bool = False
@@ -71,7 +72,7 @@ class BillingConfig(BaseModel):
     (on-demand list price), the sizing catalog's reference price. See docs/billing.md.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # instance identity
     imds: bool = False
@@ -96,11 +97,7 @@ class BillingConfig(BaseModel):
     @field_validator("imds_endpoint")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("imds_endpoint must be an http:// URL such as http://169.254.169.254")
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise ValueError("imds_endpoint is scheme://host[:port] without a path")
+        check_http_url(value, path_allowed=False)
         return value.rstrip("/")
 
     @field_validator("cost_allocation_tags")

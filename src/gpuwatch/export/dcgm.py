@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.nvml.parse import MIB
 from gpuwatch.snapshot import FleetSnapshot, GpuSample
+from gpuwatch.units import MIB
 
 DCGM_LABELS = (
     "gpu",

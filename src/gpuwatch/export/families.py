@@ -15,8 +15,13 @@ from prometheus_client.metrics_core import Metric
 
 from gpuwatch import __version__
 from gpuwatch.analysis.activity import activity_source
-from gpuwatch.nvml.parse import CLOCK_EVENT_REASONS
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, MigInstanceSample, ProcessSample
+from gpuwatch.snapshot import (
+    CLOCK_EVENT_REASONS,
+    FleetSnapshot,
+    GpuSample,
+    MigInstanceSample,
+    ProcessSample,
+)
 
 GPU_LABELS = ("gpu", "uuid")
 POD_LABELS = ("namespace", "pod", "container")

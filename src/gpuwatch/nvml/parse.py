@@ -11,21 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MIB = 1024 * 1024
-KIB = 1024
-
-# nvmlClocksEventReason* bits (nvml.h); names are the metric's `reason` label values.
-CLOCK_EVENT_REASONS: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
+from gpuwatch.snapshot import CLOCK_EVENT_REASONS
+from gpuwatch.units import KIB, MIB
 
 
 def decode_clock_event_reasons(mask: int) -> tuple[str, ...]:

@@ -162,11 +162,11 @@ from pydantic import (
     model_validator,
 )
 
-from gpuwatch.analysis.declarations import WorkloadDeclaration
 from gpuwatch.billing import StaticPrice
 from gpuwatch.simulate.faults import Faults
 from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
 from gpuwatch.simulate.timeline import Activity
+from gpuwatch.workloads import WorkloadDeclaration
 
 
 class ScenarioError(ValueError):

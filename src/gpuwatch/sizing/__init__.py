@@ -56,7 +56,8 @@ from gpuwatch.sizing.throughput import (
     tokens_per_second,
     training_tokens_per_second,
 )
-from gpuwatch.sizing.units import GB, GIB, parse_param_count
+from gpuwatch.sizing.units import GB, parse_param_count
+from gpuwatch.units import GIB
 
 __all__ = [
     "DEFAULT_BANDWIDTH_EFFICIENCY",

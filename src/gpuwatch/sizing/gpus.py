@@ -85,7 +85,7 @@ class GpuCatalogEntry(BaseModel):
     figure's name to where it comes from.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=64)
     tier: Tier | None = None

@@ -123,7 +123,7 @@ class ModelCatalogEntry(BaseModel):
     `ModelSpec`'s documented defaults (and the output says so).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^\S+$")
     parameters: int = Field(gt=0)

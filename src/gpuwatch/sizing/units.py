@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from gpuwatch.units import GIB
+
 GB = 10**9
 """One decimal gigabyte in bytes: the unit of datasheets, price lists and the seeds."""
 
-GIB = 2**30
-"""One binary gibibyte in bytes: what NVML-derived tools print as "GB"."""
 
 TERA = 10**12
 """TFLOPS to FLOP/s, TB/s to bytes/s."""

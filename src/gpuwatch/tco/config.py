@@ -41,7 +41,7 @@ class RentVsBuyConfig(BaseModel):
     bare card against a bare card).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     purchase_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
     rent_usd_per_hour: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)

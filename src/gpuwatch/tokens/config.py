@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gpuwatch.values import check_http_url
 
 ServerKind = Literal["vllm", "sglang", "llamacpp", "tgi", "custom"]
 TokenKind = Literal["prompt", "generation"]
@@ -44,9 +45,9 @@ class TokenSourceConfig(BaseModel):
     time included, is charged to this source's tokens.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    name: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=100)  # data: escaped where shown
     """The `source` label of the exported series."""
     url: str
     """The server's /metrics URL (http or https)."""
@@ -64,11 +65,7 @@ class TokenSourceConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("credentials in the URL are not supported")
+        check_http_url(url)
         return url
 
     @field_validator("prompt_metric", "generation_metric")

@@ -1,6 +1,9 @@
 """Workload declarations: what runs on a GPU, so the sizing model can say what it needs.
 
-Declared in the config (`[[workloads]]`) or in a simulated scenario. A declaration
+Declared in the config (`[[workloads]]`) or in a simulated scenario; `declared_workload`
+turns one into the sizing model's `Workload`. The config (which validates declarations
+against the model catalog) and the analysis (which sizes them) both import this module;
+it imports neither of them, only the sizing model and the snapshot. A declaration
 matches a GPU by index, uuid, or a glob on a process name (Kubernetes namespace/pod
 patterns come with attribution), and names the model (a catalog name or a parameter
 count), precision, mode, the longest context and the largest batch it serves.
@@ -11,9 +14,13 @@ from __future__ import annotations
 import fnmatch
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuwatch.sizing import Mode as SizingMode
+from gpuwatch.sizing import ModelCatalog, ModelSpec, Workload, parse_param_count
+from gpuwatch.sizing import Precision as SizingPrecision
 from gpuwatch.snapshot import GpuSample
+from gpuwatch.values import Text
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 Mode = Literal["inference", "train", "lora", "qlora"]
@@ -22,17 +29,24 @@ Mode = Literal["inference", "train", "lora", "qlora"]
 class WorkloadDeclaration(BaseModel):
     """One `[[workloads]]` entry."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    gpu_index: int | None = Field(default=None, ge=0)
-    gpu_uuid: str | None = None
-    process_name: str | None = None  # glob, e.g. "*vllm*"
-    model: str | None = None  # a model catalog name, e.g. "llama-3.1-8b"
+    gpu_index: int | None = Field(default=None, ge=0, le=1023)
+    gpu_uuid: str | None = Field(default=None, pattern=r"^(GPU|MIG)-[0-9a-fA-F-]+$")
+    process_name: Text | None = Field(default=None, max_length=256)  # glob
+    model: Text | None = None  # a catalog name: "llama-3.1-8b"
     params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
     precision: Precision | None = None  # None: the mode's default (fp16 inference, ...)
     mode: Mode = "inference"
-    context: int = Field(default=4096, ge=1)  # tokens
-    batch: int = Field(default=1, ge=1)  # concurrent sequences
+    context: int = Field(default=4096, ge=1, le=100_000_000)  # tokens
+    batch: int = Field(default=1, ge=1, le=1_000_000)  # concurrent sequences
+
+    @field_validator("params")
+    @classmethod
+    def _param_count(cls, value: str | float | None) -> str | float | None:
+        if value is not None and parse_param_count(str(value)) <= 0:
+            raise ValueError("a parameter count must be positive")
+        return value
 
     @model_validator(mode="after")
     def _complete(self) -> WorkloadDeclaration:
@@ -65,3 +79,23 @@ def find_declaration(
 ) -> WorkloadDeclaration | None:
     """The first declaration that matches the GPU (config order, scenario ones last)."""
     return next((d for d in declarations if d.matches(gpu)), None)
+
+
+def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) -> Workload:
+    """The sizing model's `Workload` for a declaration.
+
+    Raises UnknownModelError (a KeyError) for a model name not in `models`, ValueError
+    for a parameter count that does not parse.
+    """
+    model: ModelSpec | int = (
+        models.get(declaration.model)
+        if declaration.model is not None
+        else parse_param_count(str(declaration.params))
+    )
+    return Workload(
+        model=model,
+        mode=SizingMode(declaration.mode),
+        precision=None if declaration.precision is None else SizingPrecision(declaration.precision),
+        context_tokens=declaration.context,
+        batch=declaration.batch,
+    )

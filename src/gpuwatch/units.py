@@ -1,0 +1,17 @@
+"""Byte units shared by the layers: the NVML adapter, the simulator and the exporters.
+
+A neutral module (it imports nothing of gpuwatch), so that a consumer such as the
+exporter need not import the NVML adapter for a constant. The sizing model's decimal
+units (GB, TERA) and parameter-count parsing live in `gpuwatch.sizing.units`.
+"""
+
+from __future__ import annotations
+
+KIB = 1024
+"""One kibibyte in bytes: NVML's field values for NVLink and PCIe throughput."""
+
+MIB = 1024 * 1024
+"""One mebibyte in bytes: what NVML, nvidia-smi and dcgm-exporter call "MB"."""
+
+GIB = 1024 * 1024 * 1024
+"""One gibibyte in bytes: what NVML-derived tools print as "GB"."""
