@@ -31,6 +31,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pynvml
@@ -87,6 +88,14 @@ def _raise(code: int) -> NoReturn:
     raise pynvml.NVMLError(code)
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A call the stand-in refused as misuse: the caller's bug, not the device's state."""
+
+    function: str
+    reason: str
+
+
 def _missing(name: str) -> Callable[..., NoReturn]:
     def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
         raise pynvml.NVMLError_FunctionNotFound()
@@ -136,6 +145,8 @@ class SimulatedNvml:
         self._process_names = {p.pid: p for d in self._devices for p in d.all_processes()}
         self._gpm = GpmSamples()
         self._events = EventSets(self._faults.xids)
+        self.refusals: list[Refusal] = []
+        """Every call refused as misuse (InvalidArgument, ArgumentVersionMismatch), in order."""
 
     # -- module-like fallback ------------------------------------------------------------
 
@@ -177,13 +188,20 @@ class SimulatedNvml:
             _raise(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
         return t
 
-    def _resolve(self, handle: Any) -> Target:
+    def _refuse(
+        self, function: str, reason: str, code: int = pynvml.NVML_ERROR_INVALID_ARGUMENT
+    ) -> NoReturn:
+        """Record a misuse in `refusals` and raise its error (InvalidArgument by default)."""
+        self.refusals.append(Refusal(function, reason))
+        _raise(code)
+
+    def _resolve(self, handle: Any, function: str = "") -> Target:
         try:
             target = self._targets.get(ctypes.addressof(handle.contents))
         except (AttributeError, ValueError, TypeError):
             target = None
         if target is None:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            self._refuse(function, "not a device handle")
         return target
 
     def _target(
@@ -191,7 +209,7 @@ class SimulatedNvml:
     ) -> tuple[Target, float]:
         """Checks for a device call; returns the device (or MIG device) and the time."""
         t = self._gate(name, symbol)
-        target = self._resolve(handle)
+        target = self._resolve(handle, name)
         gpu = target.gpu_index
         lost = self._faults.device_error(gpu, t)
         if lost is not None:
@@ -887,17 +905,19 @@ class SimulatedNvml:
         try:
             self._gpm.record(sample, source, nvlink, t)
         except InvalidSampleError:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            self._refuse("nvmlGpmSampleGet", "not an allocated GPM sample buffer")
 
     def nvmlGpmMetricsGet(self, metricsGet: Any) -> Any:
         """Fill `metricsGet.metrics[:numMetrics]` from its two samples; returns it."""
         self._system("nvmlGpmMetricsGet")
+        name = "nvmlGpmMetricsGet"
         if metricsGet.version != pynvml.NVML_GPM_METRICS_GET_VERSION:
-            _raise(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            self._refuse(name, "version", pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         if not 0 < metricsGet.numMetrics <= pynvml.NVML_GPM_METRIC_MAX:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        if not self._gpm.fill(metricsGet):
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            self._refuse(name, f"numMetrics {metricsGet.numMetrics}")
+        why = self._gpm.fill(metricsGet)
+        if why is not None:
+            self._refuse(name, why)
         return metricsGet
 
 
