@@ -471,7 +471,10 @@ class NvmlDevice:
         remapped = self._optional("remapped_rows", nv.nvmlDeviceGetRemappedRows, h)
         mig_mode = self._optional("mig_mode", nv.nvmlDeviceGetMigMode, h)
         limit_mw = self._optional("power_limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
-        mig_enabled = None if mig_mode is None else bool(mig_mode[0])
+        mig_enabled = None if mig_mode is None else bool(mig_mode[0])  # current, not pending
+        was = self.slow.mig_enabled
+        if mig_enabled is not None and was is not None and mig_enabled != was:
+            self._mig_mode_changed(mig_enabled)
         self.slow = SlowReadings(
             pcie_tx_bytes_per_second=pcie_tx,
             pcie_rx_bytes_per_second=pcie_rx,
@@ -485,6 +488,14 @@ class NvmlDevice:
             mig_devices=self._read_mig_layout() if mig_enabled else (),
             power_limit_watts=None if limit_mw is None else parse.milliwatts_to_watts(limit_mw),
         )
+
+    def _mig_mode_changed(self, enabled: bool) -> None:
+        """MIG went on or off: what this GPU cannot answer changes, so ask everything again."""
+        log.info("GPU %d: MIG mode is now %s", self.index, "on" if enabled else "off")
+        self.unsupported.clear()
+        for buffers in self._mig_gpm.values():
+            buffers.free()
+        self._mig_gpm = {}
 
     def _read_mig_layout(self) -> tuple[MigDevice, ...]:
         nv, h = self._nv, self.handle

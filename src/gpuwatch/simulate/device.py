@@ -34,6 +34,8 @@ MIG_BASE_USED_BYTES = 13 * MIB
 """`used` of an empty MIG device."""
 PROCESS_SAMPLE_PERIOD_S = 1.0
 """The driver records one process-utilization sample per process every second."""
+PROCESS_SAMPLE_BUFFER = 120
+"""Process-utilization samples the driver keeps (the last 120 s at one per second)."""
 UNCORRECTED_ECC_XIDS = frozenset({48, 94, 95})
 """XIDs that count as an uncorrectable ECC error (and a pending row remap)."""
 _DGX_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
@@ -130,6 +132,35 @@ def process_utilization(
         if sm > 0 or mem > 0:
             samples.append(ProcessUtilization(proc.pid, tick, min(sm, 100), min(mem, 100)))
     return samples
+
+
+def process_utilization_since(
+    processes: tuple[SimProcess, ...], source: ActivitySource, first: int, now: float
+) -> list[ProcessUtilization]:
+    """What the driver answers at `now` (scenario s) for the periods from number `first` on.
+
+    Period k ends at k * `PROCESS_SAMPLE_PERIOD_S`. One entry per process active in
+    one of the periods `first`..now (at most `PROCESS_SAMPLE_BUFFER` back): its SM and
+    memory percentages averaged over all those periods (idle ones count as 0), stamped
+    with its newest active period. `first` 1 averages the whole buffer, as NVML does
+    for lastSeenTimeStamp 0.
+    """
+    newest = math.floor(now / PROCESS_SAMPLE_PERIOD_S)
+    first = max(first, 1, newest - PROCESS_SAMPLE_BUFFER + 1)
+    periods = newest - first + 1
+    if periods <= 0:
+        return []
+    totals: dict[int, list[float]] = {}
+    for k in range(first, newest + 1):
+        for sample in process_utilization(processes, source, k * PROCESS_SAMPLE_PERIOD_S):
+            entry = totals.setdefault(sample.pid, [0.0, 0.0, 0.0])
+            entry[0] += sample.sm_percent
+            entry[1] += sample.mem_percent
+            entry[2] = sample.tick
+    return [
+        ProcessUtilization(pid, tick, round(sm / periods), round(mem / periods))
+        for pid, (sm, mem, tick) in totals.items()
+    ]
 
 
 class _Readable:
@@ -239,13 +270,19 @@ class GpuDevice(_Readable):
         self.seed = stable_seed(scenario.name, scenario.seed, "gpu", index)
         self.jitter = config.activity.jitter
         self.usable_bytes = preset.memory_bytes - preset.reserved_bytes
-        self.mig_enabled = config.mig_enabled
+        reversed_minor = len(scenario.gpus) - 1 - index  # the kernel enumerated in reverse
+        self.minor_number = reversed_minor if config.minor_number is None else config.minor_number
+        self.mig_changes = config.mig_changes
+        self._mig_initial = config.mig_enabled
         self.mig = [MigDevice(self, k, m) for k, m in enumerate(config.mig)]
         self.processes = _processes(config.processes, self.usable_bytes)
-        if self.mig_enabled:
-            self.source: ActivitySource = Aggregate([(m.source, m.slices / 7) for m in self.mig])
-        else:
-            self.source = Timeline(config.activity, self.seed)
+        mig_source = Aggregate([(m.source, m.slices / 7) for m in self.mig])
+        plain_source = Timeline(config.activity, self.seed)
+        self.source: ActivitySource = (
+            _MigSwitch(self, plain_source, mig_source)
+            if self.mig_changes
+            else (mig_source if self._mig_initial else plain_source)
+        )
         self.ecc_base = config.ecc_errors
         self.ecc_xid_times = sorted(
             x.at for x in faults.xids if x.gpu == index and x.xid in UNCORRECTED_ECC_XIDS
@@ -260,6 +297,26 @@ class GpuDevice(_Readable):
     def gpu_index(self) -> int:
         """This GPU's index."""
         return self.index
+
+    def mig_current(self, t: float) -> bool:
+        """The MIG mode in force at `t`: the initial one, then each change once applied."""
+        mode = self._mig_initial
+        for change in self.mig_changes:
+            if change.applied is not None and change.applied <= t:
+                mode = change.enabled
+        return mode
+
+    def mig_pending(self, t: float) -> bool:
+        """The MIG mode last set at or before `t` (the current one when none was set)."""
+        mode = self.mig_current(t)
+        for change in self.mig_changes:
+            if change.at <= t and (change.applied is None or change.applied > t):
+                mode = change.enabled
+        return mode
+
+    def mig_change_times(self) -> list[float]:
+        """Times at which the current MIG mode may flip."""
+        return sorted(c.applied for c in self.mig_changes if c.applied is not None)
 
     # -- power, temperature, clocks ----------------------------------------------------
 
@@ -335,22 +392,51 @@ class GpuDevice(_Readable):
     # -- memory and processes ------------------------------------------------------------
 
     def memory(self, t: float) -> tuple[int, int, int]:
-        """(total, reserved, used) in bytes; v2 semantics (used excludes reserved)."""
-        if self.mig_enabled:
+        """(total, reserved, used) in bytes of the whole GPU; v2 semantics.
+
+        `used` excludes reserved; with MIG on it is every MIG device's used memory.
+        """
+        if self.mig_current(t):
             used = BASE_USED_BYTES + sum(m.memory(t)[2] for m in self.mig)
         else:
             used = BASE_USED_BYTES + sum(p.memory_bytes for p in self.processes if p.running(t))
         return self.preset.memory_bytes, self.preset.reserved_bytes, used
 
-    def all_processes(self) -> tuple[SimProcess, ...]:
-        """Every process of this GPU, MIG devices' included."""
-        if not self.mig_enabled:
+    def all_processes(self, t: float) -> tuple[SimProcess, ...]:
+        """Every process of this GPU at `t`: the MIG devices' with MIG on, else the GPU's."""
+        if not self.mig_current(t):
             return self.processes
         return tuple(p for m in self.mig for p in m.processes)
+
+    def every_process(self) -> tuple[SimProcess, ...]:
+        """Every process this GPU ever has, in either MIG mode."""
+        return (*self.processes, *(p for m in self.mig for p in m.processes))
 
     def ecc_errors(self, t: float) -> tuple[int, int]:
         """(uncorrected since t = 0, corrected since t = 0) from the scenario's XIDs."""
         return sum(1 for at in self.ecc_xid_times if at <= t), 0
+
+
+class _MigSwitch:
+    """A GPU's activity when its MIG mode changes: its own timeline or its instances'."""
+
+    def __init__(self, gpu: GpuDevice, plain: ActivitySource, mig: ActivitySource) -> None:
+        self._gpu = gpu
+        self._plain = plain
+        self._mig = mig
+        self._times = gpu.mig_change_times()
+
+    def _source(self, t: float) -> ActivitySource:
+        return self._mig if self._gpu.mig_current(t) else self._plain
+
+    def at(self, t: float) -> Act:
+        """The activity of whichever source the mode at `t` selects."""
+        return self._source(t).at(t)
+
+    def next_change(self, t: float) -> float:
+        """The selected source's next change, or the next mode flip if sooner."""
+        flips = [x for x in self._times if x > t]
+        return min(self._source(t).next_change(t), *flips, math.inf)
 
 
 def _step(mhz: float, maximum: int) -> int:

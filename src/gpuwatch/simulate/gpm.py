@@ -5,9 +5,10 @@ A sample is a real `pynvml.c_nvmlGpmSample_t` whose address identifies it here.
 each requested metric with the device's jittered average activity between the two
 samples' times. Like the driver, it computes `sample2 - sample1`: the two must be
 different buffers of the same device, `sample2` taken after `sample1` (later in
-scenario time); anything else is refused (`InvalidSampleError`, InvalidArgument). Modelled metric ids: 1 graphics util, 2 SM util, 3 SM occupancy,
-5 any-tensor util, 10 DRAM bandwidth util (percent 0-100), 20/21 PCIe TX/RX and
-60/61 NVLink RX/TX (MiB/s). Any other id gets nvmlReturn NOT_SUPPORTED.
+scenario time); anything else is refused (InvalidArgument). Modelled metric ids:
+1 graphics util, 2 SM util, 3 SM occupancy, 5 any-tensor util, 10 DRAM bandwidth util
+(percent 0-100), 20/21 PCIe TX/RX and 60/61 NVLink RX/TX (MiB/s). Any other id gets
+nvmlReturn NOT_SUPPORTED.
 """
 
 from __future__ import annotations

@@ -280,6 +280,23 @@ class MigInstanceConfig(_Model):
         return gigabytes * 1000 * MIB - 256 * MIB
 
 
+class MigChange(_Model):
+    """MIG mode set at runtime (`nvidia-smi -mig`): pending from `at`, current from `applied`.
+
+    Without `applied` (no GPU reset yet) the mode stays pending and nothing changes.
+    """
+
+    at: float = Field(ge=0)
+    enabled: bool
+    applied: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MigChange:
+        if self.applied is not None and self.applied < self.at:
+            raise ValueError("applied must not be before at")
+        return self
+
+
 class GpuConfig(_Model):
     """One GPU of the fleet."""
 
@@ -293,6 +310,8 @@ class GpuConfig(_Model):
     ecc_errors: EccCounts = EccCounts()
     mig_mode: bool | None = None
     mig: tuple[MigInstanceConfig, ...] = ()
+    mig_changes: tuple[MigChange, ...] = ()
+    minor_number: int | None = Field(default=None, ge=0, le=255)
     activity: Activity = Activity()
     processes: tuple[ProcessConfig, ...] = ()
 
@@ -376,6 +395,9 @@ def _all_processes(where: str, gpu: GpuConfig) -> Iterator[tuple[str, ProcessCon
 def _gpu_problems(where: str, gpu: GpuConfig) -> Iterator[str]:
     preset = gpu.device
     usable = preset.memory_bytes - preset.reserved_bytes
+    if gpu.mig_changes:
+        yield from _mig_change_problems(where, gpu, usable)
+        return
     if gpu.mig_enabled:
         if preset.mig_max == 0:
             yield f"{where}.mig: {preset.name} has no MIG"
@@ -397,6 +419,21 @@ def _gpu_problems(where: str, gpu: GpuConfig) -> Iterator[str]:
         yield f"{where}.mig: instances listed but mig_mode is false"
     else:
         yield from _memory_problems(where, gpu.processes, usable)
+
+
+def _mig_change_problems(where: str, gpu: GpuConfig, usable: int) -> Iterator[str]:
+    """A GPU whose MIG mode changes: top-level processes run while MIG is off."""
+    if gpu.device.mig_max == 0:
+        yield f"{where}.mig_changes: {gpu.device.name} has no MIG"
+        return
+    times = [c.at for c in gpu.mig_changes]
+    if times != sorted(times):
+        yield f"{where}.mig_changes: list the changes in time order"
+    if len(gpu.mig) > gpu.device.mig_max:
+        yield f"{where}.mig: at most {gpu.device.mig_max} MIG devices"
+    yield from _memory_problems(where, gpu.processes, usable)
+    for k, mig in enumerate(gpu.mig):
+        yield from _memory_problems(f"{where}.mig[{k}]", mig.processes, mig.memory_bytes())
 
 
 def _memory_problems(where: str, processes: Iterable[ProcessConfig], usable: int) -> Iterator[str]:

@@ -16,10 +16,11 @@ Semantics worth knowing (see also the README section of `gpuwatch.simulate.scena
   reserved - used`). An empty GPU has 1 MiB used (v2).
 * Energy (mJ) and NVLink counters (KiB) are exact integrals of the noise-free power
   and rates from t = 0, whatever the query pattern; `timestamp`s are epoch µs.
-* Process utilization: one sample per process per simulated second (at whole scenario
-  seconds, timeStamp = epoch µs). A call returns, for the newest tick newer than
-  `timeStamp`, one sample per process with non-zero SM or memory use over that second;
-  NVMLError_NotFound when there is none.
+* Process utilization: the driver takes one sample per process per simulated second
+  (at whole scenario seconds, timeStamp = epoch µs) and keeps the last 120. A call
+  averages, per process, the samples newer than `lastSeenTimeStamp` (0: the whole
+  buffer, so a caller that never advances it reads stale averages); NotFound when
+  there is none newer.
 * GPM: see `gpuwatch.simulate.gpm`. XID events: see `gpuwatch.simulate.events`.
 """
 
@@ -43,7 +44,7 @@ from gpuwatch.simulate.device import (
     MigDevice,
     SimProcess,
     build_devices,
-    process_utilization,
+    process_utilization_since,
 )
 from gpuwatch.simulate.events import EventSets, InvalidEventSetError
 from gpuwatch.simulate.faults import FaultPlan
@@ -142,7 +143,7 @@ class SimulatedNvml:
                 target.handle_struct = pynvml.struct_c_nvmlDevice_t()
                 self._targets[ctypes.addressof(target.handle_struct)] = target
                 self._by_uuid[target.uuid] = target
-        self._process_names = {p.pid: p for d in self._devices for p in d.all_processes()}
+        self._process_names = {p.pid: p for d in self._devices for p in d.every_process()}
         self._gpm = GpmSamples()
         self._events = EventSets(self._faults.xids)
         self.refusals: list[Refusal] = []
@@ -214,6 +215,8 @@ class SimulatedNvml:
         lost = self._faults.device_error(gpu, t)
         if lost is not None:
             _raise(lost)
+        if isinstance(target, MigDevice) and not target.parent.mig_current(t):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)  # its GPU left MIG mode: a stale handle
         if isinstance(target, MigDevice) and not mig:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         names = (name,) if symbol is None else (name, symbol)
@@ -299,7 +302,7 @@ class SimulatedNvml:
         t = self._system("nvmlSystemGetProcessName")
         proc = self._process_names.get(int(pid))
         alive = proc is not None and any(
-            p.pid == proc.pid and p.running(t) for d in self._devices for p in d.all_processes()
+            p.pid == proc.pid and p.running(t) for d in self._devices for p in d.all_processes(t)
         )
         if proc is None or not alive:
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
@@ -351,9 +354,9 @@ class SimulatedNvml:
         return device.index
 
     def nvmlDeviceGetMinorNumber(self, handle: Any) -> int:
-        """/dev/nvidiaN number (= index here)."""
+        """/dev/nvidiaN number: not the index (default: reversed order; `minor_number`)."""
         device, _ = self._device(handle, "nvmlDeviceGetMinorNumber")
-        return device.index
+        return device.minor_number
 
     def nvmlDeviceGetName(self, handle: Any) -> str:
         """Product name (a MIG device: '<GPU name> MIG <profile>')."""
@@ -465,7 +468,7 @@ class SimulatedNvml:
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
         """`c_nvmlUtilization_t` in percent; NotSupported with MIG on."""
         device, t = self._device(handle, "nvmlDeviceGetUtilizationRates")
-        if device.mig_enabled:
+        if device.mig_current(t):
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         act = device.snapshot(t).act
         rates = pynvml.c_nvmlUtilization_t()
@@ -662,24 +665,25 @@ class SimulatedNvml:
         return device, t
 
     def nvmlDeviceGetMigMode(self, device: Any) -> list[int]:
-        """[current, pending] (NVML_DEVICE_MIG_ENABLE/DISABLE); NotSupported without MIG."""
-        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMigMode")
-        mode = int(
-            pynvml.NVML_DEVICE_MIG_ENABLE if gpu.mig_enabled else pynvml.NVML_DEVICE_MIG_DISABLE
-        )
-        return [mode, mode]
+        """[current, pending] (NVML_DEVICE_MIG_ENABLE/DISABLE); NotSupported without MIG.
+
+        They differ between `nvidia-smi -mig` and the GPU reset that applies it.
+        """
+        gpu, t = self._mig_capable(device, "nvmlDeviceGetMigMode")
+        return [_mig_flag(gpu.mig_current(t)), _mig_flag(gpu.mig_pending(t))]
 
     def nvmlDeviceGetMaxMigDeviceCount(self, device: Any) -> int:
-        """How many MIG devices the GPU can have (7)."""
-        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMaxMigDeviceCount")
-        return gpu.preset.mig_max
+        """How many MIG devices the GPU can have (7); 0 while MIG is off, as in NVML."""
+        gpu, t = self._mig_capable(device, "nvmlDeviceGetMaxMigDeviceCount")
+        return gpu.preset.mig_max if gpu.mig_current(t) else 0
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, device: Any, index: int) -> Any:
-        """The MIG device in slot `index`; NotFound for an empty slot."""
-        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMigDeviceHandleByIndex")
+        """The MIG device in slot `index`; NotFound for an empty slot or with MIG off."""
+        name = "nvmlDeviceGetMigDeviceHandleByIndex"
+        gpu, t = self._mig_capable(device, name)
         if not 0 <= int(index) < gpu.preset.mig_max:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        if not gpu.mig_enabled or int(index) >= len(gpu.mig):
+            self._refuse(name, f"slot {index} of {gpu.preset.mig_max}")
+        if not gpu.mig_current(t) or int(index) >= len(gpu.mig):
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
         return self._handle(gpu.mig[int(index)])
 
@@ -718,7 +722,7 @@ class SimulatedNvml:
         if isinstance(target, MigDevice):
             processes: tuple[SimProcess, ...] = target.processes
         else:
-            processes = target.all_processes()
+            processes = target.all_processes(t)
         result = []
         for proc in processes:
             if proc.kind != kind or not proc.running(t):
@@ -763,32 +767,41 @@ class SimulatedNvml:
         return _version_checked(self.nvmlDeviceGetGraphicsRunningProcesses_v3, handle)
 
     def nvmlDeviceGetProcessUtilization(self, handle: Any, timeStamp: int) -> list[Any]:
-        """`c_nvmlProcessUtilizationSample_t`s of the newest tick after `timeStamp` (µs).
+        """`c_nvmlProcessUtilizationSample_t`s for the periods after `timeStamp` (epoch µs).
 
-        One sample per process active in that second; NotFound when there is none
-        newer; NotSupported with MIG on.
+        Only samples newer than `timeStamp`: one entry per process active since then,
+        averaged over those periods (0 averages the driver's whole buffer, as NVML
+        does); NotFound when there is none newer; NotSupported with MIG on.
         """
         device, t = self._device(handle, "nvmlDeviceGetProcessUtilization")
-        if device.mig_enabled:
+        if device.mig_current(t):
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        tick = math.floor(t / PROCESS_SAMPLE_PERIOD_S) * PROCESS_SAMPLE_PERIOD_S
-        if tick < PROCESS_SAMPLE_PERIOD_S or self._micros(tick) <= int(timeStamp):
-            _raise(pynvml.NVML_ERROR_NOT_FOUND)
-        samples = process_utilization(device.processes, device.source, tick)
+        samples = process_utilization_since(
+            device.processes, device.source, self._first_period_after(int(timeStamp)), t
+        )
         if not samples:
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
-        stamp = self._micros(tick)
         result = []
         for sample in samples:
             entry = pynvml.c_nvmlProcessUtilizationSample_t()
             entry.pid = sample.pid
-            entry.timeStamp = stamp
+            entry.timeStamp = self._micros(sample.tick)
             entry.smUtil = sample.sm_percent
             entry.memUtil = sample.mem_percent
             entry.encUtil = 0
             entry.decUtil = 0
             result.append(entry)
         return result
+
+    def _first_period_after(self, stamp_us: int) -> int:
+        """The first process-sample period whose timeStamp (epoch µs) is after `stamp_us`."""
+        period = PROCESS_SAMPLE_PERIOD_S
+        k = max(math.floor((stamp_us / 1_000_000 - self._start) / period), 0)
+        while self._micros(k * period) <= stamp_us:
+            k += 1
+        while k > 0 and self._micros((k - 1) * period) > stamp_us:
+            k -= 1
+        return k
 
     # -- events ----------------------------------------------------------------------------
 
@@ -896,7 +909,7 @@ class SimulatedNvml:
         if not gpu.preset.gpm:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         found = [m for m in gpu.mig if m.gpu_instance_id == int(gpuInstanceId)]
-        if not gpu.mig_enabled or not found:
+        if not gpu.mig_current(t) or not found:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         self._record(gpmSample, found[0], False, t)
         return gpmSample
@@ -919,6 +932,10 @@ class SimulatedNvml:
         if why is not None:
             self._refuse(name, why)
         return metricsGet
+
+
+def _mig_flag(enabled: bool) -> int:
+    return int(pynvml.NVML_DEVICE_MIG_ENABLE if enabled else pynvml.NVML_DEVICE_MIG_DISABLE)
 
 
 def _version_checked(call: Callable[[Any], list[Any]], handle: Any) -> list[Any]:
