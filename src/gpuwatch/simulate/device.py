@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwatch.simulate.faults import FaultPlan
-from gpuwatch.simulate.noise import hex_digits, signed, stable_seed
+from gpuwatch.simulate.noise import hex_digits, signed, stable_seed, unit
 from gpuwatch.simulate.presets import MIB, DevicePreset
 from gpuwatch.simulate.scenario import GpuConfig, MigInstanceConfig, ProcessConfig, Scenario
 from gpuwatch.simulate.timeline import (
@@ -38,6 +38,9 @@ PROCESS_SAMPLE_BUFFER = 120
 """Process-utilization samples the driver keeps (the last 120 s at one per second)."""
 UNCORRECTED_ECC_XIDS = frozenset({48, 94, 95})
 """XIDs that count as an uncorrectable ECC error (and a pending row remap)."""
+DRIVER_UPTIME_DAYS = (2.0, 30.0)
+"""The driver was loaded this long before scenario time 0 (drawn per GPU): energy starts
+at the idle power times that uptime, a large non-zero count as on a real host."""
 _DGX_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 _IDLE_THRESHOLD = 0.005
 _CLOCK_STEP_MHZ = 15
@@ -106,6 +109,16 @@ def _processes(
     )
 
 
+def memory_busy(dram_bandwidth: float) -> float:
+    """Memory-busy time (utilization.memory, 0-1) for a DRAM bandwidth fraction (GPM id 10).
+
+    Two different measures: the share of time the memory was read or written is well
+    above the share of peak bandwidth used (a memory-bound kernel at 50 % of peak keeps
+    the memory busy ~71 % of the time). Modelled as the square root.
+    """
+    return min(math.sqrt(max(dram_bandwidth, 0.0)), 1.0)
+
+
 def _uuid(prefix: str, *parts: str | int) -> str:
     h = hex_digits(32, *parts)
     return f"{prefix}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
@@ -128,7 +141,7 @@ def process_utilization(
     for proc in alive:
         fraction = proc.share / total_share
         sm = round(100.0 * act.util * fraction)
-        mem = round(100.0 * act.dram * fraction)
+        mem = round(100.0 * memory_busy(act.dram) * fraction)
         if sm > 0 or mem > 0:
             samples.append(ProcessUtilization(proc.pid, tick, min(sm, 100), min(mem, 100)))
     return samples
@@ -290,6 +303,9 @@ class GpuDevice(_Readable):
         self.handle_struct: Any = None
         self._lock = threading.Lock()
         self._snapshot: tuple[float, Snapshot | None] = (-1.0, None)
+        low, high = DRIVER_UPTIME_DAYS
+        uptime_s = (low + (high - low) * unit(self.seed, 0xE4E)) * 86_400
+        self.energy_at_start_mj = int(preset.idle_power_w * uptime_s * 1000)
         self._acc_t = 0.0
         self._acc = [0.0, 0.0, 0.0]  # J, NVLink TX MiB, NVLink RX MiB
 
@@ -374,7 +390,7 @@ class GpuDevice(_Readable):
     # -- counters --------------------------------------------------------------------
 
     def counters(self, t: float) -> tuple[int, int, int]:
-        """(energy mJ, NVLink TX KiB, NVLink RX KiB) accumulated from t = 0 to `t`."""
+        """(energy mJ since driver load, NVLink TX KiB, NVLink RX KiB from t = 0) at `t`."""
         with self._lock:
             if t > self._acc_t:
                 step = integrate(
@@ -387,7 +403,8 @@ class GpuDevice(_Readable):
                     self._acc[i] += step[i]
                 self._acc_t = t
             joules, tx_mib, rx_mib = self._acc
-        return int(joules * 1000), int(tx_mib * 1024), int(rx_mib * 1024)
+        energy = self.energy_at_start_mj + int(joules * 1000)
+        return energy, int(tx_mib * 1024), int(rx_mib * 1024)
 
     # -- memory and processes ------------------------------------------------------------
 

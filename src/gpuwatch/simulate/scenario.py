@@ -26,7 +26,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     [[gpus]]                           # one table per GPU, in index order
     preset = "h100-sxm"                # a key of presets.toml (`PRESETS`)
     # Identity is derived from the scenario name and index unless overridden:
-    # uuid = "GPU-...", serial = "1654...", pci_bus_id = "00000000:18:00.0"
+    # uuid = "GPU-...", serial = "1654...", pci_bus_id = "00000000:18:00.0",
+    # minor_number = 3 (/dev/nvidia3; default: the indexes in reverse order)
     power_limit_w = 700                # enforced limit (default: the preset's)
     ecc_errors = { corrected = 0, uncorrected = 0 }   # aggregate counts at t = 0
 
@@ -39,7 +40,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     sm = 0.9                           # GPM SM active
     occupancy = 0.5                    # GPM SM occupancy
     tensor = 0.6                       # GPM tensor active
-    dram = 0.5                         # GPM DRAM bandwidth (and utilization .memory)
+    dram = 0.5                         # GPM DRAM bandwidth; utilization .memory (busy
+                                       # time) is its square root, a different measure
     pcie_tx_mib_s = 600
     pcie_rx_mib_s = 2400
     nvlink_tx_mib_s = 1500
@@ -85,6 +87,11 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     name = "python3 finetune.py"
     memory = "30 GiB"
 
+    [[gpus.mig_changes]]               # MIG mode set at runtime (nvidia-smi -mig): the
+    at = 600                           # pending mode from `at`, the current one from
+    enabled = false                    # `applied` (a GPU reset; omit: stays pending).
+    applied = 660                      # With changes, gpus.processes run while MIG is off
+
     [faults]                           # all optional
     function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]   # C symbols the driver lacks
 
@@ -97,6 +104,13 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     gpu = 1                            # omit for every GPU and the system calls
     functions = ["nvmlDeviceGetTotalEnergyConsumption"]
     start = 0                          # optional window; end = ... too
+
+    [[faults.errors]]                  # any NVML error, with the keys of not_supported:
+    error = "timeout"                  # NVML_ERROR_<NAME> in lower case: unknown,
+    functions = ["nvmlDeviceGetPowerUsage"]   # gpu_is_lost, timeout, not_found,
+    gpu = 1                            # insufficient_power, reset_required, ...
+    start = 30
+    end = 40
 
     [[faults.slow_calls]]              # the call sleeps (injected `sleep`) this long
     function = "nvmlDeviceGetPcieThroughput"

@@ -14,8 +14,10 @@ Semantics worth knowing (see also the README section of `gpuwatch.simulate.scena
 
 * Memory v1 `used` includes `reserved`; v2 `used` excludes it (`free = total -
   reserved - used`). An empty GPU has 1 MiB used (v2).
-* Energy (mJ) and NVLink counters (KiB) are exact integrals of the noise-free power
-  and rates from t = 0, whatever the query pattern; `timestamp`s are epoch µs.
+* Energy (mJ) counts from driver load: it starts at a large non-zero value (idle
+  power over 2-30 days of uptime), then adds the exact integral of the noise-free
+  power; NVLink counters (KiB) integrate their rates from t = 0, whatever the query
+  pattern; `timestamp`s are epoch µs.
 * Process utilization: the driver takes one sample per process per simulated second
   (at whole scenario seconds, timeStamp = epoch µs) and keeps the last 120. A call
   averages, per process, the samples newer than `lastSeenTimeStamp` (0: the whole
@@ -44,6 +46,7 @@ from gpuwatch.simulate.device import (
     MigDevice,
     SimProcess,
     build_devices,
+    memory_busy,
     process_utilization_since,
 )
 from gpuwatch.simulate.events import EventSets, InvalidEventSetError
@@ -466,14 +469,14 @@ class SimulatedNvml:
     # -- activity, power, temperature, clocks --------------------------------------------------
 
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
-        """`c_nvmlUtilization_t` in percent; NotSupported with MIG on."""
+        """`c_nvmlUtilization_t` in percent (memory: busy time); NotSupported with MIG on."""
         device, t = self._device(handle, "nvmlDeviceGetUtilizationRates")
         if device.mig_current(t):
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         act = device.snapshot(t).act
         rates = pynvml.c_nvmlUtilization_t()
         rates.gpu = round(100 * act.util)
-        rates.memory = round(100 * act.dram)
+        rates.memory = round(100 * memory_busy(act.dram))  # not GPM's DRAM bandwidth
         return rates
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
@@ -503,7 +506,7 @@ class SimulatedNvml:
         return [round(preset.power_min_limit_w * 1000), round(preset.power_limit_w * 1000)]
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
-        """Energy in mJ since scenario start: ∫ power dt, exact and monotonic."""
+        """Energy in mJ since driver load: a large start value + ∫ power dt from t = 0."""
         device, t = self._device(handle, "nvmlDeviceGetTotalEnergyConsumption")
         return device.counters(t)[0]
 
