@@ -72,7 +72,7 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
 
     [[gpus]]                           # MIG (A100, H100, H200): instances carry the
     preset = "a100-sxm4-80gb"          # activity and processes; mig_mode = true with
-                                       # no instances is MIG on and empty
+    mig_mode = true                    # no instances is MIG on and empty
     [[gpus.mig]]
     profile = "3g.40gb"                # "<slices>g.<GB>gb"; memory defaults from it
     gpu_instance_id = 2                # default: position + 1
@@ -90,7 +90,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     [[gpus.mig_changes]]               # MIG mode set at runtime (nvidia-smi -mig): the
     at = 600                           # pending mode from `at`, the current one from
     enabled = false                    # `applied` (a GPU reset; omit: stays pending).
-    applied = 660                      # With changes, gpus.processes run while MIG is off
+    applied = 660                      # With changes, MIG starts as mig_mode (default
+                                       # off) and gpus.processes run while it is off
 
     [faults]                           # all optional
     function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]   # C symbols the driver lacks
@@ -343,8 +344,10 @@ class GpuConfig(_Model):
 
     @property
     def mig_enabled(self) -> bool:
-        """MIG mode: `mig_mode`, else on exactly when instances are listed."""
-        return bool(self.mig) if self.mig_mode is None else self.mig_mode
+        """MIG mode at start: `mig_mode`, else off with `mig_changes`, else on with instances."""
+        if self.mig_mode is not None:
+            return self.mig_mode
+        return False if self.mig_changes else bool(self.mig)
 
 
 class SimulatedTokenServer(_Model):
