@@ -836,8 +836,12 @@ class SimulatedNvml:
         nothing became due.
         """
         remaining = max(int(timeoutms), 0) / 1000.0
+        names = ("nvmlEventSetWait", "nvmlEventSetWait_v2")
         while True:
-            self._gate("nvmlEventSetWait", "nvmlEventSetWait_v2")
+            t = self._gate(*names)
+            code = self._faults.call_error(None, names, t)
+            if code is not None:
+                _raise(code)
             try:
                 xid = self._events.take_due(eventSet, self.scenario_time())
             except InvalidEventSetError:
