@@ -17,6 +17,7 @@ from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.snapshot import GpuSample
+from tests.test_nvml_sampler import CountingNvml
 
 START = 1_767_225_600.0  # ManualClock's default start (epoch s)
 MIB = 1024**2
@@ -246,7 +247,6 @@ def test_the_xid_collector_is_unhealthy_once_the_event_wait_fails(
     assert gpus[0].up
 
 
-
 SLOW_FAILS = """
 name = "slow-fails"
 [[gpus]]
@@ -277,3 +277,35 @@ def test_a_failed_slow_pass_exports_no_stale_values(
     assert back.up
     assert back.ecc_uncorrected_errors_total is None  # unknown until the next slow pass
     assert back.remapped_rows_pending is None
+
+
+MIG_MODE_FLAKY = """
+name = "mig-mode-flaky"
+[[gpus]]
+preset = "h100-sxm"
+[[faults.not_supported]]
+functions = ["nvmlDeviceGetTotalEnergyConsumption"]
+[[faults.errors]]
+error = "timeout"
+functions = ["nvmlDeviceGetMigMode"]
+start = 3
+end = 6
+"""
+
+
+def test_a_failed_mig_mode_read_is_not_a_mode_change(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    """Kills the generic mutant that reads an unknown MIG mode as a change."""
+    clock = ManualClock()
+    nv = CountingNvml(SimulatedNvml(load_scenario(write_scenario(MIG_MODE_FLAKY)), clock=clock))
+    sampler = NvmlSampler(nv, clock)
+    sampler.open()
+    try:
+        for second in range(1, 10):
+            tick_to(sampler, clock, second)
+            sampler.sample_slow()
+    finally:
+        sampler.close()
+    # NotSupported, asked once: a MIG mode that could not be read is not a change
+    assert nv.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1

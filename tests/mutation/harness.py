@@ -92,15 +92,26 @@ def _token_mutants(path: Path) -> list[Mutant]:
         if token.string in ("is", "in") and line[token.end[1] :].startswith(" not"):
             continue
         new_line = line[:col] + _SWAPS[token.string] + line[token.end[1] :]
+        try:  # `for x not in y` and the like: not a mutant, a syntax error
+            compile("".join([*lines[: row - 1], new_line, *lines[row:]]), relative, "exec")
+        except SyntaxError:
+            continue
         name = f"{relative}:{row}:{token.string}->{_SWAPS[token.string]}"
-        found.append(Mutant(name, relative, line, new_line))
+        found.append(Mutant(name, relative, line, new_line, line=row))
     return found
 
 
 def apply(mutant: Mutant, root: Path) -> bool:
-    """Patch the copy under `root`; False when `old` does not occur exactly once."""
+    """Patch the copy under `root`; False when `old` is not where the mutant expects it."""
     path = root / "gpuwatch" / mutant.path
     text = path.read_text()
+    if mutant.line:
+        lines = text.splitlines(keepends=True)
+        if len(lines) < mutant.line or lines[mutant.line - 1] != mutant.old:
+            return False
+        lines[mutant.line - 1] = mutant.new
+        path.write_text("".join(lines))
+        return True
     if text.count(mutant.old) != 1:
         return False
     path.write_text(text.replace(mutant.old, mutant.new))

@@ -1,9 +1,9 @@
 """Hand-made mutants of the NVML adapter: each a small source patch a test must notice.
 
 A mutant replaces `old` (which must occur exactly once in `path`, relative to
-`src/gpuwatch`) with `new`. `required` mutants must be killed: `make mutation` fails
-when one survives. When the code moves on and `old` no longer matches, the harness
-reports the mutant as stale; update its text here.
+`src/gpuwatch`, unless the mutant names its `line`) with `new`. `required` mutants
+must be killed: `make mutation` fails when one survives. When the code moves on and
+`old` no longer matches, the harness reports the mutant as stale; update it here.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ class Mutant:
     old: str
     new: str
     required: bool = False
+    line: int = 0
+    """For a generic mutant: the 1-based line `old` is (then it need not be unique)."""
 
 
 DEVICE = "nvml/device.py"
