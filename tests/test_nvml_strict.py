@@ -136,6 +136,12 @@ levels = { util = 0.9, sm = 0.8 }
 pid = 100
 name = "train"
 memory = "10 GiB"
+[[gpus.processes]]
+pid = 101
+name = "Xorg"
+kind = "graphics"
+memory = "64 MiB"
+share = 0
 [[gpus.mig]]
 profile = "7g.80gb"
 memory = "79 GiB"
@@ -179,7 +185,10 @@ def test_what_mig_made_unsupported_is_asked_again_when_the_mode_changes(
     assert after.mig_instances == ()
     assert after.utilization_ratio == pytest.approx(0.9, abs=0.03)  # asked again
     assert after.processes is not None
-    assert [p.sm_utilization_ratio is not None for p in after.processes] == [True]
+    by_pid = {p.pid: p for p in after.processes}
+    assert by_pid[100].kind == "compute"
+    assert by_pid[100].sm_utilization_ratio is not None
+    assert by_pid[101].kind == "graphics"
     assert not [r for r in nv.refusals if r.function != "nvmlGpmMetricsGet"]
 
 
@@ -218,17 +227,18 @@ name = "wait-fails"
 [[gpus]]
 preset = "h100-sxm"
 [[faults.errors]]
-error = "unknown"
+error = "{error}"
 functions = ["nvmlEventSetWait"]
 start = 3
 """
 
 
+@pytest.mark.parametrize("error", ["unknown", "lib_rm_version_mismatch"])
 def test_the_xid_collector_is_unhealthy_once_the_event_wait_fails(
-    write_scenario: Callable[[str], Path],
+    write_scenario: Callable[[str], Path], error: str
 ) -> None:
     """Kills `xid_never_unhealthy` (and any change that hides the stopped watcher)."""
-    sampler, _, clock = opened(write_scenario(WAIT_FAILS))
+    sampler, _, clock = opened(write_scenario(WAIT_FAILS.replace("{error}", error)))
     collector = NvmlCollector(sampler, clock)
     try:
         _, results = collector.collect()
@@ -309,3 +319,31 @@ def test_a_failed_mig_mode_read_is_not_a_mode_change(
         sampler.close()
     # NotSupported, asked once: a MIG mode that could not be read is not a change
     assert nv.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
+
+
+NO_GRAPHICS_LIST = """
+name = "no-graphics-list"
+[[gpus]]
+preset = "l4"
+[gpus.activity]
+levels = { util = 0.5, sm = 0.4 }
+[[gpus.processes]]
+pid = 300
+name = "serve"
+memory = "4 GiB"
+[[faults.not_supported]]
+functions = ["nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"]
+"""
+
+
+def test_compute_processes_are_listed_when_the_graphics_list_is_unsupported(
+    write_scenario: Callable[[str], Path],
+) -> None:
+    """Kills the generic mutant that drops the processes when one list is missing."""
+    sampler, _, clock = opened(write_scenario(NO_GRAPHICS_LIST))
+    try:
+        gpu = tick_to(sampler, clock, 3)[0]
+    finally:
+        sampler.close()
+    assert gpu.processes is not None
+    assert [p.pid for p in gpu.processes] == [300]

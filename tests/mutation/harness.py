@@ -96,7 +96,7 @@ def _token_mutants(path: Path) -> list[Mutant]:
             compile("".join([*lines[: row - 1], new_line, *lines[row:]]), relative, "exec")
         except SyntaxError:
             continue
-        name = f"{relative}:{row}:{token.string}->{_SWAPS[token.string]}"
+        name = f"{relative}:{row}:{col}:{token.string}->{_SWAPS[token.string]}"
         found.append(Mutant(name, relative, line, new_line, line=row))
     return found
 
