@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LISTEN ?= 127.0.0.1:9842
 
-.PHONY: demo test lint typecheck unit bench prometheus bindings
+.PHONY: demo test lint typecheck unit bench prometheus bindings mutation
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,11 @@ test: $(BIN)/python prometheus
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/run_all.py
+
+# Mutation testing of gpuwatch.nvml and gpuwatch.collectors (slow, not part of `make test`):
+# hand-made mutants plus GENERIC drawn operator mutants, JOBS at once (docs/benchmarks.md).
+GENERIC ?= 30
+JOBS ?= 2
+mutation: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m tests.mutation.harness --generic $(GENERIC) --jobs $(JOBS)

@@ -161,9 +161,11 @@ def test_a_process_keeps_its_last_sm_sample_for_the_hold_then_reads_absent() -> 
         fresh = run_to(sampler, clock, 1079)[0]  # training, just before the 1080 s pause
         clock.advance(0.15)  # `gpuwatch status` samples twice, 150 ms apart
         again = sampler.sample()[0]
-        clock.set(start + 1079 + PROCESS_UTILIZATION_HOLD_SECONDS - 1)  # paused: no samples
+        clock.set(start + 1080)  # reads the last second before the pause: nothing newer after
+        sampler.sample()
+        clock.set(start + 1080 + PROCESS_UTILIZATION_HOLD_SECONDS - 1)  # paused: no samples
         held = sampler.sample()[0]
-        clock.set(start + 1079 + PROCESS_UTILIZATION_HOLD_SECONDS + 1)
+        clock.set(start + 1080 + PROCESS_UTILIZATION_HOLD_SECONDS + 1)
         expired = sampler.sample()[0]
         resumed = run_to(sampler, clock, 1250)[0]
     finally:

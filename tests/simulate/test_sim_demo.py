@@ -132,8 +132,8 @@ def test_energy_is_monotonic_and_integrates_power() -> None:
     nv, clock, _ = start("demo")
     h = nv.nvmlDeviceGetHandleByIndex(0)
     first = nv.nvmlDeviceGetTotalEnergyConsumption(h)
-    assert first == 0
-    previous, integral_mj = first, 0.0
+    assert first > 70_000 * 86_400 * 2  # since driver load: idle power for 2+ days, in mJ
+    previous, integral_mj = first, float(first)
     for _ in range(2400):
         integral_mj += nv.nvmlDeviceGetPowerUsage(h) * 1.0  # mW x 1 s
         clock.advance(1)

@@ -49,7 +49,7 @@ def test_not_supported_and_no_permission_sets() -> None:
     l4 = nv.nvmlDeviceGetHandleByIndex(1)
     with pytest.raises(pynvml.NVMLError_NotSupported):
         nv.nvmlDeviceGetTotalEnergyConsumption(l4)
-    assert nv.nvmlDeviceGetTotalEnergyConsumption(nv.nvmlDeviceGetHandleByIndex(0)) == 0
+    assert nv.nvmlDeviceGetTotalEnergyConsumption(nv.nvmlDeviceGetHandleByIndex(0)) > 10**9
     with pytest.raises(pynvml.NVMLError_NoPermission):
         nv.nvmlSystemGetProcessName(8101)
 

@@ -532,7 +532,10 @@ class NvmlDevice:
         reliability = self._read_reliability()
         mig_mode = self._optional("mig_mode", nv.nvmlDeviceGetMigMode, h)
         limit_mw = self._optional("power_limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
-        mig_enabled = None if mig_mode is None else bool(mig_mode[0])
+        mig_enabled = None if mig_mode is None else bool(mig_mode[0])  # current, not pending
+        was = self.slow.mig_enabled
+        if mig_enabled is not None and was is not None and mig_enabled != was:
+            self._mig_mode_changed(mig_enabled)
         if not mig_enabled:
             self._mig_slots = None
             self._mig_ids = {}
@@ -613,6 +616,14 @@ class NvmlDevice:
             remapped_rows_pending=None if remapped is None else bool(remapped[2]),
             remapped_rows_failure=None if remapped is None else bool(remapped[3]),
         )
+
+    def _mig_mode_changed(self, enabled: bool) -> None:
+        """MIG went on or off: what this GPU cannot answer changes, so ask everything again."""
+        log.info("GPU %d: MIG mode is now %s", self.index, "on" if enabled else "off")
+        self.unsupported.clear()
+        for buffers in self._mig_gpm.values():
+            buffers.free()
+        self._mig_gpm = {}
 
     def _read_mig_layout(self) -> tuple[MigDevice, ...]:
         """The MIG devices by slot: a handle and a UUID each pass (instances can be made

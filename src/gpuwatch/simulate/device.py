@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwatch.simulate.faults import FaultPlan
-from gpuwatch.simulate.noise import hex_digits, prefix, signed_after, stable_seed
+from gpuwatch.simulate.noise import hex_digits, prefix, signed_after, stable_seed, unit
 from gpuwatch.simulate.presets import MIB, DevicePreset
 from gpuwatch.simulate.scenario import GpuConfig, MigInstanceConfig, ProcessConfig, Scenario
 from gpuwatch.simulate.timeline import (
@@ -34,8 +34,13 @@ MIG_BASE_USED_BYTES = 13 * MIB
 """`used` of an empty MIG device."""
 PROCESS_SAMPLE_PERIOD_S = 1.0
 """The driver records one process-utilization sample per process every second."""
+PROCESS_SAMPLE_BUFFER = 120
+"""Process-utilization samples the driver keeps (the last 120 s at one per second)."""
 UNCORRECTED_ECC_XIDS = frozenset({48, 94, 95})
 """XIDs that count as an uncorrectable ECC error (and a pending row remap)."""
+DRIVER_UPTIME_DAYS = (2.0, 30.0)
+"""The driver was loaded this long before scenario time 0 (drawn per GPU): energy starts
+at the idle power times that uptime, a large non-zero count as on a real host."""
 _DGX_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 _IDLE_THRESHOLD = 0.005
 _CLOCK_STEP_MHZ = 15
@@ -106,6 +111,16 @@ def _processes(
     )
 
 
+def memory_busy(dram_bandwidth: float) -> float:
+    """Memory-busy time (utilization.memory, 0-1) for a DRAM bandwidth fraction (GPM id 10).
+
+    Two different measures: the share of time the memory was read or written is well
+    above the share of peak bandwidth used (a memory-bound kernel at 50 % of peak keeps
+    the memory busy ~71 % of the time). Modelled as the square root.
+    """
+    return min(math.sqrt(max(dram_bandwidth, 0.0)), 1.0)
+
+
 def _uuid(prefix: str, *parts: str | int) -> str:
     h = hex_digits(32, *parts)
     return f"{prefix}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
@@ -128,10 +143,39 @@ def process_utilization(
     for proc in alive:
         fraction = proc.share / total_share
         sm = round(100.0 * act.util * fraction)
-        mem = round(100.0 * act.dram * fraction)
+        mem = round(100.0 * memory_busy(act.dram) * fraction)
         if sm > 0 or mem > 0:
             samples.append(ProcessUtilization(proc.pid, tick, min(sm, 100), min(mem, 100)))
     return samples
+
+
+def process_utilization_since(
+    processes: tuple[SimProcess, ...], source: ActivitySource, first: int, now: float
+) -> list[ProcessUtilization]:
+    """What the driver answers at `now` (scenario s) for the periods from number `first` on.
+
+    Period k ends at k * `PROCESS_SAMPLE_PERIOD_S`. One entry per process active in
+    one of the periods `first`..now (at most `PROCESS_SAMPLE_BUFFER` back): its SM and
+    memory percentages averaged over all those periods (idle ones count as 0), stamped
+    with its newest active period. `first` 1 averages the whole buffer, as NVML does
+    for lastSeenTimeStamp 0.
+    """
+    newest = math.floor(now / PROCESS_SAMPLE_PERIOD_S)
+    first = max(first, 1, newest - PROCESS_SAMPLE_BUFFER + 1)
+    periods = newest - first + 1
+    if periods <= 0:
+        return []
+    totals: dict[int, list[float]] = {}
+    for k in range(first, newest + 1):
+        for sample in process_utilization(processes, source, k * PROCESS_SAMPLE_PERIOD_S):
+            entry = totals.setdefault(sample.pid, [0.0, 0.0, 0.0])
+            entry[0] += sample.sm_percent
+            entry[1] += sample.mem_percent
+            entry[2] = sample.tick
+    return [
+        ProcessUtilization(pid, tick, round(sm / periods), round(mem / periods))
+        for pid, (sm, mem, tick) in totals.items()
+    ]
 
 
 class _Readable:
@@ -242,13 +286,19 @@ class GpuDevice(_Readable):
         self.seed = stable_seed(scenario.name, scenario.seed, "gpu", index)
         self.jitter = config.activity.jitter
         self.usable_bytes = preset.memory_bytes - preset.reserved_bytes
-        self.mig_enabled = config.mig_enabled
+        reversed_minor = len(scenario.gpus) - 1 - index  # the kernel enumerated in reverse
+        self.minor_number = reversed_minor if config.minor_number is None else config.minor_number
+        self.mig_changes = config.mig_changes
+        self._mig_initial = config.mig_enabled
         self.mig = [MigDevice(self, k, m) for k, m in enumerate(config.mig)]
         self.processes = _processes(config.processes, self.usable_bytes)
-        if self.mig_enabled:
-            self.source: ActivitySource = Aggregate([(m.source, m.slices / 7) for m in self.mig])
-        else:
-            self.source = Timeline(config.activity, self.seed)
+        mig_source = Aggregate([(m.source, m.slices / 7) for m in self.mig])
+        plain_source = Timeline(config.activity, self.seed)
+        self.source: ActivitySource = (
+            _MigSwitch(self, plain_source, mig_source)
+            if self.mig_changes
+            else (mig_source if self._mig_initial else plain_source)
+        )
         self.ecc_base = config.ecc_errors
         self.ecc_xid_times = sorted(
             x.at for x in faults.xids if x.gpu == index and x.xid in UNCORRECTED_ECC_XIDS
@@ -256,6 +306,9 @@ class GpuDevice(_Readable):
         self.handle_struct: Any = None
         self._lock = threading.Lock()
         self._snapshot: tuple[float, Snapshot | None] = (-1.0, None)
+        low, high = DRIVER_UPTIME_DAYS
+        uptime_s = (low + (high - low) * unit(self.seed, 0xE4E)) * 86_400
+        self.energy_at_start_mj = int(preset.idle_power_w * uptime_s * 1000)
         self._acc_t = 0.0
         self._acc = [0.0, 0.0, 0.0]  # J, NVLink TX MiB, NVLink RX MiB
 
@@ -263,6 +316,26 @@ class GpuDevice(_Readable):
     def gpu_index(self) -> int:
         """This GPU's index."""
         return self.index
+
+    def mig_current(self, t: float) -> bool:
+        """The MIG mode in force at `t`: the initial one, then each change once applied."""
+        mode = self._mig_initial
+        for change in self.mig_changes:
+            if change.applied is not None and change.applied <= t:
+                mode = change.enabled
+        return mode
+
+    def mig_pending(self, t: float) -> bool:
+        """The MIG mode last set at or before `t` (the current one when none was set)."""
+        mode = self.mig_current(t)
+        for change in self.mig_changes:
+            if change.at <= t and (change.applied is None or change.applied > t):
+                mode = change.enabled
+        return mode
+
+    def mig_change_times(self) -> list[float]:
+        """Times at which the current MIG mode may flip."""
+        return sorted(c.applied for c in self.mig_changes if c.applied is not None)
 
     # -- power, temperature, clocks ----------------------------------------------------
 
@@ -320,7 +393,7 @@ class GpuDevice(_Readable):
     # -- counters --------------------------------------------------------------------
 
     def counters(self, t: float) -> tuple[int, int, int]:
-        """(energy mJ, NVLink TX KiB, NVLink RX KiB) accumulated from t = 0 to `t`."""
+        """(energy mJ since driver load, NVLink TX KiB, NVLink RX KiB from t = 0) at `t`."""
         with self._lock:
             if t > self._acc_t:
                 step = integrate(
@@ -333,27 +406,57 @@ class GpuDevice(_Readable):
                     self._acc[i] += step[i]
                 self._acc_t = t
             joules, tx_mib, rx_mib = self._acc
-        return int(joules * 1000), int(tx_mib * 1024), int(rx_mib * 1024)
+        energy = self.energy_at_start_mj + int(joules * 1000)
+        return energy, int(tx_mib * 1024), int(rx_mib * 1024)
 
     # -- memory and processes ------------------------------------------------------------
 
     def memory(self, t: float) -> tuple[int, int, int]:
-        """(total, reserved, used) in bytes; v2 semantics (used excludes reserved)."""
-        if self.mig_enabled:
+        """(total, reserved, used) in bytes of the whole GPU; v2 semantics.
+
+        `used` excludes reserved; with MIG on it is every MIG device's used memory.
+        """
+        if self.mig_current(t):
             used = BASE_USED_BYTES + sum(m.memory(t)[2] for m in self.mig)
         else:
             used = BASE_USED_BYTES + sum(p.memory_bytes for p in self.processes if p.running(t))
         return self.preset.memory_bytes, self.preset.reserved_bytes, used
 
-    def all_processes(self) -> tuple[SimProcess, ...]:
-        """Every process of this GPU, MIG devices' included."""
-        if not self.mig_enabled:
+    def all_processes(self, t: float) -> tuple[SimProcess, ...]:
+        """Every process of this GPU at `t`: the MIG devices' with MIG on, else the GPU's."""
+        if not self.mig_current(t):
             return self.processes
         return tuple(p for m in self.mig for p in m.processes)
+
+    def every_process(self) -> tuple[SimProcess, ...]:
+        """Every process this GPU ever has, in either MIG mode."""
+        return (*self.processes, *(p for m in self.mig for p in m.processes))
 
     def ecc_errors(self, t: float) -> tuple[int, int]:
         """(uncorrected since t = 0, corrected since t = 0) from the scenario's XIDs."""
         return sum(1 for at in self.ecc_xid_times if at <= t), 0
+
+
+class _MigSwitch:
+    """A GPU's activity when its MIG mode changes: its own timeline or its instances'."""
+
+    def __init__(self, gpu: GpuDevice, plain: ActivitySource, mig: ActivitySource) -> None:
+        self._gpu = gpu
+        self._plain = plain
+        self._mig = mig
+        self._times = gpu.mig_change_times()
+
+    def _source(self, t: float) -> ActivitySource:
+        return self._mig if self._gpu.mig_current(t) else self._plain
+
+    def at(self, t: float) -> Act:
+        """The activity of whichever source the mode at `t` selects."""
+        return self._source(t).at(t)
+
+    def next_change(self, t: float) -> float:
+        """The selected source's next change, or the next mode flip if sooner."""
+        flips = [x for x in self._times if x > t]
+        return min(self._source(t).next_change(t), *flips, math.inf)
 
 
 def _step(mhz: float, maximum: int) -> int:

@@ -67,6 +67,19 @@ class FunctionError(_Window):
         return functions
 
 
+class InjectedError(FunctionError):
+    """Calls of `functions` raise the NVML error `error` (a key of `ERROR_CODES`) in a window."""
+
+    error: str
+
+    @field_validator("error")
+    @classmethod
+    def _known(cls, error: str) -> str:
+        if error not in ERROR_CODES:
+            raise ValueError(f"unknown NVML error {error!r} (known: {', '.join(ERROR_CODES)})")
+        return error
+
+
 class SlowCall(_Window):
     """Each call of `function` (on GPU `gpu`, or any) takes `seconds` longer."""
 
@@ -137,6 +150,7 @@ class Faults(BaseModel):
     gpu_lost: tuple[GpuLost, ...] = ()
     not_supported: tuple[FunctionError, ...] = ()
     no_permission: tuple[FunctionError, ...] = ()
+    errors: tuple[InjectedError, ...] = ()
     function_not_found: tuple[str, ...] = ()
     slow_calls: tuple[SlowCall, ...] = ()
     driver_error: tuple[DriverErrorWindow, ...] = ()
@@ -154,6 +168,7 @@ class Faults(BaseModel):
             "gpu_lost": self.gpu_lost,
             "not_supported": self.not_supported,
             "no_permission": self.no_permission,
+            "errors": self.errors,
             "slow_calls": self.slow_calls,
             "xid": self.xid,
         }
@@ -170,6 +185,35 @@ ERROR_NO_PERMISSION = 4
 ERROR_GPU_IS_LOST = 15
 ERROR_LIB_RM_VERSION_MISMATCH = 18
 ERROR_UNKNOWN = 999
+ERROR_CODES: dict[str, int] = {
+    "uninitialized": 1,
+    "invalid_argument": 2,
+    "not_supported": ERROR_NOT_SUPPORTED,
+    "no_permission": ERROR_NO_PERMISSION,
+    "not_found": 6,
+    "insufficient_size": 7,
+    "insufficient_power": 8,
+    "driver_not_loaded": 9,
+    "timeout": 10,
+    "irq_issue": 11,
+    "library_not_found": 12,
+    "function_not_found": 13,
+    "corrupted_inforom": 14,
+    "gpu_is_lost": ERROR_GPU_IS_LOST,
+    "reset_required": 16,
+    "operating_system": 17,
+    "lib_rm_version_mismatch": ERROR_LIB_RM_VERSION_MISMATCH,
+    "in_use": 19,
+    "memory": 20,
+    "no_data": 21,
+    "insufficient_resources": 23,
+    "argument_version_mismatch": 25,
+    "not_ready": 27,
+    "gpu_not_found": 28,
+    "invalid_state": 29,
+    "unknown": ERROR_UNKNOWN,
+}
+"""`[[faults.errors]]` names: NVML_ERROR_<NAME> in lower case, as nvml.h numbers them."""
 
 _LOST_CODES = {"gpu_is_lost": ERROR_GPU_IS_LOST, "unknown": ERROR_UNKNOWN}
 
@@ -190,15 +234,16 @@ class FaultPlan:
     def __init__(self, faults: Faults) -> None:
         self.missing_symbols = frozenset(faults.function_not_found)
         self._errors: dict[str, list[_Rule]] = {}
-        for entries, code in (
-            (faults.not_supported, ERROR_NOT_SUPPORTED),
-            (faults.no_permission, ERROR_NO_PERMISSION),
-        ):
-            for entry in entries:
-                for name in entry.functions:
-                    self._errors.setdefault(name, []).append(
-                        _Rule(entry.gpu, entry.start, entry.end, code)
-                    )
+        coded: list[tuple[FunctionError, int]] = [
+            *((entry, ERROR_NOT_SUPPORTED) for entry in faults.not_supported),
+            *((entry, ERROR_NO_PERMISSION) for entry in faults.no_permission),
+            *((entry, ERROR_CODES[entry.error]) for entry in faults.errors),
+        ]
+        for entry, code in coded:
+            for name in entry.functions:
+                self._errors.setdefault(name, []).append(
+                    _Rule(entry.gpu, entry.start, entry.end, code)
+                )
         self._slow: dict[str, list[tuple[_Rule, float]]] = {}
         for slow in faults.slow_calls:
             self._slow.setdefault(slow.function, []).append(
@@ -223,7 +268,7 @@ class FaultPlan:
         return None
 
     def call_error(self, gpu: int | None, names: tuple[str, ...], t: float) -> int | None:
-        """NotSupported/NoPermission for a call named `names` on `gpu` at `t`, if any."""
+        """The injected error code of a call named `names` on `gpu` at `t`, if any."""
         for name in names:
             rules = self._errors.get(name)
             if rules is None:

@@ -3,9 +3,12 @@
 A sample is a real `pynvml.c_nvmlGpmSample_t` whose address identifies it here.
 `nvmlGpmSampleGet` records (device, scenario time) in it; `nvmlGpmMetricsGet` fills
 each requested metric with the device's jittered average activity between the two
-samples' times. Modelled metric ids: 1 graphics util, 2 SM util, 3 SM occupancy,
-5 any-tensor util, 10 DRAM bandwidth util (percent 0-100), 20/21 PCIe TX/RX and
-60/61 NVLink RX/TX (MiB/s). Any other id gets nvmlReturn NOT_SUPPORTED.
+samples' times. Like the driver, it computes `sample2 - sample1`: the two must be
+different buffers of the same device, `sample2` taken after `sample1` (later in
+scenario time); anything else is refused (InvalidArgument). Modelled metric ids:
+1 graphics util, 2 SM util, 3 SM occupancy, 5 any-tensor util, 10 DRAM bandwidth util
+(percent 0-100), 20/21 PCIe TX/RX and 60/61 NVLink RX/TX (MiB/s). Any other id gets
+nvmlReturn NOT_SUPPORTED.
 """
 
 from __future__ import annotations
@@ -116,17 +119,26 @@ class GpmSamples:
                 raise InvalidSampleError
             self._taken[address] = _Taken(source, nvlink, t)
 
-    def fill(self, request: Any) -> bool:
-        """Fill `request.metrics`; False when the two samples cannot be compared."""
+    def fill(self, request: Any) -> str | None:
+        """Fill `request.metrics`; why not when the two samples cannot be compared."""
         try:
-            first = self._taken.get(self._address(request.sample1))
-            second = self._taken.get(self._address(request.sample2))
+            address1 = self._address(request.sample1)
+            address2 = self._address(request.sample2)
         except InvalidSampleError:
-            return False
-        if first is None or second is None or first.source is not second.source:
-            return False
-        t0, t1 = sorted((first.t, second.t))
-        act = first.source.average(t0, t1)
+            return "a sample is not a GPM sample buffer"
+        first = self._taken.get(address1)
+        second = self._taken.get(address2)
+        if address1 == address2:
+            return "sample1 and sample2 are the same buffer"
+        if first is None or second is None:
+            return "a sample buffer holds no sample"
+        if first.source is not second.source:
+            return "the samples come from different devices"
+        if second.t < first.t:
+            return "sample2 is older than sample1 (swapped)"
+        if second.t == first.t:
+            return "the samples were taken at the same time (zero interval)"
+        act = first.source.average(first.t, second.t)
         for i in range(int(request.numMetrics)):
             metric = request.metrics[i]
             metric_id = int(metric.metricId)
@@ -141,4 +153,4 @@ class GpmSamples:
             metric.metricInfo.shortName = short
             metric.metricInfo.longName = long
             metric.metricInfo.unit = unit
-        return True
+        return None

@@ -30,7 +30,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     [[gpus]]                           # one table per GPU, in index order
     preset = "h100-sxm"                # a key of presets.toml (`PRESETS`)
     # Identity is derived from the scenario name and index unless overridden:
-    # uuid = "GPU-...", serial = "1654...", pci_bus_id = "00000000:18:00.0"
+    # uuid = "GPU-...", serial = "1654...", pci_bus_id = "00000000:18:00.0",
+    # minor_number = 3 (/dev/nvidia3; default: the indexes in reverse order)
     power_limit_w = 700                # enforced limit (default: the preset's)
     ecc_errors = { corrected = 0, uncorrected = 0 }   # aggregate counts at t = 0
 
@@ -43,7 +44,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     sm = 0.9                           # GPM SM active
     occupancy = 0.5                    # GPM SM occupancy
     tensor = 0.6                       # GPM tensor active
-    dram = 0.5                         # GPM DRAM bandwidth (and utilization .memory)
+    dram = 0.5                         # GPM DRAM bandwidth; utilization .memory (busy
+                                       # time) is its square root, a different measure
     pcie_tx_mib_s = 600
     pcie_rx_mib_s = 2400
     nvlink_tx_mib_s = 1500
@@ -76,7 +78,7 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
 
     [[gpus]]                           # MIG (A100, H100, H200): instances carry the
     preset = "a100-sxm4-80gb"          # activity and processes; mig_mode = true with
-                                       # no instances is MIG on and empty
+    mig_mode = true                    # no instances is MIG on and empty
     [[gpus.mig]]
     profile = "3g.40gb"                # "<slices>g.<GB>gb"; memory defaults from it
     gpu_instance_id = 2                # default: position + 1
@@ -91,6 +93,12 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     name = "python3 finetune.py"
     memory = "30 GiB"
 
+    [[gpus.mig_changes]]               # MIG mode set at runtime (nvidia-smi -mig): the
+    at = 600                           # pending mode from `at`, the current one from
+    enabled = false                    # `applied` (a GPU reset; omit: stays pending).
+    applied = 660                      # With changes, MIG starts as mig_mode (default
+                                       # off) and gpus.processes run while it is off
+
     [faults]                           # all optional
     function_not_found = ["nvmlDeviceGetMemoryInfo_v2"]   # C symbols the driver lacks
 
@@ -103,6 +111,13 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     gpu = 1                            # omit for every GPU and the system calls
     functions = ["nvmlDeviceGetTotalEnergyConsumption"]
     start = 0                          # optional window; end = ... too
+
+    [[faults.errors]]                  # any NVML error, with the keys of not_supported:
+    error = "timeout"                  # NVML_ERROR_<NAME> in lower case: unknown,
+    functions = ["nvmlDeviceGetPowerUsage"]   # gpu_is_lost, timeout, not_found,
+    gpu = 1                            # insufficient_power, reset_required, ...
+    start = 30
+    end = 40
 
     [[faults.slow_calls]]              # the call sleeps (injected `sleep`) this long
     function = "nvmlDeviceGetPcieThroughput"
@@ -293,6 +308,23 @@ class MigInstanceConfig(_Model):
         return gigabytes * 1000 * MIB - 256 * MIB
 
 
+class MigChange(_Model):
+    """MIG mode set at runtime (`nvidia-smi -mig`): pending from `at`, current from `applied`.
+
+    Without `applied` (no GPU reset yet) the mode stays pending and nothing changes.
+    """
+
+    at: float = Field(ge=0)
+    enabled: bool
+    applied: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MigChange:
+        if self.applied is not None and self.applied < self.at:
+            raise ValueError("applied must not be before at")
+        return self
+
+
 class GpuConfig(_Model):
     """One GPU of the fleet."""
 
@@ -306,6 +338,8 @@ class GpuConfig(_Model):
     ecc_errors: EccCounts = EccCounts()
     mig_mode: bool | None = None
     mig: tuple[MigInstanceConfig, ...] = ()
+    mig_changes: tuple[MigChange, ...] = ()
+    minor_number: int | None = Field(default=None, ge=0, le=255)
     activity: Activity = Activity()
     processes: tuple[ProcessConfig, ...] = ()
 
@@ -323,8 +357,10 @@ class GpuConfig(_Model):
 
     @property
     def mig_enabled(self) -> bool:
-        """MIG mode: `mig_mode`, else on exactly when instances are listed."""
-        return bool(self.mig) if self.mig_mode is None else self.mig_mode
+        """MIG mode at start: `mig_mode`, else off with `mig_changes`, else on with instances."""
+        if self.mig_mode is not None:
+            return self.mig_mode
+        return False if self.mig_changes else bool(self.mig)
 
 
 class SimulatedTokenServer(_Model):
@@ -389,6 +425,9 @@ def _all_processes(where: str, gpu: GpuConfig) -> Iterator[tuple[str, ProcessCon
 def _gpu_problems(where: str, gpu: GpuConfig) -> Iterator[str]:
     preset = gpu.device
     usable = preset.memory_bytes - preset.reserved_bytes
+    if gpu.mig_changes:
+        yield from _mig_change_problems(where, gpu, usable)
+        return
     if gpu.mig_enabled:
         if preset.mig_max == 0:
             yield f"{where}.mig: {preset.name} has no MIG"
@@ -410,6 +449,21 @@ def _gpu_problems(where: str, gpu: GpuConfig) -> Iterator[str]:
         yield f"{where}.mig: instances listed but mig_mode is false"
     else:
         yield from _memory_problems(where, gpu.processes, usable)
+
+
+def _mig_change_problems(where: str, gpu: GpuConfig, usable: int) -> Iterator[str]:
+    """A GPU whose MIG mode changes: top-level processes run while MIG is off."""
+    if gpu.device.mig_max == 0:
+        yield f"{where}.mig_changes: {gpu.device.name} has no MIG"
+        return
+    times = [c.at for c in gpu.mig_changes]
+    if times != sorted(times):
+        yield f"{where}.mig_changes: list the changes in time order"
+    if len(gpu.mig) > gpu.device.mig_max:
+        yield f"{where}.mig: at most {gpu.device.mig_max} MIG devices"
+    yield from _memory_problems(where, gpu.processes, usable)
+    for k, mig in enumerate(gpu.mig):
+        yield from _memory_problems(f"{where}.mig[{k}]", mig.processes, mig.memory_bytes())
 
 
 def _memory_problems(where: str, processes: Iterable[ProcessConfig], usable: int) -> Iterator[str]:

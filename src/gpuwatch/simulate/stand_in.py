@@ -14,12 +14,15 @@ Semantics worth knowing (see also the README section of `gpuwatch.simulate.scena
 
 * Memory v1 `used` includes `reserved`; v2 `used` excludes it (`free = total -
   reserved - used`). An empty GPU has 1 MiB used (v2).
-* Energy (mJ) and NVLink counters (KiB) are exact integrals of the noise-free power
-  and rates from t = 0, whatever the query pattern; `timestamp`s are epoch µs.
-* Process utilization: one sample per process per simulated second (at whole scenario
-  seconds, timeStamp = epoch µs). A call returns, for the newest tick newer than
-  `timeStamp`, one sample per process with non-zero SM or memory use over that second;
-  NVMLError_NotFound when there is none.
+* Energy (mJ) counts from driver load: it starts at a large non-zero value (idle
+  power over 2-30 days of uptime), then adds the exact integral of the noise-free
+  power; NVLink counters (KiB) integrate their rates from t = 0, whatever the query
+  pattern; `timestamp`s are epoch µs.
+* Process utilization: the driver takes one sample per process per simulated second
+  (at whole scenario seconds, timeStamp = epoch µs) and keeps the last 120. A call
+  averages, per process, the samples newer than `lastSeenTimeStamp` (0: the whole
+  buffer, so a caller that never advances it reads stale averages); NotFound when
+  there is none newer.
 * GPM: see `gpuwatch.simulate.gpm`. XID events: see `gpuwatch.simulate.events`.
 """
 
@@ -31,6 +34,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pynvml
@@ -42,7 +46,8 @@ from gpuwatch.simulate.device import (
     MigDevice,
     SimProcess,
     build_devices,
-    process_utilization,
+    memory_busy,
+    process_utilization_since,
 )
 from gpuwatch.simulate.events import EventSets, InvalidEventSetError
 from gpuwatch.simulate.faults import FaultPlan
@@ -100,6 +105,14 @@ def _raise(code: int) -> NoReturn:
     raise pynvml.NVMLError(code)
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A call the stand-in refused as misuse: the caller's bug, not the device's state."""
+
+    function: str
+    reason: str
+
+
 def _missing(name: str) -> Callable[..., NoReturn]:
     def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
         raise pynvml.NVMLError_FunctionNotFound()
@@ -146,9 +159,11 @@ class SimulatedNvml:
                 target.handle_struct = pynvml.struct_c_nvmlDevice_t()
                 self._targets[ctypes.addressof(target.handle_struct)] = target
                 self._by_uuid[target.uuid] = target
-        self._process_names = {p.pid: p for d in self._devices for p in d.all_processes()}
+        self._process_names = {p.pid: p for d in self._devices for p in d.every_process()}
         self._gpm = GpmSamples()
         self._events = EventSets(self._faults.xids)
+        self.refusals: list[Refusal] = []
+        """Every call refused as misuse (InvalidArgument, ArgumentVersionMismatch), in order."""
 
     # -- module-like fallback ------------------------------------------------------------
 
@@ -191,13 +206,20 @@ class SimulatedNvml:
             _raise(driver_error)
         return t
 
-    def _resolve(self, handle: Any) -> Target:
+    def _refuse(
+        self, function: str, reason: str, code: int = pynvml.NVML_ERROR_INVALID_ARGUMENT
+    ) -> NoReturn:
+        """Record a misuse in `refusals` and raise its error (InvalidArgument by default)."""
+        self.refusals.append(Refusal(function, reason))
+        _raise(code)
+
+    def _resolve(self, handle: Any, function: str = "") -> Target:
         try:
             target = self._targets.get(ctypes.addressof(handle.contents))
         except (AttributeError, ValueError, TypeError):
             target = None
         if target is None:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            self._refuse(function, "not a device handle")
         return target
 
     def _target(
@@ -205,11 +227,13 @@ class SimulatedNvml:
     ) -> tuple[Target, float]:
         """Checks for a device call; returns the device (or MIG device) and the time."""
         t = self._gate(name, symbol)
-        target = self._resolve(handle)
+        target = self._resolve(handle, name)
         gpu = target.gpu_index
         lost = self._faults.device_error(gpu, t)
         if lost is not None:
             _raise(lost)
+        if isinstance(target, MigDevice) and not target.parent.mig_current(t):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)  # its GPU left MIG mode: a stale handle
         if isinstance(target, MigDevice) and not mig:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         names = (name,) if symbol is None else (name, symbol)
@@ -300,7 +324,7 @@ class SimulatedNvml:
         t = self._system("nvmlSystemGetProcessName")
         proc = self._process_names.get(int(pid))
         alive = proc is not None and any(
-            p.pid == proc.pid and p.running(t) for d in self._devices for p in d.all_processes()
+            p.pid == proc.pid and p.running(t) for d in self._devices for p in d.all_processes(t)
         )
         if proc is None or not alive:
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
@@ -352,9 +376,9 @@ class SimulatedNvml:
         return device.index
 
     def nvmlDeviceGetMinorNumber(self, handle: Any) -> int:
-        """/dev/nvidiaN number (= index here)."""
+        """/dev/nvidiaN number: not the index (default: reversed order; `minor_number`)."""
         device, _ = self._device(handle, "nvmlDeviceGetMinorNumber")
-        return device.index
+        return device.minor_number
 
     def nvmlDeviceGetName(self, handle: Any) -> str:
         """Product name (a MIG device: '<GPU name> MIG <profile>')."""
@@ -464,14 +488,14 @@ class SimulatedNvml:
     # -- activity, power, temperature, clocks --------------------------------------------------
 
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
-        """`c_nvmlUtilization_t` in percent; NotSupported with MIG on."""
+        """`c_nvmlUtilization_t` in percent (memory: busy time); NotSupported with MIG on."""
         device, t = self._device(handle, "nvmlDeviceGetUtilizationRates")
-        if device.mig_enabled:
+        if device.mig_current(t):
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         act = device.snapshot(t).act
         rates = pynvml.c_nvmlUtilization_t()
         rates.gpu = round(100 * act.util)
-        rates.memory = round(100 * act.dram)
+        rates.memory = round(100 * memory_busy(act.dram))  # not GPM's DRAM bandwidth
         return rates
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
@@ -501,7 +525,7 @@ class SimulatedNvml:
         return [round(preset.power_min_limit_w * 1000), round(preset.power_limit_w * 1000)]
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
-        """Energy in mJ since scenario start: ∫ power dt, exact and monotonic."""
+        """Energy in mJ since driver load: a large start value + ∫ power dt from t = 0."""
         device, t = self._device(handle, "nvmlDeviceGetTotalEnergyConsumption")
         return device.counters(t)[0]
 
@@ -697,24 +721,25 @@ class SimulatedNvml:
         return device, t
 
     def nvmlDeviceGetMigMode(self, device: Any) -> list[int]:
-        """[current, pending] (NVML_DEVICE_MIG_ENABLE/DISABLE); NotSupported without MIG."""
-        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMigMode")
-        mode = int(
-            pynvml.NVML_DEVICE_MIG_ENABLE if gpu.mig_enabled else pynvml.NVML_DEVICE_MIG_DISABLE
-        )
-        return [mode, mode]
+        """[current, pending] (NVML_DEVICE_MIG_ENABLE/DISABLE); NotSupported without MIG.
+
+        They differ between `nvidia-smi -mig` and the GPU reset that applies it.
+        """
+        gpu, t = self._mig_capable(device, "nvmlDeviceGetMigMode")
+        return [_mig_flag(gpu.mig_current(t)), _mig_flag(gpu.mig_pending(t))]
 
     def nvmlDeviceGetMaxMigDeviceCount(self, device: Any) -> int:
-        """How many MIG devices the GPU can have (7)."""
-        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMaxMigDeviceCount")
-        return gpu.preset.mig_max
+        """How many MIG devices the GPU can have (7); 0 while MIG is off, as in NVML."""
+        gpu, t = self._mig_capable(device, "nvmlDeviceGetMaxMigDeviceCount")
+        return gpu.preset.mig_max if gpu.mig_current(t) else 0
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, device: Any, index: int) -> Any:
-        """The MIG device in slot `index`; NotFound for an empty slot."""
-        gpu, _ = self._mig_capable(device, "nvmlDeviceGetMigDeviceHandleByIndex")
+        """The MIG device in slot `index`; NotFound for an empty slot or with MIG off."""
+        name = "nvmlDeviceGetMigDeviceHandleByIndex"
+        gpu, t = self._mig_capable(device, name)
         if not 0 <= int(index) < gpu.preset.mig_max:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        if not gpu.mig_enabled or int(index) >= len(gpu.mig):
+            self._refuse(name, f"slot {index} of {gpu.preset.mig_max}")
+        if not gpu.mig_current(t) or int(index) >= len(gpu.mig):
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
         return self._handle(gpu.mig[int(index)])
 
@@ -754,7 +779,7 @@ class SimulatedNvml:
         if isinstance(target, MigDevice):
             processes: tuple[SimProcess, ...] = target.processes
         else:
-            processes = target.all_processes()
+            processes = target.all_processes(t)
         struct = _DRIVER_PROCESS_STRUCTS[self.scenario.driver.process_struct_bytes]
         result = []
         for proc in processes:
@@ -879,32 +904,41 @@ class SimulatedNvml:
         return _version_checked(self.nvmlDeviceGetGraphicsRunningProcesses_v3, handle)
 
     def nvmlDeviceGetProcessUtilization(self, handle: Any, timeStamp: int) -> list[Any]:
-        """`c_nvmlProcessUtilizationSample_t`s of the newest tick after `timeStamp` (µs).
+        """`c_nvmlProcessUtilizationSample_t`s for the periods after `timeStamp` (epoch µs).
 
-        One sample per process active in that second; NotFound when there is none
-        newer; NotSupported with MIG on.
+        Only samples newer than `timeStamp`: one entry per process active since then,
+        averaged over those periods (0 averages the driver's whole buffer, as NVML
+        does); NotFound when there is none newer; NotSupported with MIG on.
         """
         device, t = self._device(handle, "nvmlDeviceGetProcessUtilization")
-        if device.mig_enabled:
+        if device.mig_current(t):
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        tick = math.floor(t / PROCESS_SAMPLE_PERIOD_S) * PROCESS_SAMPLE_PERIOD_S
-        if tick < PROCESS_SAMPLE_PERIOD_S or self._micros(tick) <= int(timeStamp):
-            _raise(pynvml.NVML_ERROR_NOT_FOUND)
-        samples = process_utilization(device.processes, device.source, tick)
+        samples = process_utilization_since(
+            device.processes, device.source, self._first_period_after(int(timeStamp)), t
+        )
         if not samples:
             _raise(pynvml.NVML_ERROR_NOT_FOUND)
-        stamp = self._micros(tick)
         result = []
         for sample in samples:
             entry = pynvml.c_nvmlProcessUtilizationSample_t()
             entry.pid = sample.pid
-            entry.timeStamp = stamp
+            entry.timeStamp = self._micros(sample.tick)
             entry.smUtil = sample.sm_percent
             entry.memUtil = sample.mem_percent
             entry.encUtil = 0
             entry.decUtil = 0
             result.append(entry)
         return result
+
+    def _first_period_after(self, stamp_us: int) -> int:
+        """The first process-sample period whose timeStamp (epoch µs) is after `stamp_us`."""
+        period = PROCESS_SAMPLE_PERIOD_S
+        k = max(math.floor((stamp_us / 1_000_000 - self._start) / period), 0)
+        while self._micros(k * period) <= stamp_us:
+            k += 1
+        while k > 0 and self._micros((k - 1) * period) > stamp_us:
+            k -= 1
+        return k
 
     # -- events ----------------------------------------------------------------------------
 
@@ -936,8 +970,12 @@ class SimulatedNvml:
         nothing became due.
         """
         remaining = max(int(timeoutms), 0) / 1000.0
+        names = ("nvmlEventSetWait", "nvmlEventSetWait_v2")
         while True:
-            self._gate("nvmlEventSetWait", "nvmlEventSetWait_v2")
+            t = self._gate(*names)
+            code = self._faults.call_error(None, names, t)
+            if code is not None:
+                _raise(code)
             try:
                 xid = self._events.take_due(eventSet, self.scenario_time())
             except InvalidEventSetError:
@@ -1012,7 +1050,7 @@ class SimulatedNvml:
         if not gpu.preset.gpm:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         found = [m for m in gpu.mig if m.gpu_instance_id == int(gpuInstanceId)]
-        if not gpu.mig_enabled or not found:
+        if not gpu.mig_current(t) or not found:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         self._record(gpmSample, found[0], False, t)
         return gpmSample
@@ -1021,17 +1059,19 @@ class SimulatedNvml:
         try:
             self._gpm.record(sample, source, nvlink, t)
         except InvalidSampleError:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            self._refuse("nvmlGpmSampleGet", "not an allocated GPM sample buffer")
 
     def nvmlGpmMetricsGet(self, metricsGet: Any) -> Any:
         """Fill `metricsGet.metrics[:numMetrics]` from its two samples; returns it."""
         self._system("nvmlGpmMetricsGet")
+        name = "nvmlGpmMetricsGet"
         if metricsGet.version != pynvml.NVML_GPM_METRICS_GET_VERSION:
-            _raise(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            self._refuse(name, "version", pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         if not 0 < metricsGet.numMetrics <= pynvml.NVML_GPM_METRIC_MAX:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        if not self._gpm.fill(metricsGet):
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            self._refuse(name, f"numMetrics {metricsGet.numMetrics}")
+        why = self._gpm.fill(metricsGet)
+        if why is not None:
+            self._refuse(name, why)
         return metricsGet
 
 
@@ -1049,6 +1089,10 @@ def _not_supported_symbol(name: str) -> Callable[..., int]:
 
     symbol.__name__ = name
     return symbol
+
+
+def _mig_flag(enabled: bool) -> int:
+    return int(pynvml.NVML_DEVICE_MIG_ENABLE if enabled else pynvml.NVML_DEVICE_MIG_DISABLE)
 
 
 def _version_checked(call: Callable[[Any], list[Any]], handle: Any) -> list[Any]:
