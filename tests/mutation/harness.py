@@ -35,6 +35,8 @@ TARGETS = ("nvml", "collectors")
 TESTS = (
     "tests/test_nvml_sampler.py",
     "tests/test_nvml_strict.py",
+    "tests/test_nvml_calls.py",
+    "tests/test_nvml_drivers.py",
     "tests/test_parse.py",
     "tests/test_golden_metrics.py",
 )

@@ -66,24 +66,38 @@ NAMED: tuple[Mutant, ...] = (
     Mutant(
         "remapped_pending_failure_swapped",
         DEVICE,
+        'remapped_rows_pending=flag("remapped_pending"),\n'
+        '            remapped_rows_failure=flag("remapped_failure"),',
+        'remapped_rows_pending=flag("remapped_failure"),\n'
+        '            remapped_rows_failure=flag("remapped_pending"),',
+        required=True,
+    ),
+    Mutant(
+        "remapped_pending_failure_swapped_in_fallback",
+        DEVICE,
         "else bool(remapped[2]),\n            remapped_rows_failure=None if remapped is None "
         "else bool(remapped[3]),",
         "else bool(remapped[3]),\n            remapped_rows_failure=None if remapped is None "
         "else bool(remapped[2]),",
-        required=True,
     ),
     Mutant(
         "ecc_aggregate_read",
         DEVICE,
+        '("ecc_uncorrected", nv.NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0)',
+        '("ecc_uncorrected", nv.NVML_FI_DEV_ECC_DBE_AGG_TOTAL, 0)',
+        required=True,
+    ),
+    Mutant(
+        "ecc_aggregate_read_in_fallback",
+        DEVICE,
         "nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,\n            nv.NVML_VOLATILE_ECC,",
         "nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,\n            nv.NVML_AGGREGATE_ECC,",
-        required=True,
     ),
     Mutant(
         "xid_never_unhealthy",
         "nvml/xid.py",
-        "self.healthy = False\n",
-        "pass\n",
+        "return self.healthy and thread is not None and thread.is_alive()",
+        "return True",
         required=True,
     ),
     # -- more adapter mistakes the strict stand-in makes visible ------------------------
@@ -150,8 +164,8 @@ NAMED: tuple[Mutant, ...] = (
     Mutant(
         "nvlink_link_zero_only",
         DEVICE,
-        "(nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),",
-        "(nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, 0),",
+        '("nvlink_tx", nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS)',
+        '("nvlink_tx", nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, 0)',
     ),
     Mutant(
         "throttle_reasons_fallback_removed",
@@ -186,7 +200,8 @@ NAMED: tuple[Mutant, ...] = (
     Mutant(
         "driver_error_not_retried",
         "nvml/sampler.py",
-        "        if self._clock.monotonic() < self._next_retry:\n            return",
+        "        if self.fatal is not None or self._clock.monotonic() < self._next_retry:\n"
+        "            return",
         "        if True:\n            return",
     ),
     Mutant(
