@@ -1,0 +1,109 @@
+"""The report's input: what every source produces, in base units, one row per GPU-day.
+
+Sources (the host's history, a Prometheus-compatible API) reduce their data to the same
+rows, so every figure of a report is computed once, by `build.py`, whatever the source:
+
+- `GpuDay`: one GPU on one UTC day of the period — seconds observed and seconds in each
+  class (busy, idle, held, unknown; unsettled time is in none), its cost, idle and held
+  cost in USD, energy in joules, and the overprovisioning recommendation in force at the
+  end of the day;
+- `TokenDay`: one token source on one UTC day — tokens by kind and the cost charged to
+  the source (a GPU named by n sources charges each 1/n);
+- `Period`: the UTC interval [start, end) the report covers; a month in progress ends at
+  the last sample (month to date).
+
+This module holds data only: no I/O, no formatting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+
+TIME_CLASSES = ("busy", "idle", "held", "unknown")
+"""Classes of settled GPU time (gpuwatch.analysis.states)."""
+
+TOKEN_KINDS = ("prompt", "generation")
+"""Kinds of counted tokens; "all" is their sum."""
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """The UTC interval [start, end) a report covers, and what to call it."""
+
+    start: datetime
+    end: datetime
+    label: str  # "2026-10", or "2026-10-03 to 2026-10-17"
+    month_to_date: bool = False  # a month in progress: end is the last sample
+
+    def __post_init__(self) -> None:
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise ValueError("period bounds must be timezone-aware (UTC)")
+        if self.end <= self.start:
+            raise ValueError("a period must end after it starts")
+
+    @property
+    def seconds(self) -> float:
+        """Length of the period in seconds."""
+        return (self.end - self.start).total_seconds()
+
+    @property
+    def start_epoch(self) -> float:
+        """Start as Unix seconds."""
+        return self.start.astimezone(UTC).timestamp()
+
+    @property
+    def end_epoch(self) -> float:
+        """End as Unix seconds."""
+        return self.end.astimezone(UTC).timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDay:
+    """One GPU on one UTC day of the period."""
+
+    host: str
+    uuid: str
+    name: str  # NVML name, e.g. "NVIDIA H100 80GB HBM3"
+    day: date
+    observed_seconds: float  # sampled seconds (settled or not)
+    class_seconds: Mapping[str, float]  # TIME_CLASSES: settled seconds by class
+    cost_usd: float
+    idle_cost_usd: float  # idle and held
+    held_cost_usd: float  # the held part of idle_cost_usd
+    gpu_index: int | None = None
+    energy_joules: float | None = None
+    price_source: str | None = None  # static, pricing_api, cost_explorer, catalog
+    recommended_gpu: str | None = None  # catalog id of a cheaper GPU that would do
+    savings_usd_per_hour: float | None = None  # of that recommendation
+    memory_peak_bytes: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDay:
+    """One token source on one UTC day of the period."""
+
+    host: str
+    source: str
+    day: date
+    tokens: Mapping[str, float]  # TOKEN_KINDS: tokens served that day
+    cost_usd: float  # the cost charged to the source that day
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    """Everything a source found for a period; `build.py` computes the report from it.
+
+    `expected_gpu_seconds`: GPU-seconds the period should hold (GPUs known x their part
+    of the period), the denominator of the coverage ratio; None when the source cannot
+    tell. `notes`: what the source wants the method appendix to say (gaps, fallbacks).
+    """
+
+    period: Period
+    gpu_days: tuple[GpuDay, ...]
+    token_days: tuple[TokenDay, ...] = ()
+    expected_gpu_seconds: float | None = None
+    rent_vs_buy_monthly_delta_usd: float | None = None
+    source: str = "local"  # "local" or the Prometheus-compatible URL (no credentials)
+    notes: tuple[str, ...] = field(default=())
