@@ -295,3 +295,42 @@ def test_xid_counting_is_reported_down_while_nvml_is_and_counts_survive() -> Non
         assert 'xid="79"} 1.0' in text
     assert 'gpuwatch_collector_success{collector="xid"} 0.0' in during_text
     assert 'gpuwatch_collector_success{collector="xid"} 1.0' in after_text
+
+
+class _NoSymbolLookup:
+    """The stand-in seen through a binding that cannot look driver symbols up."""
+
+    def __init__(self, inner: SimulatedNvml) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_nvmlGetFunctionPointer":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_without_symbol_lookup_the_versioned_calls_fall_back_to_v2(tmp_path: Path) -> None:
+    """Kills `processes_v2_fallback_removed`: a driver without the `_v3` calls, seen
+    through a binding that cannot probe symbols, still lists its processes."""
+    path = scenario_file(
+        tmp_path,
+        "[[gpus]]\n"
+        'preset = "a100-sxm4-40gb"\n'
+        "[[gpus.processes]]\n"
+        "pid = 4243\n"
+        'name = "python3 job.py"\n'
+        'memory = "8 GiB"\n'
+        "[faults]\n"
+        'function_not_found = ["nvmlDeviceGetComputeRunningProcesses_v3",'
+        ' "nvmlDeviceGetGraphicsRunningProcesses_v3"]\n',
+    )
+    nv, clock = stand_in(path)
+    sampler = NvmlSampler(_NoSymbolLookup(nv), clock)
+    sampler.open()
+    try:
+        clock.advance(1.0)
+        gpu = sampler.sample()[0]
+    finally:
+        sampler.close()
+    assert gpu.processes is not None
+    assert [p.pid for p in gpu.processes] == [4243]

@@ -132,8 +132,8 @@ NAMED: tuple[Mutant, ...] = (
     Mutant(
         "ecc_corrected_aggregate_read",
         DEVICE,
-        "nv.NVML_MEMORY_ERROR_TYPE_CORRECTED,\n            nv.NVML_VOLATILE_ECC,",
-        "nv.NVML_MEMORY_ERROR_TYPE_CORRECTED,\n            nv.NVML_AGGREGATE_ECC,",
+        '("ecc_corrected", nv.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0)',
+        '("ecc_corrected", nv.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, 0)',
     ),
     Mutant(
         "xid_collector_always_healthy",
