@@ -44,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -364,8 +365,9 @@ class _TimedNvml:
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self.seconds = 0.0
+        self.seconds = 0.0  # in calls made by the thread that built this wrapper
         self._depth = 0
+        self._thread = threading.get_ident()  # not the XID thread, blocked in its wait
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._inner, name)
@@ -373,6 +375,8 @@ class _TimedNvml:
             return value
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != self._thread:
+                return value(*args, **kwargs)
             self._depth += 1
             start = time.thread_time()
             try:
