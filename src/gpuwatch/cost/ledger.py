@@ -220,20 +220,22 @@ class CostLedger:
             costs.append(account.last)
         return tuple(costs)
 
-    def restore_windows(self, uuid: str, hours: Sequence[tuple[float, Sequence[float]]]) -> None:
+    def restore_windows(
+        self, uuid: str, hours: Sequence[tuple[float, float, Sequence[float]]]
+    ) -> None:
         """Seed one GPU's window histories from stored hours, before its first sample.
 
-        `hours`: (end, columns) per stored hour, oldest first: `end` the epoch time of the
-        hour's newest settled tick, `columns` its settled seconds by class then cost by
-        class (TIME_CLASSES order). The hours become checkpoints of the windows only: the
+        `hours`: (start, end, columns) per stored hour, oldest first: when the hour's
+        figures begin and end (epoch s), its settled seconds by class then cost by class
+        (TIME_CLASSES order). The hours become checkpoints of the windows only: the
         GPU's `*_total` figures still start from 0. Ignored once the GPU has been sampled.
         """
         if uuid in self._accounts or not hours:
             return
         account = self._accounts[uuid] = _Account()
         running = [0.0] * _COLUMNS
-        cumulative = []
-        for end, columns in hours:
+        cumulative = [(hours[0][0], running)]
+        for _, end, columns in hours:
             running = [r + c for r, c in zip(running, columns, strict=True)]
             cumulative.append((end, running))
         # offset so the newest stored total is the live zero the first sample adds to

@@ -50,7 +50,10 @@ def restore(
     gpu_rows = [r for r in store.gpu_hours(since) if r["hour_start"] <= now]
     gpus = 0
     for uuid, rows in groupby(gpu_rows, key=lambda r: str(r["uuid"])):
-        hours = [(_end(r), [float(r[c] or 0.0) for c in GPU_CLASS_COLUMNS]) for r in rows]
+        hours = [
+            (float(r["hour_start"]), _end(r), [float(r[c] or 0.0) for c in GPU_CLASS_COLUMNS])
+            for r in rows
+        ]
         cost.ledger.restore_windows(uuid, hours)
         gpus += 1
     token_rows = [r for r in store.token_hours(since) if r["hour_start"] <= now]
@@ -58,6 +61,7 @@ def restore(
     for source, rows in groupby(token_rows, key=lambda r: str(r["source"])):
         marks = [
             (
+                float(r["hour_start"]),
                 _end(r),
                 (
                     float(r["cost_usd"] or 0.0),
