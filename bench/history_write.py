@@ -66,7 +66,7 @@ def demo_hour(state_dir: Path, ticks: int) -> tuple[list[FleetSnapshot], float]:
 
 def offer_cost(state_dir: Path, snapshots: list[FleetSnapshot]) -> float:
     """Mean seconds of `HistoryWriter.offer` (the sampling thread's part)."""
-    from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415
+    from gpuwatch.history.writer import HistoryWriter
 
     store = HistoryStore(state_dir / "offer.sqlite3")
     writer = HistoryWriter(

@@ -39,7 +39,8 @@ def test_states_and_windows_continue_after_a_restart(tmp_path: Path) -> None:
     before = first.run(3 * 3600.0)
     first.close()
     states = {v.gpu_index: (v.state, v.state_since_seconds) for v in before.verdicts}
-    assert states[1][0] == "idle" and states[2][0] == "held"
+    assert states[1][0] == "idle"
+    assert states[2][0] == "held"
     assert before.timestamp_seconds - states[1][1] >= 2 * 3600.0, "idle for over two hours"
     # everything the ledger settled is in the hour rows, each second once
     for cost in before.cost.gpus:
@@ -73,7 +74,8 @@ def test_states_and_windows_continue_after_a_restart(tmp_path: Path) -> None:
             assert new.busy_ratio == pytest.approx(old.busy_ratio, abs=0.01)
             assert new.idle_cost_usd == pytest.approx(old.idle_cost_usd, rel=0.02)
         old_price, new_price = per_million(before, "24h"), per_million(after, "24h")
-        assert old_price is not None and new_price is not None
+        assert old_price is not None
+        assert new_price is not None
         assert new_price == pytest.approx(old_price, rel=0.05)
         # the counters on /metrics start from 0: only the windows continue
         gpu1 = next(c for c in after.cost.gpus if c.gpu_index == 1)

@@ -43,8 +43,10 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
     try:
         assert store.version() == SCHEMA_VERSION == 2
         (row,) = store.gpu_hours(0.0)
-        assert row["idle_seconds"] == 3600 and row["cost_usd"] == 6.88
-        assert row["idle_state_seconds"] == 0 and row["energy_joules"] is None
+        assert row["idle_seconds"] == 3600
+        assert row["cost_usd"] == 6.88
+        assert row["idle_state_seconds"] == 0
+        assert row["energy_joules"] is None
         assert store.token_hours(0.0) == []
     finally:
         store.close()
@@ -142,7 +144,7 @@ class FullDisk:
 def test_a_full_disk_is_one_line_and_a_metric_and_the_hours_come_later(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from gpuwatch.history import open_history  # noqa: PLC0415
+    from gpuwatch.history import open_history
 
     clock = ManualClock()
     run = HistoryRun(tmp_path, clock)  # opens its own writer; replace it by a full one
