@@ -15,6 +15,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
+from gpuwatch.history import HistoryWriter
 from gpuwatch.snapshot import FleetSnapshot
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
@@ -98,6 +99,7 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
         re.findall(r"^\| `(gpuwatch_[a-z_]+)`", readme_section("metric-reference"), re.M)
     )
     exported: set[str] = alert_metric_names(tmp_path) | source_metric_names(tmp_path)
+    exported |= family_names(HistoryWriter.down_families())  # same names as an open store
     for snapshot in snapshots():
         exported |= exported_names(snapshot)
     only_after_data = {  # each is exported once its source has delivered something

@@ -33,6 +33,13 @@ from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
 from gpuwatch.export.status_json import encode, status_document
+from gpuwatch.history import (
+    HistoryStoreError,
+    HistoryWriter,
+    TokenReadingTotals,
+    history_wanted,
+    open_history,
+)
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.periodic import PeriodicThread
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
@@ -125,6 +132,7 @@ class Agent:
                 self.tokens.families,
                 self._billing_families,
                 self._alert_families,
+                self._history_families,
             ],
         )
         self.registry = build_registry(self.collector)
@@ -133,6 +141,31 @@ class Agent:
         self._scheduler: BackgroundScheduler | None = None
         self._threads: list[PeriodicThread] = []
         self._server: MetricsServer | None = None
+        self.history: HistoryWriter | None = None
+        self._history_broken = False
+
+    def open_history(self, *, simulated: bool = False) -> bool:
+        """Open the history store and restore the windows and states from it, before the
+        first tick (`gpuwatch run` calls it; tests that want history too). False when the
+        history is off: one INFO line saying why, or one ERROR line and
+        `gpuwatch_history_up 0` when the file cannot be opened; monitoring goes on."""
+        why_not = history_wanted(self.config, simulated=simulated)
+        if why_not is not None:
+            log.info("history is off: %s", why_not)
+            return False
+        try:
+            self.history = open_history(self.config, self.clock, self.analysis, self.cost)
+        except HistoryStoreError as exc:
+            log.error("history is off: %s; GPU monitoring goes on", exc)
+            self._history_broken = True
+            return False
+        return True
+
+    def _history_families(self) -> Iterator[Metric]:
+        if self.history is not None:
+            yield from self.history.families()
+        elif self._history_broken:
+            yield from HistoryWriter.down_families()
 
     def open(self) -> None:
         """Initialise NVML (raises NvmlNotFoundError when there is no driver) and billing."""
@@ -190,7 +223,15 @@ class Agent:
             cost=cost,
         )
         self.store.publish(snapshot)
+        if self.history is not None:
+            self.history.offer(snapshot, self._history_readings())
         return snapshot
+
+    def _history_readings(self) -> list[TokenReadingTotals]:
+        return [
+            TokenReadingTotals(r.source, r.prompt_tokens_total, r.generation_tokens_total)
+            for r in self.tokens.readings()
+        ]
 
     def _stage(
         self, name: str, run: Callable[[], T], fallback: Callable[[], T]
@@ -306,6 +347,8 @@ class Agent:
             self._threads.append(PeriodicThread("tokens", self._real(1.0), scrape))
         for thread in self._threads:
             thread.start()
+        if self.history is not None:
+            self.history.start()
         if self.alerts is not None:
             every(self.config.analysis.evaluation_interval_seconds, self.evaluate_alerts)
             self.alerts.start()
@@ -364,6 +407,9 @@ class Agent:
         self._threads = []
         if self.alerts is not None:
             self.alerts.stop()
+        if self.history is not None:
+            self.history.stop()  # writes what is pending
+            self.history = None
         self.sampler.close()
 
 

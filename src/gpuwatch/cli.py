@@ -211,6 +211,7 @@ def _serve(
     except NvmlNotFoundError as exc:
         print(NVML_NOT_FOUND.format(reason=exc), file=sys.stderr)
         return EXIT_FAILURE
+    agent.open_history(simulated=services is not None)
     stop = threading.Event()
 
     def _on_signal(_signum: int, _frame: FrameType | None) -> None:

@@ -140,6 +140,14 @@ class LoggingConfig(_Section):
     format: Literal["text", "json"] = "text"
 
 
+class HistoryConfig(_Section):
+    """[history]: the hourly rollups kept in `agent.state_dir/history.sqlite3`."""
+
+    enabled: bool | None = None  # None: on when state_dir is writable, off under --simulate
+    retention_days: int = Field(default=400, ge=1, le=36500)
+    write_interval_seconds: float = Field(default=30.0, ge=1.0, le=3600.0)
+
+
 class Config(_Section):
     """The whole agent configuration."""
 
@@ -153,6 +161,7 @@ class Config(_Section):
     workloads: list[WorkloadDeclaration] = []
     token_sources: TokenSources = []
     billing: BillingConfig = BillingConfig()
+    history: HistoryConfig = HistoryConfig()
 
 
 def _parse_env_value(raw: str) -> Any:

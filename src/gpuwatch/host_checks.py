@@ -89,7 +89,7 @@ def listen_problems(exporter: ExporterConfig) -> list[str]:
     return []
 
 
-def _usable_directory(path: Path) -> str | None:
+def usable_directory(path: Path) -> str | None:
     """Why `path` cannot hold state (be created, written, searched); None when it can."""
     existing = path
     while not existing.exists():
@@ -107,13 +107,17 @@ def _usable_directory(path: Path) -> str | None:
 
 def state_dir_users(config: Config, environ: Mapping[str, str]) -> list[str]:
     """What keeps files in `agent.state_dir` with this config (the Slack alert outbox,
-    the AWS price cache); empty when nothing does."""
+    the AWS price cache, a history store set to `enabled = true`); empty when nothing
+    does. An unset `history.enabled` needs nothing: the history is off without a usable
+    state_dir."""
     users = []
     slack = config.alerts.slack
     if slack.enabled and (environ.get(ENV_WEBHOOK_URL, "").strip() or slack.webhook_url_file):
         users.append("the Slack alert outbox")
     if config.billing.pricing_api:
         users.append("the AWS price cache")
+    if config.history.enabled:
+        users.append("the history store")
     return users
 
 
@@ -138,7 +142,7 @@ def host_problems(
                 problems.append(f"{field}: {message.removeprefix(field + ' ')}")
     users = state_dir_users(config, environ)
     if "agent" not in skip and users:
-        reason = _usable_directory(config.agent.state_dir)
+        reason = usable_directory(config.agent.state_dir)
         if reason:
             problems.append(f"agent.state_dir: {reason} (needed by {' and '.join(users)})")
     return problems

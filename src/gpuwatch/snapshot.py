@@ -214,6 +214,24 @@ class TimeWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class HourTotals:
+    """What the ledger booked to one UTC hour of one GPU since the agent started.
+
+    Seconds and cost are booked at the tick's own time, so a tick settled late still
+    lands in its hour; the hour's figures grow until its last tick is settled. Columns
+    of `class_seconds` and `class_cost_usd` are in the order of TIME_CLASSES (busy,
+    idle, held, unknown). The history store adds these to what earlier runs stored.
+    """
+
+    hour_start_seconds: float  # epoch seconds, a multiple of 3600
+    observed_seconds: float  # every sampled second, settled or not
+    cost_usd: float  # all cost charged in the hour, settled or not
+    class_seconds: tuple[float, float, float, float]
+    class_cost_usd: tuple[float, float, float, float]
+    last_tick_seconds: float  # epoch s of the newest tick booked or charged in the hour
+
+
+@dataclass(frozen=True, slots=True)
 class GpuCost:
     """One GPU's accrued cost and classed time since the agent started."""
 
@@ -230,6 +248,7 @@ class GpuCost:
     unknown_seconds_total: float = 0.0  # no activity signal
     unsettled_seconds: float = 0.0  # sampled, not yet classed
     windows: tuple[TimeWindow, ...] = ()
+    hours: tuple[HourTotals, ...] = ()  # the hours that may still change, oldest first
 
 
 TOKEN_KINDS = ("prompt", "generation", "all")

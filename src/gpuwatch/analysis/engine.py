@@ -107,13 +107,19 @@ class AnalysisEngine:
         for gpu in samples:
             if not gpu.up:
                 continue
-            state = self._gpus.get(gpu.identity.uuid)
-            if state is None:
-                spec = self._catalog.match_nvml_name(gpu.identity.name)
-                state = _GpuAnalysis(self._settings, spec)
-                self._gpus[gpu.identity.uuid] = state
-            verdicts.append(self._observe_gpu(t, gpu, state))
+            self.tracker(gpu.identity.uuid, gpu.identity.name)
+            verdicts.append(self._observe_gpu(t, gpu, self._gpus[gpu.identity.uuid]))
         return tuple(verdicts)
+
+    def tracker(self, uuid: str, name: str) -> GpuStateTracker:
+        """The state tracker of GPU `uuid` (NVML name `name`), created when new: the hook
+        the history store restores a stored state through before the first sample."""
+        state = self._gpus.get(uuid)
+        if state is None:
+            state = self._gpus[uuid] = _GpuAnalysis(
+                self._settings, self._catalog.match_nvml_name(name)
+            )
+        return state.tracker
 
     def _observe_gpu(self, t: float, gpu: GpuSample, a: _GpuAnalysis) -> GpuVerdict:
         if a.first_seen is None:

@@ -170,6 +170,42 @@ class GpuStateTracker:
             self.state = new
         return new
 
+    def restore(
+        self,
+        t: float,
+        *,
+        state: str,
+        state_since: float,
+        inactive_since: float | None,
+        inactive_seconds: float,
+        activity_mean: float | None,
+    ) -> None:
+        """Resume a state a previous run stored, before the first sample.
+
+        `t` is when that run last sampled; the time between then and the first sample
+        here counts as a gap (no sampled time). The window counts as full, so the GPU is
+        never `pending` again: an idle or held GPU stays so (its `state_since` and
+        inactive seconds continue, and activity must last `resolve_after_seconds` to
+        wake it), and a busy or underutilized GPU keeps its window mean as one
+        window-long sample. Settled and unsettled seconds start from 0. Ignored once a
+        sample was taken or for `pending`.
+        """
+        if self._first_seen is not None or state == "pending":
+            return
+        s = self._s
+        self._first_seen = min(state_since, t)
+        self._evidence = s.window_seconds
+        self.state = state
+        self.state_since = state_since
+        if state in FLAGGED:
+            self._last_active = inactive_since if inactive_since is not None else state_since
+            self._inactive_observed = max(inactive_seconds, s.window_seconds)
+        else:
+            self._active_since = state_since
+            self._last_active = t
+        if activity_mean is not None and state not in FLAGGED:
+            self._activity.add(t, activity_mean, s.window_seconds)
+
     def _settle(self, new: str, active: bool) -> None:
         """Class the unsettled ticks that this sample gives evidence for."""
         if new == "pending":

@@ -168,6 +168,31 @@ class CostEngine:
         self._token_accounts: dict[str, _TokenAccount] = {}
         self._gpu_charged: dict[str, tuple[float, float]] = {}  # uuid: (cost seen, seconds)
 
+    @property
+    def ledger(self) -> CostLedger:
+        """The per-GPU ledger (the history store restores its windows at start)."""
+        return self._ledger
+
+    def restore_tokens(
+        self, source: str, hours: Sequence[tuple[float, float, Sequence[float]]]
+    ) -> None:
+        """Seed a token source's $/1M-token windows from stored hours, before its first tick.
+
+        `hours`: (start, end, (cost USD, prompt tokens, generation tokens)) per stored
+        hour, oldest first. They become checkpoints only: the live totals start from 0.
+        Ignored once the source has been seen.
+        """
+        if source in self._token_accounts or not hours:
+            return
+        account = self._token_accounts[source] = _TokenAccount()
+        running = (0.0, 0.0, 0.0)
+        cumulative = [(hours[0][0], running)]
+        for _, end, (cost, prompt, generation) in hours:
+            running = (running[0] + cost, running[1] + prompt, running[2] + generation)
+            cumulative.append((end, running))
+        for end, values in cumulative:
+            account.history.record(end, tuple(v - r for v, r in zip(values, running, strict=True)))
+
     def observe(
         self,
         t: float,

@@ -12,16 +12,22 @@ were busy or idle inside that hour, however late their class became known.
 Each window keeps its own checkpoints — every 60 s for 1 h, 10 min for 24 h, 1 h for
 30 d (about 1,000 per GPU in all) — so the window's start moves in those steps and
 `TimeWindow` says which span it covers.
+
+Each account also books the same seconds and cost to the UTC hour of the tick
+(`GpuCost.hours`): the history store rolls them up per GPU-hour, and at start
+`CostLedger.restore_windows` seeds the window histories from those rows, so the 24 h and
+30 d windows continue across a restart while the `*_total` counters start from 0.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuwatch.analysis.states import TIME_CLASSES
 from gpuwatch.cost.history import CheckpointHistory
-from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
+from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, HourTotals, TimeWindow
 
 WINDOWS: tuple[tuple[str, float], ...] = (("1h", 3600.0), ("24h", 86400.0), ("30d", 30 * 86400.0))
 """The windows of every windowed figure: (name, seconds)."""
@@ -32,6 +38,15 @@ RESOLUTION_SECONDS = {"1h": 60.0, "24h": 600.0, "30d": 3600.0}
 # cumulative columns kept per checkpoint: seconds and cost of every class
 _COLUMNS = len(TIME_CLASSES) * 2
 _CLASS_INDEX = {name: i for i, name in enumerate(TIME_CLASSES)}
+
+HOUR_SECONDS = 3600
+HOURS_KEPT_OPEN = 2
+"""Hours before the current one that `GpuCost.hours` always shows, so a reader that
+skips snapshots still sees each hour's final figures for at least this many hours."""
+
+# per-hour columns: observed s, cost, seconds by class, cost by class, newest tick time
+_HOUR_OBSERVED, _HOUR_COST, _HOUR_CLASSES = 0, 1, 2
+_HOUR_LAST = _HOUR_CLASSES + _COLUMNS
 
 
 @dataclass(slots=True)
@@ -46,6 +61,7 @@ class _Account:
     __slots__ = (
         "cost",
         "histories",
+        "hours",
         "last",
         "last_t",
         "observed",
@@ -69,6 +85,47 @@ class _Account:
         }
         self.last: GpuCost | None = None
         self.last_t = 0.0
+        self.hours: dict[int, list[float]] = {}  # hour start: the _HOUR_* columns
+
+    def hour(self, t: float) -> list[float]:
+        """The per-hour columns of the UTC hour holding epoch time `t`."""
+        start = int(t // HOUR_SECONDS) * HOUR_SECONDS
+        row = self.hours.get(start)
+        if row is None:
+            row = self.hours[start] = [0.0] * (_HOUR_LAST + 1)
+        row[_HOUR_LAST] = max(row[_HOUR_LAST], t)
+        return row
+
+    def charge(self, t: float, seconds: float, cost: float) -> None:
+        """Add a tick's sampled seconds and cost (any class) to its hour."""
+        row = self.hour(t)
+        row[_HOUR_OBSERVED] += seconds
+        row[_HOUR_COST] += cost
+
+    def open_hours(self, t: float) -> tuple[HourTotals, ...]:
+        """The hours that may still change (from the oldest unsettled tick's hour, and at
+        least the last HOURS_KEPT_OPEN), oldest first; older hours are dropped."""
+        oldest = t if not self.queue else min(t, self.queue[0].t)
+        floor = int(oldest // HOUR_SECONDS) * HOUR_SECONDS
+        floor = min(floor, (int(t // HOUR_SECONDS) - HOURS_KEPT_OPEN) * HOUR_SECONDS)
+        for start in [s for s in self.hours if s < floor]:
+            del self.hours[start]
+        n = len(TIME_CLASSES)
+        out = []
+        for start in sorted(self.hours):
+            row = self.hours[start]
+            classes = row[_HOUR_CLASSES : _HOUR_CLASSES + _COLUMNS]
+            out.append(
+                HourTotals(
+                    hour_start_seconds=float(start),
+                    observed_seconds=row[_HOUR_OBSERVED],
+                    cost_usd=row[_HOUR_COST],
+                    class_seconds=(classes[0], classes[1], classes[2], classes[3]),
+                    class_cost_usd=(classes[n], classes[n + 1], classes[n + 2], classes[n + 3]),
+                    last_tick_seconds=row[_HOUR_LAST],
+                )
+            )
+        return tuple(out)
 
     def append(self, tick: _Tick) -> None:
         if tick.time_class is not None and not self.queue:
@@ -101,6 +158,9 @@ class _Account:
         index = _CLASS_INDEX[tick.time_class]
         self.settled[index] += tick.seconds
         self.settled[len(TIME_CLASSES) + index] += tick.cost
+        row = self.hour(tick.t)
+        row[_HOUR_CLASSES + index] += tick.seconds
+        row[_HOUR_CLASSES + len(TIME_CLASSES) + index] += tick.cost
         totals = tuple(self.settled)
         for history in self.histories.values():
             history.record(tick.t, totals)
@@ -150,6 +210,8 @@ class CostLedger:
             cost = 0.0 if price is None else price.usd_per_hour / 3600.0 * dt
             account.cost += cost
             account.observed += dt
+            if dt > 0:
+                account.charge(t, dt, cost)
             account.append(_Tick(t, dt, cost, verdict.tick_class))
             for time_class, ticks in verdict.settlements:
                 account.settle(time_class, ticks)
@@ -157,6 +219,30 @@ class CostLedger:
             account.last_t = t
             costs.append(account.last)
         return tuple(costs)
+
+    def restore_windows(
+        self, uuid: str, hours: Sequence[tuple[float, float, Sequence[float]]]
+    ) -> None:
+        """Seed one GPU's window histories from stored hours, before its first sample.
+
+        `hours`: (start, end, columns) per stored hour, oldest first: when the hour's
+        figures begin and end (epoch s), its settled seconds by class then cost by class
+        (TIME_CLASSES order). The hours become checkpoints of the windows only: the
+        GPU's `*_total` figures still start from 0. Ignored once the GPU has been sampled.
+        """
+        if uuid in self._accounts or not hours:
+            return
+        account = self._accounts[uuid] = _Account()
+        running = [0.0] * _COLUMNS
+        cumulative = [(hours[0][0], running)]
+        for _, end, columns in hours:
+            running = [r + c for r, c in zip(running, columns, strict=True)]
+            cumulative.append((end, running))
+        # offset so the newest stored total is the live zero the first sample adds to
+        for end, values in cumulative:
+            totals = tuple(v - r for v, r in zip(values, running, strict=True))
+            for history in account.histories.values():
+                history.record(end, totals)
 
     def totals(self, t: float) -> tuple[GpuCost, ...]:
         """Every GPU seen, including GPUs down this tick (windows as of `t`)."""
@@ -190,4 +276,5 @@ def _gpu_cost(verdict: GpuVerdict, price: GpuPrice | None, account: _Account, t:
         unknown_seconds_total=seconds["unknown"],
         unsettled_seconds=max(account.unsettled_seconds, 0.0),
         windows=account.windows(t),
+        hours=account.open_hours(t),
     )

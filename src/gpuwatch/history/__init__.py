@@ -1,0 +1,88 @@
+"""The host's history: hourly rollups per GPU in SQLite, restored at start.
+
+`open_history` is the agent's one entry point: it decides whether the history is on,
+opens `agent.state_dir/history.sqlite3`, seeds the analysis and the cost engine from it
+(`restore.py`) and returns the writer the agent feeds its published snapshots to
+(`writer.py`). `gpuwatch.report.local` reads the same file. Never imported by the
+sampling path's modules (nvml, collectors, export).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gpuwatch.analysis.engine import AnalysisEngine
+from gpuwatch.clock import Clock
+from gpuwatch.config import Config
+from gpuwatch.cost.engine import CostEngine
+from gpuwatch.history.restore import restore
+from gpuwatch.history.rollup import HOUR_SECONDS, Rollup, TokenReadingTotals, hour_of
+from gpuwatch.history.store import (
+    HISTORY_FILE,
+    Connect,
+    HistoryStore,
+    HistoryStoreError,
+    default_connect,
+)
+from gpuwatch.history.writer import HistoryWriter
+from gpuwatch.host_checks import usable_directory
+
+__all__ = [
+    "HISTORY_FILE",
+    "HistoryStore",
+    "HistoryStoreError",
+    "HistoryWriter",
+    "TokenReadingTotals",
+    "history_wanted",
+    "open_history",
+]
+
+log = logging.getLogger(__name__)
+
+
+def history_wanted(config: Config, *, simulated: bool) -> str | None:
+    """None when the history should be kept, else why not (for one INFO line)."""
+    enabled = config.history.enabled
+    if enabled is False:
+        return "history.enabled = false"
+    if enabled is None and simulated:
+        return "a simulated fleet keeps no history unless history.enabled = true"
+    problem = usable_directory(config.agent.state_dir)
+    if problem is not None:
+        return f"agent.state_dir: {problem}"
+    return None
+
+
+def open_history(
+    config: Config,
+    clock: Clock,
+    analysis: AnalysisEngine,
+    cost: CostEngine,
+    *,
+    connect: Connect = default_connect,
+) -> HistoryWriter:
+    """Open the store, restore the windows and states as of now, and return the writer
+    (not started). HistoryStoreError when the file cannot be opened or migrated."""
+    store = HistoryStore(config.agent.state_dir / HISTORY_FILE, connect)
+    now = clock.time()
+    try:
+        restored = restore(store, analysis, cost, now, config.analysis.window_seconds)
+        since = hour_of(now) - HOUR_SECONDS  # this run can only touch hours from its start
+        rollup = Rollup(store.gpu_hours(since), store.token_hours(since))
+    except Exception as exc:
+        store.close()
+        raise HistoryStoreError(f"cannot read {store.path}: {exc}") from exc
+    log.info(
+        "history: %s (%d GPUs' windows, %d token sources, %d states restored)",
+        store.path,
+        restored.gpus_with_windows,
+        restored.token_sources,
+        restored.states,
+    )
+    return HistoryWriter(
+        store,
+        rollup,
+        clock,
+        retention_days=config.history.retention_days,
+        write_interval_seconds=config.history.write_interval_seconds,
+    )

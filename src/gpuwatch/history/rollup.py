@@ -1,0 +1,268 @@
+"""Snapshots in, per GPU-hour and per token-source-hour rows out (pure, no I/O).
+
+Every row is *base + this run*: `base` is the row as stored when this run first touched
+the hour (an agent restarted within an hour continues that hour's figures), and this
+run's part is
+
+- for the ledger's columns (observed seconds, cost, seconds and cost by class), the
+  cumulative per-hour totals the snapshot carries (`GpuCost.hours`), which include
+  seconds settled late at their tick's own time, so a snapshot that is skipped loses
+  nothing;
+- for the others, sums over the snapshots taken here: seconds by analysis state
+  (`tick_seconds` of the verdict's state), energy (increase of the GPU's energy counter
+  between two snapshots), memory (peak, and byte-seconds for the mean), and per token
+  source the increase of its token counts and of the cost charged to it.
+
+Prices and recommendations are the latest seen in the hour. Because a row is always
+written whole and absolute, writing it twice never counts anything twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
+from gpuwatch.snapshot import GPU_STATES, FleetSnapshot, GpuCost, HourTotals
+
+HOUR_SECONDS = 3600
+
+_ADDITIVE_GPU = (
+    "observed_seconds",
+    "cost_usd",
+    *GPU_CLASS_COLUMNS,
+    *STATE_COLUMNS,
+    "memory_byte_seconds",
+    "memory_seconds",
+)
+_STATE_COLUMN = dict(zip(GPU_STATES, STATE_COLUMNS, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class TokenReadingTotals:
+    """A token source's cumulative token counts as the tokens collector reads them."""
+
+    source: str
+    prompt_tokens_total: float
+    generation_tokens_total: float
+
+
+def hour_of(t: float) -> int:
+    """Start (epoch s) of the UTC hour holding `t`."""
+    return int(t // HOUR_SECONDS) * HOUR_SECONDS
+
+
+@dataclass(slots=True)
+class _GpuHour:
+    base: dict[str, Any]
+    run: dict[str, float] = field(default_factory=dict)  # this run's additive sums
+    ledger: HourTotals | None = None
+    latest: dict[str, Any] = field(default_factory=dict)
+    energy: float = 0.0
+    energy_seen: bool = False
+    peak: float | None = None
+
+    def row(self) -> dict[str, Any]:
+        row = dict(self.base)
+        row.update((k, v) for k, v in self.latest.items() if v is not None or k not in row)
+        for column in _ADDITIVE_GPU:
+            row[column] = (row.get(column) or 0.0) + self.run.get(column, 0.0)
+        ledger = self.ledger
+        if ledger is not None:
+            row["observed_seconds"] += ledger.observed_seconds
+            row["cost_usd"] += ledger.cost_usd
+            for column, value in zip(
+                GPU_CLASS_COLUMNS, (*ledger.class_seconds, *ledger.class_cost_usd), strict=True
+            ):
+                row[column] += value
+            row["last_seconds"] = max(row.get("last_seconds") or 0.0, ledger.last_tick_seconds)
+        if self.energy_seen:
+            row["energy_joules"] = (row.get("energy_joules") or 0.0) + self.energy
+        if self.peak is not None:
+            stored = row.get("memory_peak_bytes")
+            row["memory_peak_bytes"] = self.peak if stored is None else max(stored, self.peak)
+        return row
+
+
+@dataclass(slots=True)
+class _TokenHour:
+    base: dict[str, Any]
+    prompt: float = 0.0
+    generation: float = 0.0
+    cost: float = 0.0
+    host: str = ""
+    last: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        base = self.base
+        return {
+            "source": base["source"],
+            "hour_start": base["hour_start"],
+            "host": self.host or base.get("host", ""),
+            "prompt_tokens": (base.get("prompt_tokens") or 0.0) + self.prompt,
+            "generation_tokens": (base.get("generation_tokens") or 0.0) + self.generation,
+            "cost_usd": (base.get("cost_usd") or 0.0) + self.cost,
+            "last_seconds": max(base.get("last_seconds") or 0.0, self.last),
+        }
+
+
+class Rollup:
+    """This run's hours, on top of the stored rows it was given as bases."""
+
+    def __init__(
+        self,
+        gpu_bases: Sequence[Mapping[str, Any]] = (),
+        token_bases: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        self._gpu_bases = {(r["uuid"], int(r["hour_start"])): dict(r) for r in gpu_bases}
+        self._token_bases = {(r["source"], int(r["hour_start"])): dict(r) for r in token_bases}
+        self._gpus: dict[tuple[str, int], _GpuHour] = {}
+        self._tokens: dict[tuple[str, int], _TokenHour] = {}
+        self._energy: dict[str, float] = {}  # uuid: energy counter at the last snapshot
+        self._readings: dict[str, tuple[float, float]] = {}  # source: (prompt, generation)
+        self._source_cost: dict[str, float] = {}
+        self.states: dict[str, dict[str, Any]] = {}  # uuid: gpu_state row
+        self._floor: int | None = None  # oldest hour the last snapshot can still change
+        self.dirty_gpus: set[tuple[str, int]] = set()
+        self.dirty_tokens: set[tuple[str, int]] = set()
+
+    def add(self, snapshot: FleetSnapshot, readings: Sequence[TokenReadingTotals] = ()) -> None:
+        """Fold one snapshot (and the token readings taken with it) into the hours."""
+        t = snapshot.timestamp_seconds
+        costs: dict[str, GpuCost] = {c.uuid: c for c in snapshot.cost.gpus}
+        open_hours = [int(c.hours[0].hour_start_seconds) for c in costs.values() if c.hours]
+        self._floor = min([hour_of(t), *open_hours])
+        verdicts = {v.uuid: v for v in snapshot.verdicts}
+        for gpu in snapshot.gpus:
+            uuid = gpu.identity.uuid
+            hour = self._gpu_hour(uuid, hour_of(t))
+            verdict = verdicts.get(uuid)
+            cost = costs.get(uuid)
+            recommendation = None if verdict is None else verdict.recommendation
+            hour.latest.update(
+                host=snapshot.hostname,
+                gpu_index=gpu.identity.index,
+                name=gpu.identity.name,
+                last_seconds=max(hour.latest.get("last_seconds", 0.0), t),
+                recommended_gpu=None if recommendation is None else recommendation.gpu_id,
+                savings_usd_per_hour=(
+                    None if recommendation is None else recommendation.savings_usd_per_hour
+                ),
+            )
+            if cost is not None and cost.price is not None:
+                hour.latest.update(
+                    price_usd_per_hour=cost.price.usd_per_hour, price_source=cost.price.source
+                )
+            self.dirty_gpus.add((uuid, hour_of(t)))
+            dt = 0.0 if verdict is None else verdict.tick_seconds
+            if verdict is not None and dt > 0:
+                column = _STATE_COLUMN.get(verdict.state)
+                if column is not None:
+                    hour.run[column] = hour.run.get(column, 0.0) + dt
+            if gpu.memory_used_bytes is not None:
+                used = float(gpu.memory_used_bytes)
+                hour.peak = used if hour.peak is None else max(hour.peak, used)
+                if dt > 0:
+                    hour.run["memory_byte_seconds"] = (
+                        hour.run.get("memory_byte_seconds", 0.0) + used * dt
+                    )
+                    hour.run["memory_seconds"] = hour.run.get("memory_seconds", 0.0) + dt
+            energy = gpu.energy_joules_total
+            if energy is not None:
+                previous = self._energy.get(uuid)
+                self._energy[uuid] = energy
+                if previous is not None and energy >= previous:
+                    hour.energy += energy - previous
+                    hour.energy_seen = True
+            if cost is not None:
+                for totals in cost.hours:
+                    start = int(totals.hour_start_seconds)
+                    self._gpu_hour(uuid, start, like=hour).ledger = totals
+                    self.dirty_gpus.add((uuid, start))
+            if verdict is not None:
+                self.states[uuid] = {
+                    "uuid": uuid,
+                    "gpu_index": gpu.identity.index,
+                    "name": gpu.identity.name,
+                    "state": verdict.state,
+                    "state_since_seconds": verdict.state_since_seconds,
+                    "inactive_since_seconds": verdict.inactive_since_seconds,
+                    "inactive_seconds": verdict.inactive_seconds,
+                    "activity_mean_ratio": verdict.activity_mean_ratio,
+                    "last_seconds": t,
+                }
+        self._add_tokens(snapshot, readings)
+
+    def _add_tokens(self, snapshot: FleetSnapshot, readings: Sequence[TokenReadingTotals]) -> None:
+        t = snapshot.timestamp_seconds
+        for reading in readings:
+            previous = self._readings.get(reading.source)
+            now = (reading.prompt_tokens_total, reading.generation_tokens_total)
+            self._readings[reading.source] = now
+            hour = self._token_hour(reading.source, hour_of(t), snapshot.hostname, t)
+            if previous is not None:
+                hour.prompt += max(now[0] - previous[0], 0.0)
+                hour.generation += max(now[1] - previous[1], 0.0)
+        for charged in snapshot.cost.token_sources:
+            previous_cost = self._source_cost.get(charged.source)
+            self._source_cost[charged.source] = charged.cost_usd_total
+            hour = self._token_hour(charged.source, hour_of(t), snapshot.hostname, t)
+            if previous_cost is not None:
+                hour.cost += max(charged.cost_usd_total - previous_cost, 0.0)
+
+    def _gpu_hour(self, uuid: str, start: int, like: _GpuHour | None = None) -> _GpuHour:
+        key = (uuid, start)
+        hour = self._gpus.get(key)
+        if hour is None:
+            base = self._gpu_bases.pop(key, None) or {"uuid": uuid, "hour_start": start}
+            hour = self._gpus[key] = _GpuHour(base)
+            if like is not None:  # an hour the ledger still settles: same GPU identity
+                hour.latest.update(
+                    (k, like.latest[k]) for k in ("host", "gpu_index", "name") if k in like.latest
+                )
+        return hour
+
+    def _token_hour(self, source: str, start: int, host: str, t: float) -> _TokenHour:
+        key = (source, start)
+        hour = self._tokens.get(key)
+        if hour is None:
+            base = self._token_bases.pop(key, None) or {"source": source, "hour_start": start}
+            hour = self._tokens[key] = _TokenHour(base)
+        hour.host = host
+        hour.last = max(hour.last, t)
+        self.dirty_tokens.add(key)
+        return hour
+
+    def take_dirty(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """(GPU rows, token rows, state rows) changed since the last `take_dirty`;
+        hand them back with `untake` when the write fails."""
+        gpu_rows = [self._gpus[k].row() for k in sorted(self.dirty_gpus)]
+        token_rows = [self._tokens[k].row() for k in sorted(self.dirty_tokens)]
+        self.dirty_gpus = set()
+        self.dirty_tokens = set()
+        return gpu_rows, token_rows, list(self.states.values())
+
+    def untake(self, gpu_rows: Sequence[Row], token_rows: Sequence[Row]) -> None:
+        """Mark rows of a failed write as changed again (their latest values are written)."""
+        self.dirty_gpus.update((r["uuid"], int(r["hour_start"])) for r in gpu_rows)
+        self.dirty_tokens.update((r["source"], int(r["hour_start"])) for r in token_rows)
+
+    def forget_final(self) -> None:
+        """Drop clean hours no snapshot can change any more (their rows are stored):
+        older than the oldest hour the ledger still settles and than the current hour."""
+        if self._floor is None:
+            return
+        hour_start = self._floor
+        for key in [k for k in self._gpus if k[1] < hour_start and k not in self.dirty_gpus]:
+            del self._gpus[key]
+        for key in [k for k in self._tokens if k[1] < hour_start and k not in self.dirty_tokens]:
+            del self._tokens[key]
+
+    @property
+    def pending_rows(self) -> int:
+        """Rows changed and not yet written."""
+        return len(self.dirty_gpus) + len(self.dirty_tokens)
+
+
+Row = Mapping[str, Any]

@@ -1,0 +1,142 @@
+"""The history file's tables and the migrations that build them, in order.
+
+A new file runs every migration; a file at version N runs those after N, each in one
+transaction with its version bump, so a kill -9 mid-migration leaves the file at the
+old version. Never edit a shipped migration: append one.
+
+Version 1 held the per GPU-hour classes and costs and the per-GPU state; version 2 adds
+the analysis-state seconds, energy, memory, price and recommendation columns, and the
+per token source hours.
+"""
+
+from __future__ import annotations
+
+GPU_CLASS_COLUMNS = (
+    "busy_seconds",
+    "idle_seconds",
+    "held_seconds",
+    "unknown_seconds",
+    "busy_cost_usd",
+    "idle_cost_usd",
+    "held_cost_usd",
+    "unknown_cost_usd",
+)
+"""Settled seconds then settled cost by class (TIME_CLASSES order), per GPU-hour."""
+
+STATE_COLUMNS = (
+    "pending_state_seconds",
+    "busy_state_seconds",
+    "idle_state_seconds",
+    "held_state_seconds",
+    "underutilized_state_seconds",
+)
+"""Sampled seconds by analysis state (GPU_STATES order), per GPU-hour."""
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1
+    """
+    CREATE TABLE gpu_hours (
+        uuid TEXT NOT NULL,
+        hour_start INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        gpu_index INTEGER,
+        name TEXT NOT NULL,
+        observed_seconds REAL NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        busy_seconds REAL NOT NULL DEFAULT 0,
+        idle_seconds REAL NOT NULL DEFAULT 0,
+        held_seconds REAL NOT NULL DEFAULT 0,
+        unknown_seconds REAL NOT NULL DEFAULT 0,
+        busy_cost_usd REAL NOT NULL DEFAULT 0,
+        idle_cost_usd REAL NOT NULL DEFAULT 0,
+        held_cost_usd REAL NOT NULL DEFAULT 0,
+        unknown_cost_usd REAL NOT NULL DEFAULT 0,
+        last_seconds REAL NOT NULL,
+        PRIMARY KEY (uuid, hour_start)
+    ) WITHOUT ROWID;
+    CREATE INDEX gpu_hours_by_hour ON gpu_hours (hour_start);
+    CREATE TABLE gpu_state (
+        uuid TEXT PRIMARY KEY,
+        gpu_index INTEGER,
+        name TEXT NOT NULL,
+        state TEXT NOT NULL,
+        state_since_seconds REAL NOT NULL,
+        inactive_since_seconds REAL,
+        inactive_seconds REAL NOT NULL,
+        activity_mean_ratio REAL,
+        last_seconds REAL NOT NULL
+    );
+    """,
+    # 2
+    """
+    ALTER TABLE gpu_hours ADD COLUMN pending_state_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN busy_state_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN idle_state_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN held_state_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN underutilized_state_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN energy_joules REAL;
+    ALTER TABLE gpu_hours ADD COLUMN memory_peak_bytes REAL;
+    ALTER TABLE gpu_hours ADD COLUMN memory_byte_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN memory_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN price_usd_per_hour REAL;
+    ALTER TABLE gpu_hours ADD COLUMN price_source TEXT;
+    ALTER TABLE gpu_hours ADD COLUMN recommended_gpu TEXT;
+    ALTER TABLE gpu_hours ADD COLUMN savings_usd_per_hour REAL;
+    CREATE TABLE token_hours (
+        source TEXT NOT NULL,
+        hour_start INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        prompt_tokens REAL NOT NULL DEFAULT 0,
+        generation_tokens REAL NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        last_seconds REAL NOT NULL,
+        PRIMARY KEY (source, hour_start)
+    ) WITHOUT ROWID;
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+GPU_COLUMNS = (
+    "uuid",
+    "hour_start",
+    "host",
+    "gpu_index",
+    "name",
+    "observed_seconds",
+    "cost_usd",
+    *GPU_CLASS_COLUMNS,
+    "last_seconds",
+    *STATE_COLUMNS,
+    "energy_joules",
+    "memory_peak_bytes",
+    "memory_byte_seconds",
+    "memory_seconds",
+    "price_usd_per_hour",
+    "price_source",
+    "recommended_gpu",
+    "savings_usd_per_hour",
+)
+"""Every column of gpu_hours at SCHEMA_VERSION."""
+
+TOKEN_COLUMNS = (
+    "source",
+    "hour_start",
+    "host",
+    "prompt_tokens",
+    "generation_tokens",
+    "cost_usd",
+    "last_seconds",
+)
+
+STATE_TABLE_COLUMNS = (
+    "uuid",
+    "gpu_index",
+    "name",
+    "state",
+    "state_since_seconds",
+    "inactive_since_seconds",
+    "inactive_seconds",
+    "activity_mean_ratio",
+    "last_seconds",
+)

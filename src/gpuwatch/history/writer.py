@@ -1,0 +1,172 @@
+"""The one writer thread: snapshots in from the sampling thread, rows out to SQLite.
+
+The sampling thread only appends the published snapshot (and the token readings taken
+with it) to a bounded queue (`offer`, O(1), no lock of ours, no I/O). The writer drains
+the queue into the rollup every second and writes the changed rows every
+`write_interval_seconds`, one transaction each time. A failed write (disk full, I/O
+error, the file locked) is one log line and `gpuwatch_history_up 0`; the rows stay
+pending in memory and are written, whole, when a write succeeds again. Hours older than
+the retention are deleted once an hour.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from gpuwatch.clock import Clock
+from gpuwatch.history.rollup import Rollup, TokenReadingTotals, hour_of
+from gpuwatch.history.store import HistoryStore
+from gpuwatch.snapshot import FleetSnapshot
+
+log = logging.getLogger(__name__)
+
+QUEUE_LIMIT = 3600
+"""Snapshots waiting for the writer at most; beyond, the oldest are dropped (the ledger's
+columns stay exact: they are cumulative; state seconds, energy and memory lose them)."""
+
+DRAIN_SECONDS = 1.0
+PRUNE_EVERY_SECONDS = 3600.0
+
+
+class HistoryWriter:
+    """Rolls snapshots up per hour and writes them to `store` from its own thread."""
+
+    def __init__(
+        self,
+        store: HistoryStore,
+        rollup: Rollup,
+        clock: Clock,
+        *,
+        retention_days: int,
+        write_interval_seconds: float,
+    ) -> None:
+        self.store = store
+        self._rollup = rollup
+        self._clock = clock
+        self._retention_seconds = retention_days * 86400.0
+        self._write_interval = write_interval_seconds
+        self._queue: deque[tuple[FleetSnapshot, tuple[TokenReadingTotals, ...]]] = deque(
+            maxlen=QUEUE_LIMIT
+        )
+        self._lock = threading.Lock()  # one drain or write at a time
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_prune: float | None = None
+        self._offered = 0
+        self._drained = 0
+        self.up = True
+        self.failures = 0
+
+    def offer(self, snapshot: FleetSnapshot, readings: Sequence[TokenReadingTotals] = ()) -> None:
+        """Queue a published snapshot (the sampling thread's whole cost)."""
+        self._queue.append((snapshot, tuple(readings)))
+        self._offered += 1
+
+    def drain(self) -> None:
+        """Fold every queued snapshot into the rollup."""
+        with self._lock:
+            self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                snapshot, readings = self._queue.popleft()
+            except IndexError:
+                return
+            self._drained += 1
+            self._rollup.add(snapshot, readings)
+
+    def flush(self) -> bool:
+        """Drain, then write every changed row in one transaction; True when written."""
+        with self._lock:
+            self._drain()
+            now = self._clock.time()
+            prune = None
+            if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECONDS:
+                prune = float(hour_of(now - self._retention_seconds))
+            gpu_rows, token_rows, states = self._rollup.take_dirty()
+            try:
+                self.store.write(gpu_rows, token_rows, states, prune_before=prune)
+            except sqlite3.Error as exc:
+                self._rollup.untake(gpu_rows, token_rows)
+                self.failures += 1
+                if self.up:
+                    log.error(
+                        "history: cannot write %s (%s); %d hour rows kept in memory and "
+                        "written when it works again",
+                        self.store.path,
+                        exc,
+                        self._rollup.pending_rows,
+                    )
+                self.up = False
+                return False
+            if not self.up:
+                log.info("history: writing %s again", self.store.path)
+            self.up = True
+            if prune is not None:
+                self._last_prune = now
+            self._rollup.forget_final()
+            return True
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread = threading.Thread(target=self._run, name="gpuwatch-history", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        waited = 0.0
+        while not self._stop.wait(DRAIN_SECONDS):
+            waited += DRAIN_SECONDS
+            try:
+                if waited >= self._write_interval:
+                    waited = 0.0
+                    self.flush()
+                else:
+                    self.drain()
+            except Exception:  # a bug here must not end the thread silently
+                log.exception("history writer failed; it tries again")
+
+    def stop(self) -> None:
+        """Stop the thread, write what is pending and close the file."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10.0)
+            self._thread = None
+        self.flush()
+        self.store.close()
+
+    @property
+    def dropped(self) -> int:
+        """Snapshots dropped because the queue was full."""
+        return max(self._offered - self._drained - len(self._queue), 0)
+
+    def families(self) -> Iterator[Metric]:
+        """gpuwatch_history_up and gpuwatch_history_pending_rows."""
+        return _families(self.up, self._rollup.pending_rows)
+
+    @staticmethod
+    def down_families() -> Iterator[Metric]:
+        """The families of a store that could not be opened."""
+        return _families(False, 0)
+
+
+def _families(up: bool, pending_rows: int) -> Iterator[Metric]:
+    family = GaugeMetricFamily(
+        "gpuwatch_history_up",
+        "1 when the history store is open and its last write succeeded, else 0",
+    )
+    family.add_metric([], 1.0 if up else 0.0)
+    yield family
+    pending = GaugeMetricFamily(
+        "gpuwatch_history_pending_rows",
+        "Hour rows of the history store changed in memory and not yet written",
+    )
+    pending.add_metric([], float(pending_rows))
+    yield pending

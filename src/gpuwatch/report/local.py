@@ -1,0 +1,117 @@
+"""The local report source: the host's history store reduced to `ReportData`.
+
+One `GpuDay` per GPU per UTC day from the stored GPU-hours whose hour starts in the
+period, one `TokenDay` per token source per UTC day. Coverage: each GPU is expected
+from the start of its first stored hour (or the period's start, when later) to the
+period's end, so a GPU added mid-month is not blamed for the days before it existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+from typing import Any
+
+from gpuwatch.config import Config
+from gpuwatch.history.schema import STATE_COLUMNS
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore
+from gpuwatch.report.model import TIME_CLASSES, GpuDay, Period, ReportData, TokenDay
+
+
+class HistoryMissingError(Exception):
+    """There is no history file where the config says (history off, or never ran)."""
+
+
+def load(config: Config, period: Period) -> ReportData:
+    """Read `agent.state_dir/history.sqlite3` for `period`; HistoryMissingError when the
+    file does not exist, HistoryStoreError when it cannot be read."""
+    path = config.agent.state_dir / HISTORY_FILE
+    if not path.is_file():
+        raise HistoryMissingError(
+            f"no history at {path}: is [history] on and has `gpuwatch run` run here?"
+        )
+    store = HistoryStore(path)
+    try:
+        start, end = period.start_epoch, period.end_epoch
+        gpu_rows = store.gpu_hours(start, end)
+        token_rows = store.token_hours(start, end)
+        first_hours = {r["uuid"]: r["hour_start"] for r in store.gpu_hours(0.0, end)[::-1]}
+    finally:
+        store.close()
+    expected = sum(max(end - max(start, float(first)), 0.0) for first in first_hours.values())
+    notes = []
+    if not gpu_rows:
+        notes.append("the history holds no GPU-hour in this period")
+    return ReportData(
+        period=period,
+        gpu_days=tuple(_gpu_days(gpu_rows)),
+        token_days=tuple(_token_days(token_rows)),
+        expected_gpu_seconds=expected if first_hours else None,
+        source="local",
+        notes=tuple(notes),
+    )
+
+
+def _day(hour_start: float) -> date:
+    return datetime.fromtimestamp(hour_start, UTC).date()
+
+
+def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
+    days: dict[tuple[str, date], list[dict[str, Any]]] = {}
+    for row in rows:  # by uuid, then hour
+        days.setdefault((row["uuid"], _day(row["hour_start"])), []).append(row)
+    out = []
+    for (uuid, day), hours in sorted(days.items(), key=lambda item: (item[0][1], item[0][0])):
+        last = hours[-1]
+        energies = [h["energy_joules"] for h in hours if h["energy_joules"] is not None]
+        peaks = [h["memory_peak_bytes"] for h in hours if h["memory_peak_bytes"] is not None]
+        sources = [h["price_source"] for h in hours if h["price_source"] is not None]
+        out.append(
+            GpuDay(
+                host=str(last["host"]),
+                uuid=uuid,
+                name=str(last["name"]),
+                day=day,
+                observed_seconds=_sum(hours, "observed_seconds"),
+                class_seconds={c: _sum(hours, f"{c}_seconds") for c in TIME_CLASSES},
+                cost_usd=_sum(hours, "cost_usd"),
+                idle_cost_usd=_sum(hours, "idle_cost_usd") + _sum(hours, "held_cost_usd"),
+                held_cost_usd=_sum(hours, "held_cost_usd"),
+                gpu_index=last["gpu_index"],
+                energy_joules=sum(energies) if energies else None,
+                price_source=sources[-1] if sources else None,
+                recommended_gpu=last["recommended_gpu"],
+                savings_usd_per_hour=last["savings_usd_per_hour"],
+                memory_peak_bytes=max(peaks) if peaks else None,
+            )
+        )
+    return out
+
+
+def state_seconds(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Seconds by analysis state (pending, busy, idle, held, underutilized) over rows."""
+    rows = list(rows)
+    return {c.removesuffix("_state_seconds"): _sum(rows, c) for c in STATE_COLUMNS}
+
+
+def _token_days(rows: Iterable[dict[str, Any]]) -> list[TokenDay]:
+    days: dict[tuple[str, date], list[dict[str, Any]]] = {}
+    for row in rows:
+        days.setdefault((row["source"], _day(row["hour_start"])), []).append(row)
+    return [
+        TokenDay(
+            host=str(hours[-1]["host"]),
+            source=source,
+            day=day,
+            tokens={
+                "prompt": _sum(hours, "prompt_tokens"),
+                "generation": _sum(hours, "generation_tokens"),
+            },
+            cost_usd=_sum(hours, "cost_usd"),
+        )
+        for (source, day), hours in sorted(days.items(), key=lambda item: (item[0][1], item[0][0]))
+    ]
+
+
+def _sum(rows: Iterable[dict[str, Any]], column: str) -> float:
+    return float(sum(row[column] or 0.0 for row in rows))

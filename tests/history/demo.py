@@ -1,0 +1,53 @@
+"""The demo fleet with its simulated vLLM server and the history on, on a manual clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuwatch.agent import Agent
+from gpuwatch.clock import ManualClock
+from gpuwatch.config import AgentConfig, Config, HistoryConfig
+from gpuwatch.simulate.services import ScenarioServices
+from gpuwatch.snapshot import FleetSnapshot
+from tests.conftest import simulated
+
+
+def history_config(state_dir: Path, **history: object) -> Config:
+    return Config(
+        agent=AgentConfig(hostname="test-host", state_dir=state_dir),
+        history=HistoryConfig(enabled=True, **history),  # type: ignore[arg-type]
+    )
+
+
+class HistoryRun:
+    """One agent run on `state_dir`, starting at the manual clock's time."""
+
+    def __init__(self, state_dir: Path, clock: ManualClock, config: Config | None = None) -> None:
+        nv, self.clock = simulated("demo", clock)
+        self.services = ScenarioServices(nv, self.clock)
+        self.services.start()
+        self.agent = Agent(
+            config or history_config(state_dir),
+            nv,
+            self.clock,
+            extra_workloads=nv.scenario.workloads,
+            extra_token_sources=self.services.token_sources(),
+            extra_static_prices=nv.scenario.prices,
+            environ={},
+        )
+        self.agent.open()
+        assert self.agent.open_history()
+
+    def run(self, seconds: float, step: float = 10.0) -> FleetSnapshot:
+        """Tick every `step` simulated seconds for `seconds`, scraping tokens as due."""
+        snapshot = None
+        for _ in range(round(seconds / step)):
+            self.clock.advance(step)
+            self.agent.tokens.scrape_due()
+            snapshot = self.agent.tick()
+        assert snapshot is not None
+        return snapshot
+
+    def close(self) -> None:
+        self.agent.stop()
+        self.services.stop()
