@@ -17,12 +17,13 @@ demo: $(BIN)/python
 	@echo "gpuwatch: metrics at http://$(LISTEN)/metrics (Ctrl-C stops)"
 	$(BIN)/gpuwatch run --simulate demo --listen $(LISTEN)
 
-# Debian's prometheus gives both prometheus and promtool; tests use the real binaries.
+# Debian's prometheus gives both prometheus and promtool, victoria-metrics the single-node
+# VictoriaMetrics (the fleet report's tests); tests use the real binaries.
 prometheus:
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null && command -v victoria-metrics >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics >/dev/null; }
 
 # The old nvidia-ml-py releases the binding tests load side by side (wheels of ~40 KB
 # from PyPI, kept in .cache/nvidia-ml-py; tests/bindings/fetch.py lists them).

@@ -1,0 +1,96 @@
+"""Benchmark: a fleet report from a real, backfilled Prometheus, against Prometheus itself.
+
+Generates a synthetic month (`gpuwatch.report.synthetic`), backfills it with `promtool
+tsdb create-blocks-from openmetrics --max-block-duration=744h`, starts Debian's
+prometheus on the blocks with no scrape target, then times
+
+- `report`: `gpuwatch.report.prometheus.load()` for the whole period (no recording rules:
+  the rules are not written yet), and
+- `baseline`: the same number of days x counters as plain `increase(metric[1d] @ end)`
+  instant queries, with the same parallelism: what Prometheus itself takes to read the
+  counters over the month, so the ratio says what the report's exact method costs.
+
+    .venv/bin/python bench/report_prometheus.py [--hosts 250] [--gpus 4] [--days 31] [--interval 60]
+
+The default is the issue's size (1,000 GPUs x 31 days at a 60 s scrape); generating it
+takes long in pure Python, so docs/benchmarks.md gives the size each recorded run used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.report_prometheus.conftest import backfill, start_prometheus, stop
+
+from benchlib import machine_info
+from gpuwatch.report.model import Period
+from gpuwatch.report.prometheus import COUNTERS, Client, PrometheusOptions, load
+from gpuwatch.report.synthetic import DAY_SECONDS, SyntheticFleet, write_fleet
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=250)
+    parser.add_argument("--gpus", type=int, default=4)
+    parser.add_argument("--days", type=int, default=31)
+    parser.add_argument("--interval", type=int, default=60)
+    parser.add_argument("--parallel", type=int, default=4)
+    args = parser.parse_args()
+    fleet = SyntheticFleet(
+        hosts=args.hosts,
+        gpus_per_host=args.gpus,
+        start=datetime(2026, 10, 1, tzinfo=UTC),
+        days=args.days,
+        interval_seconds=args.interval,
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        work = Path(tmp)
+        began = time.perf_counter()
+        with (work / "fleet.om").open("w", encoding="utf-8") as out:
+            truth = write_fleet(fleet, out)
+        generated = time.perf_counter() - began
+        began = time.perf_counter()
+        backfill("promtool", work / "fleet.om", work / "data")
+        backfilled = time.perf_counter() - began
+        (work / "fleet.om").unlink()
+        url, proc = start_prometheus(work / "data", work)
+        try:
+            period = Period(fleet.start, datetime.fromtimestamp(fleet.end_epoch, UTC), "bench")
+            options = PrometheusOptions(url, parallel_queries=args.parallel)
+            load(options, period)  # warm the page cache once, as a rerun would be
+            began = time.perf_counter()
+            data = load(options, period)
+            report_s = time.perf_counter() - began
+            client = Client(options)
+            ends = [fleet.start_epoch + (d + 1) * DAY_SECONDS for d in range(fleet.days)]
+            queries = [(f"increase({m}[1d] @ {t}.000)", float(t)) for m in COUNTERS.values()
+                       for t in ends]  # fmt: skip
+            began = time.perf_counter()
+            with ThreadPoolExecutor(args.parallel) as pool:
+                list(pool.map(lambda q: client.vector(*q), queries))
+            baseline_s = time.perf_counter() - began
+        finally:
+            stop(proc)
+    gpus = args.hosts * args.gpus
+    info = machine_info()
+    print(f"machine: {info['cpu_model']}, {info['cpu_cores']} cores, {info['date']}")
+    print(f"commit: {info['git_commit']}")
+    print(
+        f"fleet: {gpus} GPUs x {args.days} days, {args.interval} s scrape, {truth.samples} samples"
+    )
+    print(f"generate {generated:.1f} s, backfill {backfilled:.1f} s")
+    print(f"report (no recording rules): {report_s:.2f} s, {len(data.gpu_days)} GPU-days")
+    print(f"baseline increase() x {len(queries)}: {baseline_s:.2f} s")
+    print(f"ratio: {report_s / baseline_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,575 @@
+"""The fleet source of `gpuwatch report --prometheus URL`: any Prometheus-compatible API.
+
+`load(options, period, progress)` reads what every host's agent exported (scraped by
+Prometheus, VictoriaMetrics, Thanos Query, Mimir ...) through `/api/v1/query` and returns
+`ReportData`: one `GpuDay` per GPU (host = the `host`, else `hostname`, else `instance`
+label) per UTC day, one `TokenDay` per host and token source per day.
+
+Every query is an instant query pinned with the `@` modifier to a day boundary, so a
+report of a past period is the same whenever it runs. Counters are read exactly, not
+with `increase()` (which extrapolates to the window's edges, and differently on each
+backend): a day's figure is the counter's last sample at or before the day's end minus
+its last sample at or before the day's start, when `resets()` over the day (plus the 5
+minutes of lookback) finds no reset; otherwise the series' raw samples of the day (and
+up to 7 days before it, for the base) are fetched and summed reset-corrected as PromQL
+does (a drop counts the new value). So days telescope: a month's total is the counter's
+exact reset-corrected growth over the month, whatever the backend. A series with no
+sample in the 7 days before a day starts from its first sample (as `increase()` does).
+
+Time classes come from the agent's own counters and the state gauges, with `iv` the
+scrape interval (measured per host from raw `gpuwatch_gpu_up` timestamps, or given):
+observed = samples of `gpuwatch_gpu_up` x iv; unknown = samples with the GPU lost
+(`gpuwatch_gpu_up` 0) x iv; idle + held = growth of `gpuwatch_gpu_idle_seconds_total`
+(settled, retroactive like the idle cost), split by the day's held / idle cost (else by
+the held and idle state samples); busy = observed - unknown - idle - held - pending
+samples x iv. Limits: a settled idle spell that crosses midnight is counted on the day
+it was confirmed (up to the analysis window late); a scrape gap without an agent restart
+moves the idle seconds it hides into observed-less time, so busy is then understated.
+
+Options (`PrometheusOptions`), the CLI flags they come from:
+
+  --prometheus URL                   base URL, path prefix kept (https://h/select/0/prometheus);
+                                     user:password@ in it is used as basic auth, a ?query
+                                     is sent with every request; neither is ever shown
+  --prometheus-header 'Name: value'  repeatable, e.g. 'X-Scope-OrgID: team-a'
+  --prometheus-bearer-token-file F   Authorization: Bearer <file content>
+  --prometheus-user U                basic auth user ...
+  --prometheus-password-file F       ... and its password (file)
+  --prometheus-ca-file F             CA bundle for https
+  --prometheus-insecure              skip TLS verification
+  --prometheus-timeout SECONDS       per request (default 60)
+  --prometheus-scrape-interval S     skip measuring the scrape interval
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import math
+import ssl
+import statistics
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from gpuwatch.report.model import GpuDay, Period, ReportData, TokenDay
+
+DAY_SECONDS = 86400
+LOOKBACK_MS = 300_000  # Prometheus's default lookback delta (5 minutes)
+RAW_BASE_MS = 7 * DAY_SECONDS * 1000  # how far back a raw fetch looks for a counter's base
+
+COUNTERS = {
+    "cost": "gpuwatch_gpu_cost_usd_total",
+    "idle_cost": "gpuwatch_gpu_idle_cost_usd_total",
+    "held_cost": "gpuwatch_gpu_held_cost_usd_total",
+    "idle_seconds": "gpuwatch_gpu_idle_seconds_total",
+    "energy": "gpuwatch_gpu_energy_joules_total",
+    "tokens": "gpuwatch_tokens_total",
+    "token_cost": "gpuwatch_token_source_cost_usd_total",
+}
+"""The counters a report reads, by role."""
+
+ProgressCallback = Callable[[int, int], None]
+"""Called with (queries done, queries planned) as the report's queries complete."""
+
+LabelKey = tuple[tuple[str, str], ...]
+
+
+class PrometheusError(Exception):
+    """The API could not be read: one line naming the URL (no credentials) and the cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusOptions:
+    """Where and how to reach the Prometheus-compatible API (see the module docstring)."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    bearer_token_file: Path | None = None
+    basic_auth_user: str | None = None
+    basic_auth_password_file: Path | None = None
+    ca_file: Path | None = None
+    insecure_skip_verify: bool = False
+    timeout_seconds: float = 60.0
+    scrape_interval_seconds: float | None = None
+    parallel_queries: int = 4
+
+    def __post_init__(self) -> None:
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("--prometheus: expected an http:// or https:// URL")
+        if self.bearer_token_file is not None and (
+            self.basic_auth_user is not None or parts.username is not None
+        ):
+            raise ValueError("--prometheus-bearer-token-file: choose bearer token or basic auth")
+        if (self.basic_auth_password_file is not None) != (self.basic_auth_user is not None):
+            raise ValueError("--prometheus-password-file: needs --prometheus-user (and back)")
+        if self.timeout_seconds <= 0:
+            raise ValueError("--prometheus-timeout: must be positive")
+        if self.scrape_interval_seconds is not None and self.scrape_interval_seconds <= 0:
+            raise ValueError("--prometheus-scrape-interval: must be positive")
+        for name, value in self.headers:
+            if not name or any(c in name + value for c in "\r\n") or ":" in name:
+                raise ValueError("--prometheus-header: expected 'Name: value' on one line")
+
+    @property
+    def display_url(self) -> str:
+        """The URL as a report or a message may show it: no userinfo, query or fragment."""
+        return redact_url(self.url)
+
+
+def redact_url(url: str) -> str:
+    """`url` without userinfo, query or fragment."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+class Client:
+    """Instant queries against `/api/v1/query`, authenticated as the options say."""
+
+    def __init__(self, options: PrometheusOptions) -> None:
+        parts = urllib.parse.urlsplit(options.url)
+        self._display = options.display_url
+        self._endpoint = self._display + "/api/v1/query"
+        self._extra_query = urllib.parse.parse_qsl(parts.query)
+        self._timeout = options.timeout_seconds
+        self._headers = {"Accept": "application/json", "User-Agent": "gpuwatch-report"}
+        self._headers.update(dict(options.headers))
+        if options.bearer_token_file is not None:
+            token = _read_secret(options.bearer_token_file, "--prometheus-bearer-token-file")
+            self._headers["Authorization"] = f"Bearer {token}"
+        user, password = parts.username, parts.password
+        if options.basic_auth_user is not None and options.basic_auth_password_file is not None:
+            user = options.basic_auth_user
+            password = _read_secret(options.basic_auth_password_file, "--prometheus-password-file")
+        if user is not None:
+            pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password or '')}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        self._context: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            self._context = ssl.create_default_context(
+                cafile=str(options.ca_file) if options.ca_file else None
+            )
+            if options.insecure_skip_verify:
+                self._context.check_hostname = False
+                self._context.verify_mode = ssl.CERT_NONE
+
+    def query(self, promql: str, at: float) -> tuple[str, list[dict[str, Any]]]:
+        """Run one instant query at `at` (Unix seconds); (resultType, result)."""
+        form = [("query", promql), ("time", f"{at:.3f}"), *self._extra_query]
+        body = urllib.parse.urlencode(form).encode()
+        headers = {**self._headers, "Content-Type": "application/x-www-form-urlencoded"}
+        request = urllib.request.Request(self._endpoint, data=body, headers=headers)  # noqa: S310
+        try:
+            with urllib.request.urlopen(  # noqa: S310 (http or https only, checked)
+                request, timeout=self._timeout, context=self._context
+            ) as response:
+                payload = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise PrometheusError(f"{self._display}: HTTP {exc.code}{_api_error(exc)}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise PrometheusError(f"{self._display}: {reason}") from None
+        if payload.get("status") != "success":
+            raise PrometheusError(f"{self._display}: {payload.get('error', 'query failed')}")
+        data = payload["data"]
+        return str(data["resultType"]), list(data["result"])
+
+    def vector(self, promql: str, at: float) -> dict[LabelKey, float]:
+        """An instant vector as {labels: value}."""
+        kind, result = self.query(promql, at)
+        if kind != "vector":
+            raise PrometheusError(f"{self._display}: expected a vector, got {kind}")
+        return {_key(item["metric"]): float(item["value"][1]) for item in result}
+
+    def matrix(self, promql: str, at: float) -> dict[LabelKey, list[tuple[float, float]]]:
+        """A range vector's raw samples as {labels: [(unix seconds, value)]}."""
+        kind, result = self.query(promql, at)
+        if kind != "matrix":
+            raise PrometheusError(f"{self._display}: expected a matrix, got {kind}")
+        return {
+            _key(item["metric"]): [(float(t), float(v)) for t, v in item["values"]]
+            for item in result
+        }
+
+
+def _api_error(exc: urllib.error.HTTPError) -> str:
+    try:
+        error = json.loads(exc.read()).get("error")
+    except (ValueError, OSError, AttributeError):
+        return ""
+    return f" ({str(error)[:200]})" if error else ""
+
+
+def _read_secret(path: Path, flag: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise PrometheusError(f"{flag}: cannot read {path}: {exc.strerror}") from None
+
+
+def _key(metric: Mapping[str, str]) -> LabelKey:
+    return tuple(sorted((k, v) for k, v in metric.items() if k != "__name__"))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def selector(metric: str, labels: LabelKey) -> str:
+    """A selector matching exactly one series, every label value escaped."""
+    matchers = [f'__name__="{_escape(metric)}"']
+    matchers += [f'{name}="{_escape(value)}"' for name, value in labels]
+    return "{" + ",".join(matchers) + "}"
+
+
+def host_of(labels: LabelKey) -> str:
+    """The host a series belongs to: `host`, else `hostname`, else `instance`."""
+    found = dict(labels)
+    return found.get("host") or found.get("hostname") or found.get("instance", "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Day:
+    day: date
+    start: float  # Unix seconds
+    end: float
+
+    @property
+    def ms(self) -> int:
+        return round((self.end - self.start) * 1000)
+
+
+def _days(period: Period) -> list[_Day]:
+    days: list[_Day] = []
+    start = period.start_epoch
+    while start < period.end_epoch:
+        day_start = math.floor(start / DAY_SECONDS) * DAY_SECONDS
+        end = min(day_start + DAY_SECONDS, period.end_epoch)
+        days.append(_Day(datetime.fromtimestamp(day_start, UTC).date(), start, end))
+        start = end
+    return days
+
+
+def _at(t: float) -> str:
+    return f"{t:.3f}"
+
+
+class _Planner:
+    """Runs instant queries in parallel and counts them for the progress callback."""
+
+    def __init__(self, client: Client, workers: int, progress: ProgressCallback | None) -> None:
+        self.client = client
+        self.workers = max(1, workers)
+        self.progress = progress
+        self.done = 0
+        self.planned = 0
+
+    def run(self, jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+        self.planned += len(jobs)
+        results: dict[str, Any] = {}
+        with ThreadPoolExecutor(self.workers) as pool:
+            futures = {name: pool.submit(job) for name, job in jobs.items()}
+            for name, future in futures.items():
+                results[name] = future.result()
+                self.done += 1
+                if self.progress is not None:
+                    self.progress(self.done, self.planned)
+        return results
+
+
+def _counter_jobs(client: Client, days: list[_Day]) -> dict[str, Callable[[], Any]]:
+    jobs: dict[str, Callable[[], Any]] = {}
+    first = days[0].start
+    for role, metric in COUNTERS.items():
+        jobs[f"{role}@start"] = _bind(client.vector, f"{metric} @ {_at(first)}", first)
+        for i, d in enumerate(days):
+            jobs[f"{role}@{i}"] = _bind(client.vector, f"{metric} @ {_at(d.end)}", d.end)
+            window = f"{d.ms + LOOKBACK_MS}ms"
+            jobs[f"{role}#resets{i}"] = _bind(
+                client.vector, f"resets({metric}[{window}] @ {_at(d.end)})", d.end
+            )
+    return jobs
+
+
+def _day_jobs(client: Client, days: list[_Day]) -> dict[str, Callable[[], Any]]:
+    jobs: dict[str, Callable[[], Any]] = {}
+    for i, d in enumerate(days):
+        window = f"{d.ms - 1}ms"  # (start, end]: a sample at the start belongs to the day before
+        at = _at(d.end)
+        for name, expr in (
+            ("up_count", f"count_over_time(gpuwatch_gpu_up[{window}] @ {at})"),
+            ("up_sum", f"sum_over_time(gpuwatch_gpu_up[{window}] @ {at})"),
+            (
+                "states",
+                f'sum_over_time(gpuwatch_gpu_state{{state=~"pending|idle|held"}}[{window}] @ {at})',
+            ),
+            ("info", f"last_over_time(gpuwatch_gpu_info[{window}] @ {at})"),
+            ("price", f"last_over_time(gpuwatch_gpu_price_usd_per_hour[{window}] @ {at})"),
+            (
+                "recommendation",
+                f"last_over_time(gpuwatch_gpu_recommendation_info[{window}] @ {at})",
+            ),
+            (
+                "savings",
+                f"last_over_time(gpuwatch_gpu_potential_savings_usd_per_hour[{window}] @ {at})",
+            ),
+        ):
+            jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
+    return jobs
+
+
+def _bind(fn: Callable[[str, float], Any], promql: str, at: float) -> Callable[[], Any]:
+    return lambda: fn(promql, at)
+
+
+def _raw_increase(samples: list[tuple[float, float]], start: float, end: float) -> float:
+    """Reset-corrected growth over (start, end] from raw samples, based on the last sample
+    at or before `start` (else the first sample in the window)."""
+    base: float | None = None
+    total = 0.0
+    for t, v in samples:
+        if t <= start:
+            base = v
+            continue
+        if t > end:
+            break
+        if base is not None:
+            total += v - base if v >= base else v
+        base = v
+    return total
+
+
+def _counter_deltas(
+    planner: _Planner, results: Mapping[str, Any], days: list[_Day]
+) -> dict[tuple[str, int], dict[LabelKey, float]]:
+    """{(role, day index): {series: growth that day}}, raw-fetching the series that reset."""
+    deltas: dict[tuple[str, int], dict[LabelKey, float]] = {}
+    raw_jobs: dict[str, Callable[[], Any]] = {}
+    raw_targets: dict[str, tuple[str, int, LabelKey]] = {}
+    for role, metric in COUNTERS.items():
+        prev: dict[LabelKey, float] = results[f"{role}@start"]
+        for i, d in enumerate(days):
+            end: dict[LabelKey, float] = results[f"{role}@{i}"]
+            resets: dict[LabelKey, float] = results[f"{role}#resets{i}"]
+            today: dict[LabelKey, float] = {}
+            for key in end.keys() | resets.keys():
+                before, after = prev.get(key), end.get(key)
+                if (
+                    before is not None
+                    and after is not None
+                    and resets.get(key, 0.0) == 0.0
+                    and after >= before
+                ):
+                    today[key] = after - before
+                else:
+                    name = f"raw:{role}:{i}:{len(raw_jobs)}"
+                    window = f"{d.ms + RAW_BASE_MS}ms"
+                    raw_jobs[name] = _bind(
+                        planner.client.matrix, f"{selector(metric, key)}[{window}] @ {_at(d.end)}",
+                        d.end,
+                    )  # fmt: skip
+                    raw_targets[name] = (role, i, key)
+            deltas[(role, i)] = today
+            prev = end
+    for name, matrix in planner.run(raw_jobs).items():
+        role, i, key = raw_targets[name]
+        samples = sorted(next(iter(matrix.values()), []))
+        deltas[(role, i)][key] = _raw_increase(samples, days[i].start, days[i].end)
+    return deltas
+
+
+def _scrape_intervals(client: Client, days: list[_Day]) -> dict[str, float]:
+    """Median gap between raw `gpuwatch_gpu_up` samples per host, at the latest day with data;
+    the fleet's median under the key ""."""
+    for d in reversed(days):
+        matrix = client.matrix(f"gpuwatch_gpu_up[10m] @ {_at(d.end)}", d.end)
+        gaps: dict[str, list[float]] = defaultdict(list)
+        for key, samples in matrix.items():
+            times = [t for t, _ in samples]
+            gaps[host_of(key)].extend(b - a for a, b in itertools.pairwise(times))
+        per_host = {host: statistics.median(g) for host, g in gaps.items() if g}
+        if per_host:
+            per_host[""] = statistics.median(per_host.values())
+            return per_host
+    return {}
+
+
+def _gpu_key(labels: LabelKey) -> tuple[str, str] | None:
+    uuid = dict(labels).get("uuid")
+    return None if uuid is None else (host_of(labels), uuid)
+
+
+def _by_gpu(series: Mapping[LabelKey, float]) -> dict[tuple[str, str], float]:
+    """Sum series per (host, uuid) (several jobs scraping one agent would double: not merged)."""
+    out: dict[tuple[str, str], float] = defaultdict(float)
+    for labels, value in series.items():
+        if (gpu := _gpu_key(labels)) is not None:
+            out[gpu] += value
+    return out
+
+
+def _label_by_gpu(series: Iterable[LabelKey], label: str) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for labels in series:
+        if (gpu := _gpu_key(labels)) is not None and (value := dict(labels).get(label)):
+            out[gpu] = value
+    return out
+
+
+def load(
+    options: PrometheusOptions, period: Period, progress: ProgressCallback | None = None
+) -> ReportData:
+    """Read the fleet's figures for `period` from the API `options` names."""
+    client = Client(options)
+    days = _days(period)
+    planner = _Planner(client, options.parallel_queries, progress)
+    results = planner.run({**_counter_jobs(client, days), **_day_jobs(client, days)})
+    deltas = _counter_deltas(planner, results, days)
+    notes: list[str] = []
+    if options.scrape_interval_seconds is not None:
+        intervals = {"": options.scrape_interval_seconds}
+    else:
+        intervals = _scrape_intervals(client, days)
+        if intervals:
+            notes.append(f"scrape interval measured: {intervals['']:g} s (median of hosts)")
+    gpu_days: list[GpuDay] = []
+    first_seen: dict[tuple[str, str], int] = {}
+    for i, d in enumerate(days):
+        row = _gpu_rows(i, d, results, deltas, intervals)
+        for gpu_day in row:
+            first_seen.setdefault((gpu_day.host, gpu_day.uuid), i)
+        gpu_days.extend(row)
+    expected = sum(period.end_epoch - days[i].start for i in first_seen.values())
+    token_days = _token_rows(days, deltas)
+    delta = client.vector(
+        "sum(last_over_time(gpuwatch_rent_vs_buy_host_monthly_delta_usd[1d] @ "
+        f"{_at(period.end_epoch)}))",
+        period.end_epoch,
+    )
+    return ReportData(
+        period=period,
+        gpu_days=tuple(gpu_days),
+        token_days=tuple(token_days),
+        expected_gpu_seconds=float(expected) if first_seen else None,
+        rent_vs_buy_monthly_delta_usd=next(iter(delta.values()), None),
+        source=options.display_url,
+        notes=tuple(notes),
+    )
+
+
+def _gpu_rows(
+    i: int,
+    d: _Day,
+    results: Mapping[str, Any],
+    deltas: Mapping[tuple[str, int], dict[LabelKey, float]],
+    intervals: Mapping[str, float],
+) -> list[GpuDay]:
+    up_count = _by_gpu(results[f"up_count@{i}"])
+    up_sum = _by_gpu(results[f"up_sum@{i}"])
+    states: dict[str, dict[tuple[str, str], float]] = defaultdict(lambda: defaultdict(float))
+    for labels, value in results[f"states@{i}"].items():
+        if (gpu := _gpu_key(labels)) is not None:
+            states[dict(labels).get("state", "")][gpu] += value
+    names = _label_by_gpu(results[f"info@{i}"], "name")
+    indexes = _label_by_gpu(results[f"info@{i}"], "gpu")
+    price_sources = _label_by_gpu(results[f"price@{i}"], "source")
+    recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
+    savings = _by_gpu(results[f"savings@{i}"])
+    role = {r: _by_gpu(deltas[(r, i)]) for r in COUNTERS if r not in ("tokens", "token_cost")}
+    gpus = set(up_count) | set(role["cost"])
+    rows: list[GpuDay] = []
+    for gpu in sorted(gpus):
+        host, uuid = gpu
+        iv = intervals.get(host, intervals.get("", 0.0))
+        observed = up_count.get(gpu, 0.0) * iv
+        unknown = (up_count.get(gpu, 0.0) - up_sum.get(gpu, 0.0)) * iv
+        idle_held = role["idle_seconds"].get(gpu, 0.0)
+        idle_cost = role["idle_cost"].get(gpu, 0.0)
+        held_cost = role["held_cost"].get(gpu, 0.0)
+        n_idle, n_held = states["idle"].get(gpu, 0.0), states["held"].get(gpu, 0.0)
+        if idle_cost > 0:
+            held = idle_held * min(held_cost / idle_cost, 1.0)
+        elif n_idle + n_held > 0:
+            held = idle_held * n_held / (n_idle + n_held)
+        else:
+            held = 0.0
+        pending = states["pending"].get(gpu, 0.0) * iv
+        busy = max(observed - unknown - idle_held - pending, 0.0)
+        index = indexes.get(gpu)
+        rows.append(
+            GpuDay(
+                host=host,
+                uuid=uuid,
+                name=names.get(gpu, ""),
+                day=d.day,
+                observed_seconds=observed,
+                class_seconds={
+                    "busy": busy,
+                    "idle": idle_held - held,
+                    "held": held,
+                    "unknown": unknown,
+                },
+                cost_usd=role["cost"].get(gpu, 0.0),
+                idle_cost_usd=idle_cost,
+                held_cost_usd=held_cost,
+                gpu_index=int(index) if index is not None and index.isdigit() else None,
+                energy_joules=role["energy"].get(gpu),
+                price_source=price_sources.get(gpu),
+                recommended_gpu=recommended.get(gpu),
+                savings_usd_per_hour=savings.get(gpu),
+            )
+        )
+    return rows
+
+
+def _token_rows(
+    days: list[_Day], deltas: Mapping[tuple[str, int], dict[LabelKey, float]]
+) -> list[TokenDay]:
+    rows: list[TokenDay] = []
+    for i, d in enumerate(days):
+        tokens: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+        cost: dict[tuple[str, str], float] = defaultdict(float)
+        for labels, value in deltas[("tokens", i)].items():
+            found = dict(labels)
+            if "source" in found and "kind" in found:
+                kinds = tokens[(host_of(labels), found["source"])]
+                kinds[found["kind"]] = kinds.get(found["kind"], 0.0) + value
+        for labels, value in deltas[("token_cost", i)].items():
+            if "source" in (found := dict(labels)):
+                cost[(host_of(labels), found["source"])] += value
+        for host, source in sorted(tokens.keys() | cost.keys()):
+            rows.append(
+                TokenDay(
+                    host=host,
+                    source=source,
+                    day=d.day,
+                    tokens=tokens.get((host, source), {}),
+                    cost_usd=cost.get((host, source), 0.0),
+                )
+            )
+    return rows
+
+
+def last_sample_epoch(options: PrometheusOptions, at: float) -> float | None:
+    """Unix time of the fleet's newest `gpuwatch_gpu_up` sample in the day before `at`
+    (the end of a month-to-date report); None when there is none."""
+    found = Client(options).vector(f"max(timestamp(gpuwatch_gpu_up @ {_at(at)}))", at)
+    if found:
+        return next(iter(found.values()))
+    found = Client(options).vector(
+        f"max(max_over_time(timestamp(gpuwatch_gpu_up)[1d:1m] @ {_at(at)}))", at
+    )
+    return next(iter(found.values()), None)

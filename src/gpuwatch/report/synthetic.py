@@ -1,0 +1,342 @@
+"""A synthetic month of a gpuwatch fleet as Prometheus would have scraped it, with its truth.
+
+`write_fleet(fleet, out, fmt)` writes every series the report reads (states, costs, idle
+and held costs, idle seconds, energy, tokens, prices, identity, recommendations) for
+`fleet.hosts` x `fleet.gpus_per_host` GPUs over `fleet.days` UTC days, one sample every
+`fleet.interval_seconds` on an epoch-aligned grid (so samples fall exactly on midnight),
+and returns a `Truth`: the exact per GPU-day and token-source-day figures the counters
+carry. Formats: `openmetrics` (for `promtool tsdb create-blocks-from openmetrics`) and
+`prometheus` (text with millisecond timestamps, for VictoriaMetrics'
+`/api/v1/import/prometheus`).
+
+How the synthetic agents behave, so the truth is exact by construction:
+
+- each sample closes the interval since the previous sample of the same agent run: cost
+  accrues price x interval, idle (and held) cost and idle seconds when the sample's state
+  is idle (held), energy at a per-state power, tokens on GPU 0 while busy;
+- a run starts with every counter at 0 and `pending` state for 30 minutes; a restart is a
+  new run (counters reset), so nothing accrues while an agent is down;
+- a sample belongs to the UTC day of the interval it closes: a sample at exactly midnight
+  belongs to the day before.
+
+With `events=True` (and at least 3 hosts) the month also holds what breaks naive sums:
+host 0 restarts mid-day, host 1 is down across a midnight and comes back restarted,
+host 2 joins on the second day, and GPU 1 of host 0 is lost (gpu_up 0) for three hours.
+This module is test and benchmark tooling: the agent never imports it.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Literal, TextIO
+
+DAY_SECONDS = 86400
+PENDING_SECONDS = 1800
+STATES = ("pending", "busy", "idle", "held", "underutilized")
+WATTS = {"pending": 120.0, "busy": 650.0, "underutilized": 300.0, "idle": 70.0, "held": 90.0}
+PROMPT_TOKENS_PER_SECOND = 2000
+GENERATION_TOKENS_PER_SECOND = 500
+SAVINGS_USD_PER_HOUR = 1.75
+
+Format = Literal["openmetrics", "prometheus"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticFleet:
+    """The fleet and month to generate."""
+
+    hosts: int = 3
+    gpus_per_host: int = 2
+    start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+    days: int = 3
+    interval_seconds: int = 60
+    events: bool = True
+    seed: int = 9
+
+    @property
+    def start_epoch(self) -> int:
+        """Period start as Unix seconds."""
+        return int(self.start.timestamp())
+
+    @property
+    def end_epoch(self) -> int:
+        """Period end as Unix seconds."""
+        return self.start_epoch + self.days * DAY_SECONDS
+
+
+@dataclass(slots=True)
+class DayTruth:
+    """What one GPU's counters and states say about one day."""
+
+    name: str = ""
+    observed_seconds: float = 0.0
+    class_seconds: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(("busy", "idle", "held", "unknown"), 0.0)
+    )
+    cost_usd: float = 0.0
+    idle_cost_usd: float = 0.0
+    held_cost_usd: float = 0.0
+    energy_joules: float = 0.0
+
+
+@dataclass(slots=True)
+class TokenTruth:
+    """One host's token source on one day."""
+
+    tokens: dict[str, float] = field(default_factory=lambda: {"prompt": 0.0, "generation": 0.0})
+    cost_usd: float = 0.0
+
+
+@dataclass(slots=True)
+class Truth:
+    """Exact figures of the generated period, keyed like the report's rows."""
+
+    gpu_days: dict[tuple[str, str, date], DayTruth] = field(default_factory=dict)
+    token_days: dict[tuple[str, str, date], TokenTruth] = field(default_factory=dict)
+    expected_gpu_seconds: float = 0.0
+    samples: int = 0
+
+    def total(self, attr: str) -> float:
+        """Sum of one DayTruth attribute over every GPU-day."""
+        return sum(float(getattr(day, attr)) for day in self.gpu_days.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One agent run: samples from `first` to `last` inclusive (Unix seconds)."""
+
+    first: int
+    last: int
+
+
+def host_name(index: int) -> str:
+    """The scrape `instance` of host `index`."""
+    return f"host-{index:03d}:9842"
+
+
+def gpu_uuid(host: int, gpu: int) -> str:
+    """A stable, unique GPU UUID."""
+    return f"GPU-{host:08x}-{gpu:04x}-4000-8000-{host * 1000 + gpu:012x}"
+
+
+def price_usd_per_hour(host: int) -> float:
+    """Per-GPU price of host `host` (varies by host so sums are not symmetric)."""
+    return 2.0 + 0.37 * (host % 7)
+
+
+def _runs(fleet: SyntheticFleet, host: int) -> list[_Run]:
+    first = fleet.start_epoch - 2 * 3600  # agents run before the period: boundary samples exist
+    last = fleet.end_epoch + 600
+    if not fleet.events or fleet.hosts < 3:
+        return [_Run(first, last)]
+    s = fleet.start_epoch
+    if host == 0:  # stops after 10:00, restarted, first sample of the new run at 10:20
+        return [_Run(first, s + 10 * 3600), _Run(s + 10 * 3600 + 20 * 60, last)]
+    if host == 1 and fleet.days >= 2:  # down 23:50 to 00:40 across the first midnight
+        return [_Run(first, s + DAY_SECONDS - 10 * 60), _Run(s + DAY_SECONDS + 40 * 60, last)]
+    if host == 2 and fleet.days >= 2:  # joins at 06:00 on the second day
+        return [_Run(s + DAY_SECONDS + 6 * 3600, last)]
+    return [_Run(first, last)]
+
+
+def _lost(fleet: SyntheticFleet, host: int, gpu: int, t: int) -> bool:
+    if not fleet.events or fleet.hosts < 3 or (host, gpu) != (0, 1):
+        return False
+    s = fleet.start_epoch + (DAY_SECONDS if fleet.days >= 2 else 0)
+    return s + 2 * 3600 < t <= s + 5 * 3600
+
+
+def _day_of(fleet: SyntheticFleet, t: int) -> date | None:
+    """The day of the interval a sample at `t` closes; None outside the period."""
+    if not fleet.start_epoch < t <= fleet.end_epoch:
+        return None
+    index = (t - 1 - fleet.start_epoch) // DAY_SECONDS
+    return (fleet.start + timedelta(days=index)).date()
+
+
+class _Writer:
+    """Per-family temporary files, joined at the end (OpenMetrics wants families whole)."""
+
+    def __init__(self, workdir: Path, fmt: Format) -> None:
+        self.workdir = workdir
+        self.fmt = fmt
+        self.files: dict[str, TextIO] = {}
+        self.types: dict[str, str] = {}
+
+    def sample(self, family: str, kind: str, labels: str, value: float, t: int) -> None:
+        out = self.files.get(family)
+        if out is None:
+            out = (self.workdir / f"{family}.txt").open("w", encoding="utf-8")
+            self.files[family] = out
+            self.types[family] = kind
+        suffix = {"counter": "_total", "info": "_info"}.get(kind, "")
+        stamp = str(t) if self.fmt == "openmetrics" else str(t * 1000)
+        out.write(f"{family}{suffix}{{{labels}}} {value!r} {stamp}\n")
+
+    def join(self, out: TextIO) -> None:
+        for family, handle in self.files.items():
+            handle.close()
+            if self.fmt == "openmetrics":
+                out.write(f"# TYPE {family} {self.types[family]}\n")
+            with (self.workdir / f"{family}.txt").open(encoding="utf-8") as part:
+                shutil.copyfileobj(part, out)
+        if self.fmt == "openmetrics":
+            out.write("# EOF\n")
+
+
+def _states(fleet: SyntheticFleet, host: int, gpu: int) -> Iterator[str]:
+    """Endless 2-hour blocks of states for one GPU, seeded."""
+    seed = fleet.seed * 1_000_003 + host * 1009 + gpu
+    rng = random.Random(seed)  # noqa: S311 (test data, not secrets)
+    weights = (0.45, 0.2, 0.15, 0.2)  # busy, idle, held, underutilized
+    while True:
+        yield rng.choices(("busy", "idle", "held", "underutilized"), weights)[0]
+
+
+def write_fleet(fleet: SyntheticFleet, out: TextIO, fmt: Format = "openmetrics") -> Truth:
+    """Write the fleet's series to `out` in `fmt`; return the exact truth."""
+    truth = Truth()
+    iv = fleet.interval_seconds
+    if DAY_SECONDS % iv:
+        raise ValueError("interval_seconds must divide a day")
+    with tempfile.TemporaryDirectory(prefix="gpuwatch-synthetic-") as tmp:
+        writer = _Writer(Path(tmp), fmt)
+        for host in range(fleet.hosts):
+            for gpu in range(fleet.gpus_per_host):
+                _write_gpu(fleet, host, gpu, writer, truth)
+            _write_host(fleet, host, writer)
+        writer.join(out)
+    return truth
+
+
+def _write_host(fleet: SyntheticFleet, host: int, writer: _Writer) -> None:
+    base = f'instance="{host_name(host)}",job="gpuwatch"'
+    for run in _runs(fleet, host):
+        for t in range(run.first, run.last + 1, fleet.interval_seconds):
+            writer.sample("gpuwatch_rent_vs_buy_host_monthly_delta_usd", "gauge", base,
+                          100.0 * host - 150.0, t)  # fmt: skip
+
+
+def _write_gpu(fleet: SyntheticFleet, host: int, gpu: int, writer: _Writer, truth: Truth) -> None:
+    iv = fleet.interval_seconds
+    instance = host_name(host)
+    uuid = gpu_uuid(host, gpu)
+    name = "NVIDIA H100 80GB HBM3"
+    base = f'gpu="{gpu}",instance="{instance}",job="gpuwatch",uuid="{uuid}"'
+    tok = f'instance="{instance}",job="gpuwatch",source="vllm"'
+    price = price_usd_per_hour(host)
+    step_cost = price * iv / 3600.0
+    blocks = _states(fleet, host, gpu)
+    block_state: dict[int, str] = {}
+    runs = _runs(fleet, host)
+    first_seen: date | None = None
+    for run in runs:
+        cost = idle_cost = held_cost = idle_seconds = energy = 0.0
+        prompt = generation = 0.0
+        for t in range(run.first, run.last + 1, iv):
+            in_run = t - run.first
+            block = t // 7200
+            if block not in block_state:
+                block_state[block] = next(blocks)
+            state = "pending" if in_run < PENDING_SECONDS else block_state[block]
+            lost = _lost(fleet, host, gpu, t)
+            day = _day_of(fleet, t)
+            first = t == run.first
+            if not first:
+                cost += step_cost
+                energy += WATTS[state] * iv
+                if state in ("idle", "held") and not lost:
+                    idle_cost += step_cost
+                    idle_seconds += iv
+                if state == "held" and not lost:
+                    held_cost += step_cost
+                if gpu == 0 and state == "busy" and not lost:
+                    prompt += PROMPT_TOKENS_PER_SECOND * iv
+                    generation += GENERATION_TOKENS_PER_SECOND * iv
+            if day is not None:
+                if first_seen is None:
+                    first_seen = day
+                _account(truth, fleet, (instance, uuid, day), name, state, lost, first, step_cost)
+                if gpu == 0:
+                    tt = truth.token_days.setdefault((instance, "vllm", day), TokenTruth())
+                    if not first:
+                        tt.cost_usd += step_cost
+                        if state == "busy" and not lost:
+                            tt.tokens["prompt"] += PROMPT_TOKENS_PER_SECOND * iv
+                            tt.tokens["generation"] += GENERATION_TOKENS_PER_SECOND * iv
+            writer.sample("gpuwatch_gpu", "info", f'{base},name="{name}"', 1.0, t)
+            writer.sample("gpuwatch_gpu_up", "gauge", base, 0.0 if lost else 1.0, t)
+            writer.sample("gpuwatch_gpu_price_usd_per_hour", "gauge", f'{base},source="static"',
+                          price, t)  # fmt: skip
+            writer.sample("gpuwatch_gpu_cost_usd", "counter", base, cost, t)
+            writer.sample("gpuwatch_gpu_idle_cost_usd", "counter", base, idle_cost, t)
+            writer.sample("gpuwatch_gpu_held_cost_usd", "counter", base, held_cost, t)
+            writer.sample("gpuwatch_gpu_energy_joules", "counter", base, energy, t)
+            if not lost:
+                writer.sample("gpuwatch_gpu_idle_seconds", "counter", base, idle_seconds, t)
+                for name_ in STATES:
+                    writer.sample("gpuwatch_gpu_state", "gauge", f'{base},state="{name_}"',
+                                  1.0 if name_ == state else 0.0, t)  # fmt: skip
+            if gpu == 1:
+                writer.sample("gpuwatch_gpu_recommendation_info", "gauge",
+                              f'{base},current="h100-sxm",recommended="l40s"', 1.0, t)  # fmt: skip
+                writer.sample("gpuwatch_gpu_potential_savings_usd_per_hour", "gauge", base,
+                              SAVINGS_USD_PER_HOUR, t)  # fmt: skip
+            if gpu == 0:
+                writer.sample("gpuwatch_tokens", "counter", f'{tok},kind="prompt"', prompt, t)
+                writer.sample("gpuwatch_tokens", "counter", f'{tok},kind="generation"',
+                              generation, t)  # fmt: skip
+                writer.sample("gpuwatch_token_source_cost_usd", "counter", tok, cost, t)
+    if first_seen is not None:
+        days_left = fleet.days - (first_seen - fleet.start.date()).days
+        truth.expected_gpu_seconds += days_left * DAY_SECONDS
+
+
+def _account(  # noqa: PLR0917
+    truth: Truth,
+    fleet: SyntheticFleet,
+    key: tuple[str, str, date],
+    name: str,
+    state: str,
+    lost: bool,
+    first: bool,
+    step_cost: float,
+) -> None:
+    iv = float(fleet.interval_seconds)
+    day = truth.gpu_days.setdefault(key, DayTruth(name=name))
+    truth.samples += 1
+    day.observed_seconds += iv
+    if lost:
+        day.class_seconds["unknown"] += iv
+    elif state in ("busy", "underutilized"):
+        day.class_seconds["busy"] += iv
+    elif state in ("idle", "held") and not first:
+        day.class_seconds[state] += iv
+    if first:
+        return
+    day.cost_usd += step_cost
+    day.energy_joules += WATTS[state] * iv
+    if state in ("idle", "held") and not lost:
+        day.idle_cost_usd += step_cost
+        if state == "held":
+            day.held_cost_usd += step_cost
+
+
+def main() -> None:
+    """`python -m gpuwatch.report.synthetic HOSTS GPUS DAYS INTERVAL FORMAT > file`."""
+    hosts, gpus, days, interval = (int(a) for a in sys.argv[1:5])
+    fmt: Format = "prometheus" if sys.argv[5:6] == ["prometheus"] else "openmetrics"
+    fleet = SyntheticFleet(hosts=hosts, gpus_per_host=gpus, days=days, interval_seconds=interval)
+    truth = write_fleet(fleet, sys.stdout, fmt)
+    print(f"# {truth.samples} GPU samples", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

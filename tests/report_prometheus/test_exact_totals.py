@@ -1,0 +1,85 @@
+"""`gpuwatch report --prometheus` reproduces a synthetic month's exact totals, to the cent,
+from the real Debian Prometheus (backfilled by promtool) and VictoriaMetrics (imported).
+
+The month holds an agent restart mid-day, one across midnight (no sample near the day
+boundary, counters reset), a host that joins on day two and a GPU lost for three hours.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from gpuwatch.report.model import Period, ReportData
+from gpuwatch.report.prometheus import PrometheusOptions, load
+from tests.report_prometheus.conftest import Month
+
+CENT = 0.005
+
+
+def period_of(month: Month) -> Period:
+    end = datetime.fromtimestamp(month.fleet.end_epoch, UTC)
+    return Period(month.fleet.start, end, "synthetic")
+
+
+@pytest.fixture(scope="module", params=["prometheus", "victoria-metrics"])
+def report(request: pytest.FixtureRequest, month: Month) -> ReportData:
+    fixture = "prometheus_url" if request.param == "prometheus" else "victoria_url"
+    url: str = request.getfixturevalue(fixture)
+    progress: list[tuple[int, int]] = []
+    data = load(PrometheusOptions(url), period_of(month), lambda d, n: progress.append((d, n)))
+    assert progress[-1][0] == progress[-1][1] > 0, "progress reaches its total"
+    return data
+
+
+def test_totals_to_the_cent(report: ReportData, month: Month) -> None:
+    truth = month.truth
+    for attr in ("cost_usd", "idle_cost_usd", "held_cost_usd"):
+        got = math.fsum(getattr(g, attr) for g in report.gpu_days)
+        assert abs(got - truth.total(attr)) < CENT, attr
+    assert truth.total("idle_cost_usd") > truth.total("held_cost_usd") > 0
+
+
+def test_every_gpu_day_exact(report: ReportData, month: Month) -> None:
+    rows = {(g.host, g.uuid, g.day): g for g in report.gpu_days}
+    assert rows.keys() == month.truth.gpu_days.keys()
+    for key, want in month.truth.gpu_days.items():
+        got = rows[key]
+        assert got.name == want.name
+        assert got.cost_usd == pytest.approx(want.cost_usd, abs=1e-6), key
+        assert got.idle_cost_usd == pytest.approx(want.idle_cost_usd, abs=1e-6), key
+        assert got.held_cost_usd == pytest.approx(want.held_cost_usd, abs=1e-6), key
+        assert got.energy_joules == pytest.approx(want.energy_joules, rel=1e-9), key
+        assert got.observed_seconds == pytest.approx(want.observed_seconds), key
+        for name, seconds in want.class_seconds.items():
+            assert got.class_seconds[name] == pytest.approx(seconds, abs=1e-6), (key, name)
+
+
+def test_events_are_in_the_month(month: Month) -> None:
+    """The truth itself holds what breaks naive sums (so the test above means something)."""
+    days = month.truth.gpu_days
+    lost = [d for d in days.values() if d.class_seconds["unknown"] > 0]
+    assert len(lost) == 1
+    joined = {day for host, _, day in days if host == "host-002:9842"}
+    assert month.fleet.start.date() not in joined
+
+
+def test_tokens_and_source_cost(report: ReportData, month: Month) -> None:
+    rows = {(t.host, t.source, t.day): t for t in report.token_days}
+    assert rows.keys() == month.truth.token_days.keys()
+    for key, want in month.truth.token_days.items():
+        assert rows[key].cost_usd == pytest.approx(want.cost_usd, abs=1e-6)
+        for kind, tokens in want.tokens.items():
+            assert rows[key].tokens.get(kind, 0.0) == tokens
+
+
+def test_coverage_and_identity(report: ReportData, month: Month) -> None:
+    assert report.expected_gpu_seconds == month.truth.expected_gpu_seconds
+    assert report.rent_vs_buy_monthly_delta_usd == pytest.approx(-150.0)
+    assert report.source.startswith("http://127.0.0.1:")
+    assert {g.recommended_gpu for g in report.gpu_days if g.gpu_index == 1} == {"l40s"}
+    assert {g.recommended_gpu for g in report.gpu_days if g.gpu_index == 0} == {None}
+    assert {g.savings_usd_per_hour for g in report.gpu_days if g.gpu_index == 1} == {1.75}
+    assert {g.price_source for g in report.gpu_days} == {"static"}
