@@ -33,16 +33,25 @@ h1 { font-size: 22px; margin-bottom: 2px; } h2 { font-size: 16px; margin-top: 26
      border-bottom: 1px solid #ccc; padding-bottom: 3px; }
 .meta { color: #555; margin: 2px 0; }
 .kpis { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 14px; }
-.kpi { border: 1px solid #ddd; border-radius: 4px; padding: 6px 10px; width: 200px; }
+.kpi { border: 1px solid #ddd; border-radius: 4px; padding: 6px 10px; width: 150px; }
 .kpi .label { color: #666; font-size: 11px; } .kpi .value { font-size: 15px; font-weight: bold; }
 table { border-collapse: collapse; margin-top: 6px; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: 3px 8px; text-align: right; }
-th { background: #f4f4f4; } td.text, th.text { text-align: left; }
+th { background: #f4f4f4; } td.text, th.text, td.uuid, th.uuid { text-align: left; }
+td.uuid { font-family: "DejaVu Sans Mono", monospace; font-size: 9px; word-break: break-all;
+          max-width: 150px; }
+table { font-size: 11px; }
+tr { page-break-inside: avoid; }
 .legend span { display: inline-block; margin-right: 14px; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 .nodata { color: #777; font-style: italic; }
+svg.chart { width: 100%; max-width: 760px; height: auto; }
 @page { size: A4; margin: 12mm; }
+@media print { body { margin: 0; } }
 """
+
+
+_TEXT_HEADERS = frozenset({"host", "GPU", "action", "recommendation", "source"})
 
 
 def _e(text: object) -> str:
@@ -55,18 +64,22 @@ def _name(text: str) -> str:
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
-    """A table; cells are already escaped; the first `text_columns` are left-aligned."""
-    head = "".join(
-        f'<th class="text">{_e(h)}</th>' if i < text_columns else f"<th>{_e(h)}</th>"
+    """A table; cells are already escaped. The first `text_columns` columns, and those
+    whose header is in _TEXT_HEADERS, are left-aligned text; "uuid" columns are small."""
+    classes = [
+        "uuid" if h == "uuid" else "text" if i < text_columns or h in _TEXT_HEADERS else ""
         for i, h in enumerate(headers)
-    )
-    body = []
-    for row in rows:
-        cells = "".join(
-            f'<td class="text">{c}</td>' if i < text_columns else f"<td>{c}</td>"
-            for i, c in enumerate(row)
+    ]
+
+    def cell(tag: str, i: int, content: str) -> str:
+        return (
+            f'<{tag} class="{classes[i]}">{content}</{tag}>'
+            if classes[i]
+            else (f"<{tag}>{content}</{tag}>")
         )
-        body.append(f"<tr>{cells}</tr>")
+
+    head = "".join(cell("th", i, _e(h)) for i, h in enumerate(headers))
+    body = ["<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in rows]
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -310,7 +323,7 @@ def _sections(report: Report) -> list[str]:
                 (
                     [
                         _name(t.host),
-                        _name(t.source),
+                        _name(t.source or "all sources"),
                         _e(f"{t.tokens['prompt']:,.0f}"),
                         _e(f"{t.tokens['generation']:,.0f}"),
                         _e(f.usd(t.cost_usd)),

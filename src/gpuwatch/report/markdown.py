@@ -176,7 +176,7 @@ def render_markdown(report: Report, generated: str = "") -> str:
             (
                 [
                     _name(t.host),
-                    _name(t.source),
+                    _name(t.source or "all sources"),
                     _md(f"{t.tokens['prompt']:,.0f}"),
                     _md(f"{t.tokens['generation']:,.0f}"),
                     _md(f.usd(t.cost_usd)),
