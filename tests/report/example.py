@@ -36,9 +36,10 @@ def example_month() -> ReportData:
     for n in range(31):
         day = date(2026, 10, 1) + timedelta(days=n)
         weekend = day.weekday() >= 5
-        for host, index, name, price, busy, idle, held, rec, saving in GPUS:
+        for host, index, name, price, weekday_busy, weekday_idle, held, rec, saving in GPUS:
             if host == "gpu-node-2" and n == 19:
                 continue
+            busy, idle = weekday_busy, weekday_idle
             if weekend:  # weekends: half the busy time is idle
                 busy, idle = busy / 2, idle + busy / 2
             cost = price * 24

@@ -77,7 +77,9 @@ def test_no_data_means_absent_figures_not_zero_or_one() -> None:
     assert empty.usd_per_million_tokens("generation") is None
     assert empty.coverage_ratio == 0.0  # known expectation, nothing observed
     assert empty.savings_usd_per_month is None
-    assert empty.days == () and empty.top_waste == () and empty.hosts == ()
+    assert empty.days == ()
+    assert empty.top_waste == ()
+    assert empty.hosts == ()
     assert "no GPU data for the period" in empty.notes
 
 

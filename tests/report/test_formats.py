@@ -96,7 +96,8 @@ def test_html_is_self_contained() -> None:
     page = render_html(build_report(sample_data()))
     assert "<script" not in page.lower()
     assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing loaded from elsewhere
-    assert "<svg" in page and "<style>" in page
+    assert "<svg" in page
+    assert "<style>" in page
 
 
 def test_html_shows_the_kpis() -> None:

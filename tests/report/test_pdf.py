@@ -48,7 +48,8 @@ def test_pdf_renders_the_page_with_its_charts(tmp_path: Path) -> None:
         check=True,
     )
     width, height, pixels = _ppm_pixels(tmp_path / "page.ppm")
-    assert width > 200 and height > 300
+    assert width > 200
+    assert height > 300
     colors = {pixels[i : i + 3] for i in range(0, len(pixels), 3)}
 
     # the chart colours are on the page: idle (orange), held (red), other (blue)

@@ -10,11 +10,12 @@ saying what to install. The page is self-contained: nothing is fetched while ren
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 INSTALL_HINT = (
     "PDF needs WeasyPrint and Pango: pip install 'gpuwatch[pdf]' "
-    "(and on Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0)"
+    "(and on Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0)"
 )
 
 
@@ -29,7 +30,9 @@ def _no_fetch(url: str, *_args: Any, **_kwargs: Any) -> dict[str, Any]:
 
 def _weasyprint() -> Any:
     try:
-        import weasyprint  # noqa: PLC0415
+        with warnings.catch_warnings():  # "HarfBuzz-Subset will be required" on old hosts
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import weasyprint  # noqa: PLC0415
     except ImportError as exc:
         raise PdfRendererMissingError(f"{INSTALL_HINT} ({exc})") from None
     except OSError as exc:  # WeasyPrint found, its system libraries not
