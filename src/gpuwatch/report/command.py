@@ -288,10 +288,11 @@ def produce(
 class _RichProgress:
     """A rich progress bar on stderr (only on a terminal)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: IO[str]) -> None:
+        from rich.console import Console  # noqa: PLC0415
         from rich.progress import Progress as RichProgress  # noqa: PLC0415
 
-        self._bar = RichProgress(transient=True, console=_stderr_console())
+        self._bar = RichProgress(transient=True, console=Console(file=stream))
         self._task = self._bar.add_task("querying", total=None)
         self._bar.start()
 
@@ -300,12 +301,6 @@ class _RichProgress:
 
     def close(self) -> None:
         self._bar.stop()
-
-
-def _stderr_console() -> Any:
-    from rich.console import Console  # noqa: PLC0415
-
-    return Console(stderr=True)
 
 
 def run_report(
@@ -340,7 +335,7 @@ def run_report(
         if webhook is None:
             print(f"gpuwatch: {NO_WEBHOOK}", file=err)
             return EXIT_USAGE
-    progress = _RichProgress() if args.prometheus and err.isatty() else None
+    progress = _RichProgress(err) if args.prometheus and err.isatty() else None
     generated = moment.strftime("%Y-%m-%d %H:%M UTC")
     try:
         outcome = produce(
