@@ -268,9 +268,9 @@ def produce(
     month), load that too for month-over-month changes (left out when it has no data).
     Raises ReportSourceError or the renderers' errors."""
     if "pdf" in formats:
-        from gpuwatch.report.pdf import _weasyprint  # noqa: PLC0415
+        from gpuwatch.report.pdf import check_renderer  # noqa: PLC0415
 
-        _weasyprint()  # a missing renderer fails before minutes of queries
+        check_renderer()  # a missing renderer fails before minutes of queries
     data = loader(SourceRequest(config, period, prometheus_url, progress))
     previous = None
     if previous_period is not None:

@@ -28,7 +28,8 @@ def _no_fetch(url: str, *_args: Any, **_kwargs: Any) -> dict[str, Any]:
     raise ValueError(f"the report fetches nothing ({url!r})")
 
 
-def _weasyprint() -> Any:
+def check_renderer() -> Any:
+    """The weasyprint module; raises PdfRendererMissingError when it cannot be used."""
     try:
         with warnings.catch_warnings():  # "HarfBuzz-Subset will be required" on old hosts
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -44,6 +45,6 @@ def _weasyprint() -> Any:
 
 def render_pdf(page: str) -> bytes:
     """The HTML `page` as PDF bytes; raises PdfRendererMissingError without WeasyPrint."""
-    weasyprint = _weasyprint()
+    weasyprint = check_renderer()
     document = weasyprint.HTML(string=page, url_fetcher=_no_fetch)
     return bytes(document.write_pdf())
