@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -216,3 +217,15 @@ def test_config_report_section_defaults(tmp_path: Path) -> None:
     config = Config(agent=AgentConfig(state_dir=tmp_path))
     assert config.report.enabled is False
     assert config.report.formats == ["html", "md", "csv", "json"]
+
+
+def test_a_missing_pdf_renderer_is_one_line_before_any_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "weasyprint", None)  # `import weasyprint` fails
+    loader = Loader({})
+    code, _, err = _run(["--month", "2026-10", "--out", str(tmp_path), "--format", "pdf"], loader)
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "pip install 'gpuwatch[pdf]'" in err
+    assert loader.requests == []
