@@ -1,12 +1,12 @@
 # The two commands of the README's quick start:
 #   make demo   install gpuwatch into .venv and run the agent on the simulated demo fleet
-#   make test   install the test dependencies (Python and Debian's prometheus) and run every check
+#   make test   install the test dependencies (Python, Debian's prometheus and poppler) and run every check
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LISTEN ?= 127.0.0.1:9842
 
-.PHONY: demo test lint typecheck unit bench prometheus bindings mutation
+.PHONY: demo test lint typecheck unit bench prometheus report-tools bindings mutation
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,12 +25,21 @@ prometheus:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics >/dev/null; }
 
+# The report's PDF: WeasyPrint (the pdf/test extras) needs Pango; the tests render the PDF
+# to PNG with poppler's pdftoppm.
+report-tools:
+	@command -v pdftoppm >/dev/null && ldconfig -p | grep -q libpangoft2-1.0 && ldconfig -p | grep -q libharfbuzz-subset || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    poppler-utils libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core >/dev/null; }
+
 # The old nvidia-ml-py releases the binding tests load side by side (wheels of ~40 KB
 # from PyPI, kept in .cache/nvidia-ml-py; tests/bindings/fetch.py lists them).
 bindings: $(BIN)/python
 	$(BIN)/python -m tests.bindings.fetch
 
-test: $(BIN)/python prometheus
+test: $(BIN)/python prometheus report-tools
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m tests.bindings.fetch
 	$(BIN)/ruff check src tests bench

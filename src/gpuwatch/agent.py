@@ -14,6 +14,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -354,6 +355,8 @@ class Agent:
             self.alerts.start()
         else:
             log.info("Slack alerting is off: %s", slack_off_reason(self.config.alerts.slack))
+        if self.config.report.enabled:
+            self._schedule_report(scheduler)
         scheduler.start()
         self._scheduler = scheduler
         exporter = self.config.exporter
@@ -378,6 +381,22 @@ class Agent:
         )
         self._server.start()
         log.info("serving metrics on %s:%d", host, self._server.port)
+
+    def _schedule_report(self, scheduler: BackgroundScheduler) -> None:
+        """The previous month's local report on the 1st (wall-clock UTC, [report])."""
+        from gpuwatch.report.scheduled import report_trigger, write_previous_month  # noqa: PLC0415
+
+        def monthly_report() -> None:
+            write_previous_month(self.config, datetime.now(UTC))
+
+        scheduler.add_job(
+            monthly_report,
+            report_trigger(self.config.report),
+            id="monthly_report",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=6 * 3600,
+        )
 
     @property
     def fatal_reason(self) -> str | None:

@@ -1,4 +1,4 @@
-"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test.
+"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test, report.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. Errors a user can fix
 are one line on stderr, never a traceback.
@@ -24,6 +24,7 @@ from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, load_config, render_config
 from gpuwatch.host_checks import check_config
 from gpuwatch.logsetup import configure_logging
+from gpuwatch.report.command import add_report_parser, run_report
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import add_tco_parser, run_tco
 from gpuwatch.values import parse_listen_address
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     add_size_parser(commands)
     add_tco_parser(commands)
     add_alert_parser(commands)
+    add_report_parser(commands)
     return parser
 
 
@@ -114,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(args.config)
             hostname = config.agent.hostname or socket.gethostname()
             return run_alert(args, slack=config.alerts.slack, hostname=hostname, environ=os.environ)
+        if args.command == "report":
+            return run_report(args, load_config(args.config))
     except ConfigError as exc:
         for line in exc.errors:
             print(f"gpuwatch: {line}", file=sys.stderr)

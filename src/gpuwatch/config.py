@@ -148,6 +148,30 @@ class HistoryConfig(_Section):
     write_interval_seconds: float = Field(default=30.0, ge=1.0, le=3600.0)
 
 
+ReportFormat = Literal["html", "md", "csv", "json", "pdf"]
+DEFAULT_REPORT_FORMATS: tuple[ReportFormat, ...] = ("html", "md", "csv", "json")
+
+
+class ReportConfig(_Section):
+    """[report]: the agent writes the previous month's local report on the 1st (UTC)."""
+
+    enabled: bool = False
+    directory: ConfigPath | None = None  # default: <agent.state_dir>/reports
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(DEFAULT_REPORT_FORMATS))
+    hour_utc: int = Field(default=1, ge=0, le=23)  # on the 1st, at hour_utc:minute UTC
+    minute: int = Field(default=0, ge=0, le=59)
+    slack: bool = False  # also send the summary through [alerts.slack]'s webhook
+
+    @field_validator("formats")
+    @classmethod
+    def _some_formats(cls, value: list[ReportFormat]) -> list[ReportFormat]:
+        if not value:
+            raise ValueError("name at least one format")
+        if len(set(value)) != len(value):
+            raise ValueError("formats must not repeat a format")
+        return value
+
+
 class Config(_Section):
     """The whole agent configuration."""
 
@@ -162,6 +186,7 @@ class Config(_Section):
     token_sources: TokenSources = []
     billing: BillingConfig = BillingConfig()
     history: HistoryConfig = HistoryConfig()
+    report: ReportConfig = ReportConfig()
 
 
 def _parse_env_value(raw: str) -> Any:

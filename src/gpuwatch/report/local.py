@@ -35,10 +35,14 @@ def load(config: Config, period: Period) -> ReportData:
         start, end = period.start_epoch, period.end_epoch
         gpu_rows = store.gpu_hours(start, end)
         token_rows = store.token_hours(start, end)
-        first_hours = {r["uuid"]: r["hour_start"] for r in store.gpu_hours(0.0, end)[::-1]}
+        # each GPU's first sample: its first hour's last sample less the seconds observed
+        first_hours = {
+            r["uuid"]: max(float(r["hour_start"]), float(r["last_seconds"]) - r["observed_seconds"])
+            for r in store.gpu_hours(0.0, end)[::-1]
+        }
     finally:
         store.close()
-    expected = sum(max(end - max(start, float(first)), 0.0) for first in first_hours.values())
+    expected = sum(max(end - max(start, first), 0.0) for first in first_hours.values())
     notes = []
     if not gpu_rows:
         notes.append("the history holds no GPU-hour in this period")
@@ -50,6 +54,20 @@ def load(config: Config, period: Period) -> ReportData:
         source="local",
         notes=tuple(notes),
     )
+
+
+def last_sample_epoch(config: Config) -> float | None:
+    """Unix time of the newest sample in the history (the end of a month-to-date report);
+    None without a history or a sample."""
+    path = config.agent.state_dir / HISTORY_FILE
+    if not path.is_file():
+        return None
+    store = HistoryStore(path)
+    try:
+        rows = store.gpu_hours(0.0, float("inf"))
+    finally:
+        store.close()
+    return max((float(r["last_seconds"]) for r in rows), default=None)
 
 
 def _day(hour_start: float) -> date:

@@ -1,0 +1,404 @@
+"""Every figure of the report, computed once from `ReportData` rows (any source).
+
+`build_report(data, previous)` sums the GpuDay and TokenDay rows into a `Report`: the
+KPIs, cost per day by class, per-host and per-GPU lines, the ten most wasteful GPUs,
+month-over-month changes and the method appendix. Each figure is a plain sum or one
+division of sums, so it can be re-derived by hand from the rows (docs/reports.md says
+how). A figure without data is None ("absent"), never 0 or 1 by default.
+
+Formats render a `Report`; none of them computes a figure. No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import date
+
+from gpuwatch.report.model import TIME_CLASSES, TOKEN_KINDS, GpuDay, Period, ReportData
+from gpuwatch.tco import HOURS_PER_MONTH
+
+TOP_WASTE = 10
+"""GPUs in the "most wasteful" table."""
+
+COST_CLASSES = ("idle", "held", "other")
+"""The stacks of the cost-per-day chart: idle (idle_cost - held_cost), held, and the
+rest of the cost ("other": busy, unknown and unsettled time)."""
+
+TOKEN_FIGURES = (*TOKEN_KINDS, "all")
+"""Kinds of the $/1M tokens figures: each divides the same cost (docs/tokens.md)."""
+
+IDLE_MEANING = (
+    "A GPU is idle when it has no process and its activity stays under the noise floor "
+    "for the whole analysis window (30 min by default); held when processes keep memory "
+    "on it while its activity stays under the floor for the whole window. The seconds of "
+    "such a spell are all idle or held once it reaches the window; a shorter pause is "
+    "busy. Unknown seconds (no activity signal) and unsettled seconds count in no ratio. "
+    "See docs/analysis.md, 'Which class each second is in'."
+)
+IDLE_MEANING_LINK = "docs/analysis.md#which-class-each-second-is-in"
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    """numerator / denominator; None when the denominator is not positive."""
+    return numerator / denominator if denominator > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Sums over a set of GPU-days (USD, seconds)."""
+
+    gpu_days: int
+    observed_seconds: float
+    class_seconds: Mapping[str, float]  # TIME_CLASSES
+    cost_usd: float
+    idle_cost_usd: float  # idle and held
+    held_cost_usd: float
+    energy_joules: float | None  # None when no row had energy
+
+    @property
+    def busy_ratio(self) -> float | None:
+        """busy / (busy + idle + held) seconds; None without such seconds."""
+        busy = self.class_seconds.get("busy", 0.0)
+        judged = busy + self.class_seconds.get("idle", 0.0) + self.class_seconds.get("held", 0.0)
+        return _ratio(busy, judged)
+
+    @property
+    def idle_ratio(self) -> float | None:
+        """Idle (and held) cost / total cost; None when nothing cost anything."""
+        return _ratio(self.idle_cost_usd, self.cost_usd)
+
+    @property
+    def waste_usd(self) -> float:
+        """Idle and held cost, USD (idle_cost_usd already holds the held part)."""
+        return self.idle_cost_usd
+
+
+def _totals(rows: Iterable[GpuDay]) -> Totals:
+    count = 0
+    observed = cost = idle = held = 0.0
+    seconds = dict.fromkeys(TIME_CLASSES, 0.0)
+    energy: float | None = None
+    for row in rows:
+        count += 1
+        observed += row.observed_seconds
+        cost += row.cost_usd
+        idle += row.idle_cost_usd
+        held += row.held_cost_usd
+        for name in TIME_CLASSES:
+            seconds[name] += row.class_seconds.get(name, 0.0)
+        if row.energy_joules is not None:
+            energy = (energy or 0.0) + row.energy_joules
+    return Totals(count, observed, seconds, cost, idle, held, energy)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuLine:
+    """One GPU over the period."""
+
+    host: str
+    uuid: str
+    name: str
+    gpu_index: int | None
+    totals: Totals
+    price_sources: tuple[str, ...]
+    recommended_gpu: str | None  # from the GPU's latest day
+    savings_usd_per_hour: float | None  # of that recommendation
+
+    @property
+    def savings_usd_per_month(self) -> float | None:
+        """savings $/h x 730 h; None without a recommendation."""
+        if self.savings_usd_per_hour is None:
+            return None
+        return self.savings_usd_per_hour * HOURS_PER_MONTH
+
+
+@dataclass(frozen=True, slots=True)
+class HostLine:
+    """One host over the period."""
+
+    host: str
+    gpus: int
+    totals: Totals
+    savings_usd_per_month: float | None  # sum over its GPUs with a recommendation
+
+
+@dataclass(frozen=True, slots=True)
+class DayLine:
+    """One UTC day: cost by COST_CLASSES (USD), and the day's GPU-day sums."""
+
+    day: date
+    cost_by_class_usd: Mapping[str, float]
+    totals: Totals
+
+
+@dataclass(frozen=True, slots=True)
+class WasteItem:
+    """A GPU among the most wasteful, with what to do about it."""
+
+    gpu: GpuLine
+    waste_usd: float  # idle + held cost over the period
+    action: str  # "rightsize", "release held", "release idle"
+    action_text: str  # one line a reader can act on (names are data: escape them)
+    action_usd_per_month: float  # what the action saves per month
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLine:
+    """Tokens and the cost charged to them, over the period (one source, or all)."""
+
+    source: str  # "" for the sum over sources
+    host: str
+    tokens: Mapping[str, float]  # TOKEN_KINDS plus "all"
+    cost_usd: float
+
+    def usd_per_million(self, kind: str) -> float | None:
+        """cost / tokens of `kind` x 1e6; None when no such tokens were served."""
+        tokens = self.tokens.get(kind, 0.0)
+        return self.cost_usd / tokens * 1e6 if tokens > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A KPI against the previous period."""
+
+    name: str
+    unit: str  # "usd", "ratio", "usd_per_million"
+    current: float | None
+    previous: float | None
+
+    @property
+    def delta(self) -> float | None:
+        """current - previous; None when either is absent."""
+        if self.current is None or self.previous is None:
+            return None
+        return self.current - self.previous
+
+    @property
+    def relative(self) -> float | None:
+        """delta / previous; None when absent or previous is 0."""
+        delta = self.delta
+        if delta is None or self.previous is None or self.previous == 0:
+            return None
+        return delta / abs(self.previous)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Every figure of one report; formats only render these."""
+
+    period: Period
+    source: str
+    coverage_ratio: float | None  # observed / expected GPU-seconds; None when unknown
+    observed_gpu_seconds: float
+    expected_gpu_seconds: float | None
+    totals: Totals
+    savings_usd_per_month: float | None  # sum of the GPUs' latest recommendations
+    tokens: TokenLine  # summed over sources
+    token_sources: tuple[TokenLine, ...]
+    rent_vs_buy_monthly_delta_usd: float | None  # > 0: buying would be cheaper
+    days: tuple[DayLine, ...]
+    hosts: tuple[HostLine, ...]
+    gpus: tuple[GpuLine, ...]
+    top_waste: tuple[WasteItem, ...]
+    changes: tuple[Change, ...]  # empty without a previous period
+    previous_label: str | None
+    price_sources: Mapping[str, int]  # price source -> GPU-days priced by it
+    notes: tuple[str, ...]
+
+    def usd_per_million_tokens(self, kind: str) -> float | None:
+        """Realized $/1M tokens of `kind` (TOKEN_FIGURES) over all sources."""
+        return self.tokens.usd_per_million(kind)
+
+    @property
+    def idle_only_cost_usd(self) -> float:
+        """Idle cost without the held part, USD."""
+        return self.totals.idle_cost_usd - self.totals.held_cost_usd
+
+
+def _gpu_lines(rows: tuple[GpuDay, ...]) -> tuple[GpuLine, ...]:
+    by_gpu: dict[tuple[str, str], list[GpuDay]] = defaultdict(list)
+    for row in rows:
+        by_gpu[(row.host, row.uuid)].append(row)
+    lines = []
+    for (host, uuid), days in by_gpu.items():
+        days.sort(key=lambda r: r.day)
+        latest = days[-1]
+        sources = sorted({r.price_source for r in days if r.price_source})
+        savings = latest.savings_usd_per_hour if latest.recommended_gpu is not None else None
+        lines.append(
+            GpuLine(
+                host=host,
+                uuid=uuid,
+                name=latest.name,
+                gpu_index=latest.gpu_index,
+                totals=_totals(days),
+                price_sources=tuple(sources),
+                recommended_gpu=latest.recommended_gpu,
+                savings_usd_per_hour=savings,
+            )
+        )
+    lines.sort(key=lambda g: (g.host, g.gpu_index if g.gpu_index is not None else -1, g.uuid))
+    return tuple(lines)
+
+
+def _sum_optional(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _host_lines(rows: tuple[GpuDay, ...], gpus: tuple[GpuLine, ...]) -> tuple[HostLine, ...]:
+    by_host: dict[str, list[GpuDay]] = defaultdict(list)
+    for row in rows:
+        by_host[row.host].append(row)
+    lines = []
+    for host in sorted(by_host):
+        own = [g for g in gpus if g.host == host]
+        savings = _sum_optional(g.savings_usd_per_month for g in own)
+        lines.append(HostLine(host, len(own), _totals(by_host[host]), savings))
+    return tuple(lines)
+
+
+def _day_lines(rows: tuple[GpuDay, ...]) -> tuple[DayLine, ...]:
+    by_day: dict[date, list[GpuDay]] = defaultdict(list)
+    for row in rows:
+        by_day[row.day].append(row)
+    lines = []
+    for day in sorted(by_day):
+        totals = _totals(by_day[day])
+        idle_only = totals.idle_cost_usd - totals.held_cost_usd
+        by_class = {
+            "idle": idle_only,
+            "held": totals.held_cost_usd,
+            "other": totals.cost_usd - totals.idle_cost_usd,
+        }
+        lines.append(DayLine(day, by_class, totals))
+    return tuple(lines)
+
+
+def _waste_item(gpu: GpuLine, period_seconds: float) -> WasteItem | None:
+    """What to do about `gpu`: rightsize when that saves more per month than releasing
+    its idle/held time would (the period's waste rate x 730 h); None with nothing to gain."""
+    waste = gpu.totals.waste_usd
+    per_month_factor = HOURS_PER_MONTH * 3600.0 / period_seconds
+    release = waste * per_month_factor
+    rightsize = gpu.savings_usd_per_month
+    if waste <= 0 and not rightsize:
+        return None
+    if rightsize is not None and gpu.recommended_gpu is not None and rightsize >= release:
+        text = f"move the workload to a {gpu.recommended_gpu}"
+        return WasteItem(gpu, waste, "rightsize", text, rightsize)
+    held = gpu.totals.held_cost_usd
+    if held >= waste - held:
+        text = "stop the processes that hold memory on it and compute nothing, or release it"
+        return WasteItem(gpu, waste, "release held", text, release)
+    text = "release or scale down the GPU while it has no work"
+    return WasteItem(gpu, waste, "release idle", text, release)
+
+
+def _top_waste(gpus: tuple[GpuLine, ...], period_seconds: float) -> tuple[WasteItem, ...]:
+    items = [item for g in gpus if (item := _waste_item(g, period_seconds)) is not None]
+    items.sort(key=lambda i: (-i.waste_usd, -(i.gpu.savings_usd_per_month or 0.0), i.gpu.uuid))
+    return tuple(items[:TOP_WASTE])
+
+
+def _token_lines(data: ReportData) -> tuple[TokenLine, tuple[TokenLine, ...]]:
+    by_source: dict[tuple[str, str], list[float]] = {}
+    for row in data.token_days:
+        sums = by_source.setdefault((row.host, row.source), [0.0] * (len(TOKEN_KINDS) + 1))
+        for i, kind in enumerate(TOKEN_KINDS):
+            sums[i] += row.tokens.get(kind, 0.0)
+        sums[-1] += row.cost_usd
+
+    def line(source: str, host: str, sums: list[float]) -> TokenLine:
+        tokens = dict(zip(TOKEN_KINDS, sums[:-1], strict=True))
+        tokens["all"] = sum(sums[:-1])
+        return TokenLine(source, host, tokens, sums[-1])
+
+    per_source = tuple(line(s, h, v) for (h, s), v in sorted(by_source.items()))
+    total = [sum(column) for column in zip(*by_source.values(), strict=True)] or [0.0] * (
+        len(TOKEN_KINDS) + 1
+    )
+    return line("", "", total), per_source
+
+
+def _notes(data: ReportData, totals: Totals, coverage: float | None) -> tuple[str, ...]:
+    notes = list(data.notes)
+    if data.expected_gpu_seconds is None:
+        notes.append("coverage unknown: the source cannot tell how many GPU-hours to expect")
+    elif coverage is not None and coverage < 1.0:
+        missing_hours = (data.expected_gpu_seconds - totals.observed_seconds) / 3600.0
+        notes.append(
+            f"{missing_hours:,.1f} GPU-hours of the period were not observed (agent down, "
+            "host off, or gaps): they are in no figure"
+        )
+    if not data.gpu_days:
+        notes.append("no GPU data for the period")
+    if not data.token_days:
+        notes.append("no token counts for the period: no $/1M tokens")
+    unpriced = sum(1 for r in data.gpu_days if r.price_source is None and r.cost_usd == 0)
+    if unpriced:
+        notes.append(f"{unpriced} GPU-day(s) without a price: they cost $0 in this report")
+    if data.period.month_to_date:
+        notes.append("month to date: the period ends at the last sample")
+    return tuple(notes)
+
+
+def _changes(current: Report, previous: Report) -> tuple[Change, ...]:
+    pairs = (
+        ("total cost", "usd", current.totals.cost_usd, previous.totals.cost_usd),
+        ("idle and held cost", "usd", current.totals.idle_cost_usd, previous.totals.idle_cost_usd),
+        ("held cost", "usd", current.totals.held_cost_usd, previous.totals.held_cost_usd),
+        ("busy ratio", "ratio", current.totals.busy_ratio, previous.totals.busy_ratio),
+        (
+            "savings available per month",
+            "usd",
+            current.savings_usd_per_month,
+            previous.savings_usd_per_month,
+        ),
+        (
+            "$/1M generated tokens",
+            "usd_per_million",
+            current.usd_per_million_tokens("generation"),
+            previous.usd_per_million_tokens("generation"),
+        ),
+    )
+    return tuple(Change(name, unit, now, before) for name, unit, now, before in pairs)
+
+
+def build_report(data: ReportData, previous: ReportData | None = None) -> Report:
+    """The report of `data`; `previous` (the period before) adds month-over-month changes."""
+    rows = data.gpu_days
+    totals = _totals(rows)
+    expected = data.expected_gpu_seconds
+    coverage = _ratio(totals.observed_seconds, expected) if expected is not None else None
+    gpus = _gpu_lines(rows)
+    tokens, token_sources = _token_lines(data)
+    price_sources: dict[str, int] = defaultdict(int)
+    for row in rows:
+        price_sources[row.price_source or "none"] += 1
+    report = Report(
+        period=data.period,
+        source=data.source,
+        coverage_ratio=coverage,
+        observed_gpu_seconds=totals.observed_seconds,
+        expected_gpu_seconds=expected,
+        totals=totals,
+        savings_usd_per_month=_sum_optional(g.savings_usd_per_month for g in gpus),
+        tokens=tokens,
+        token_sources=token_sources,
+        rent_vs_buy_monthly_delta_usd=data.rent_vs_buy_monthly_delta_usd,
+        days=_day_lines(rows),
+        hosts=_host_lines(rows, gpus),
+        gpus=gpus,
+        top_waste=_top_waste(gpus, data.period.seconds),
+        changes=(),
+        previous_label=None,
+        price_sources=dict(sorted(price_sources.items())),
+        notes=_notes(data, totals, coverage),
+    )
+    if previous is None:
+        return report
+    before = build_report(previous)
+    return replace(report, changes=_changes(report, before), previous_label=previous.period.label)

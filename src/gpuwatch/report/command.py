@@ -1,0 +1,471 @@
+"""`gpuwatch report`: pick the period, load it from a source, write the formats, tell Slack.
+
+    gpuwatch report [--month YYYY-MM | --from DATE --to DATE]
+                    [--source local | --prometheus URL] [--config F]
+                    [--format html,md,csv,json,pdf] [--out DIR] [--slack]
+
+Periods are UTC. `--month` covers the month; the month in progress is month to date
+(it ends now: the source stops at its last sample). `--from`/`--to` are whole days,
+`--to` included. Without either: the current month to date. Without `--out` the only
+format is JSON, on stdout. The source is loaded through `DataLoader`: the default one
+imports `gpuwatch.report.local` or `gpuwatch.report.prometheus` when it is needed;
+tests pass their own.
+
+Exit codes: 0 written (and Slack took the summary when asked), 1 the source, a renderer
+or Slack failed (one line on stderr), 2 bad usage or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from gpuwatch.config import Config
+from gpuwatch.report.build import Report, build_report
+from gpuwatch.report.model import Period, ReportData
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+FORMATS = ("html", "md", "csv", "json", "pdf")
+DEFAULT_FILE_FORMATS = ("html", "md", "csv", "json")
+
+Progress = Callable[[float, float], None]
+"""progress(done, total): how far a source is, in any unit it likes."""
+
+
+class ReportUsageError(Exception):
+    """A mistake on the command line: one line, exit 2."""
+
+
+class ReportSourceError(Exception):
+    """The source could not produce the period's data: one line, exit 1."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRequest:
+    """What a source is asked for."""
+
+    config: Config
+    period: Period
+    prometheus: Any  # a report.prometheus.PrometheusOptions; None: the host's history
+    progress: Progress | None  # None on a pipe
+
+
+class DataLoader(Protocol):
+    """Loads one period's ReportData from a source."""
+
+    def __call__(self, request: SourceRequest) -> ReportData:
+        """The data; raises ReportSourceError (or the source's own errors)."""
+        ...
+
+
+def load_from_source(request: SourceRequest) -> ReportData:
+    """The production loader: the history store, or a Prometheus-compatible API."""
+    if request.prometheus is None:
+        local: Any = importlib.import_module("gpuwatch.report.local")
+        try:
+            data = local.load(request.config, request.period)
+        except local.HistoryMissingError as exc:
+            raise ReportSourceError(str(exc)) from None
+    else:
+        prometheus: Any = importlib.import_module("gpuwatch.report.prometheus")
+        try:
+            data = prometheus.load(request.prometheus, request.period, request.progress)
+        except prometheus.PrometheusError as exc:
+            raise ReportSourceError(str(exc)) from None
+    if not isinstance(data, ReportData):
+        raise ReportSourceError(f"the source returned {type(data).__name__}, not ReportData")
+    return data
+
+
+def add_report_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """Add `report` to the CLI's subcommands."""
+    report = subparsers.add_parser(
+        "report", help="the GPU cost report of a month (or days) from local history or Prometheus"
+    )
+    when = report.add_mutually_exclusive_group()
+    when.add_argument("--month", metavar="YYYY-MM", help="a UTC month (default: this month)")
+    when.add_argument("--from", dest="from_date", metavar="YYYY-MM-DD", help="first UTC day")
+    report.add_argument("--to", dest="to_date", metavar="YYYY-MM-DD", help="last UTC day, included")
+    source = report.add_mutually_exclusive_group()
+    source.add_argument(
+        "--source", choices=("local",), default="local", help="this host's history (default)"
+    )
+    source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
+    api = report.add_argument_group("Prometheus-compatible API (with --prometheus)")
+    api.add_argument(
+        "--prometheus-header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an extra request header, e.g. 'X-Scope-OrgID: team-a' (repeatable)",
+    )
+    api.add_argument("--prometheus-bearer-token-file", type=Path, metavar="FILE")
+    api.add_argument("--prometheus-user", metavar="NAME", help="basic-auth user")
+    api.add_argument("--prometheus-password-file", type=Path, metavar="FILE")
+    api.add_argument("--prometheus-ca-file", type=Path, metavar="FILE", help="CA bundle (TLS)")
+    api.add_argument(
+        "--prometheus-insecure", action="store_true", help="skip TLS certificate verification"
+    )
+    api.add_argument("--prometheus-timeout", type=float, default=60.0, metavar="SECONDS")
+    api.add_argument(
+        "--prometheus-scrape-interval",
+        type=float,
+        metavar="SECONDS",
+        help="the agents' scrape interval (default: measured from the samples)",
+    )
+    report.add_argument("--config", type=Path, help="TOML config file")
+    report.add_argument(
+        "--format",
+        dest="formats",
+        metavar="LIST",
+        help="comma-separated: html,md,csv,json,pdf (default: json on stdout without --out, "
+        "html,md,csv,json with it)",
+    )
+    report.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
+    report.add_argument(
+        "--slack", action="store_true", help="send a summary through the Slack webhook"
+    )
+    return report
+
+
+def prometheus_options(args: argparse.Namespace) -> Any:
+    """The `PrometheusOptions` of the `--prometheus*` flags; None without `--prometheus`.
+
+    Raises ReportUsageError naming the flag when one is malformed.
+    """
+    if getattr(args, "prometheus", None) is None:
+        return None
+    from gpuwatch.report.prometheus import PrometheusOptions  # noqa: PLC0415
+
+    headers = []
+    for header in getattr(args, "prometheus_header", []):
+        name, sep, value = header.partition(":")
+        if not sep:
+            raise ReportUsageError("--prometheus-header: expected 'Name: value'")
+        headers.append((name.strip(), value.strip()))
+    try:
+        return PrometheusOptions(
+            url=args.prometheus,
+            headers=tuple(headers),
+            bearer_token_file=getattr(args, "prometheus_bearer_token_file", None),
+            basic_auth_user=getattr(args, "prometheus_user", None),
+            basic_auth_password_file=getattr(args, "prometheus_password_file", None),
+            ca_file=getattr(args, "prometheus_ca_file", None),
+            insecure_skip_verify=bool(getattr(args, "prometheus_insecure", False)),
+            timeout_seconds=float(getattr(args, "prometheus_timeout", 60.0)),
+            scrape_interval_seconds=getattr(args, "prometheus_scrape_interval", None),
+        )
+    except ValueError as exc:
+        raise ReportUsageError(str(exc)) from None
+
+
+def month_to_date_end(now: datetime, config: Config, prometheus: Any) -> datetime:
+    """Where a month in progress ends: the source's last sample when there is one this
+    month (the hour under way included; later than the wall clock for a simulated run
+    ahead of it), else `now`. A source that cannot be read answers later, in `produce`."""
+    try:
+        if prometheus is None:
+            local: Any = importlib.import_module("gpuwatch.report.local")
+            last = local.last_sample_epoch(config)
+        else:
+            source: Any = importlib.import_module("gpuwatch.report.prometheus")
+            last = source.last_sample_epoch(prometheus, now.timestamp())
+    except Exception:  # noqa: BLE001 -- the load itself reports the source's failure
+        return now
+    if last is None:
+        return now
+    sample = datetime.fromtimestamp(last, UTC)
+    month_start = datetime(now.year, now.month, 1, tzinfo=UTC)
+    return sample if sample >= month_start else now
+
+
+# -- the period ----------------------------------------------------------------------
+
+
+def month_period(year: int, month: int, now: datetime) -> Period:
+    """The UTC month; the month in progress ends at `now` (month to date)."""
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    label = f"{year:04d}-{month:02d}"
+    if start >= now:
+        raise ReportUsageError(f"--month {label} has not started yet")
+    if end > now:
+        return Period(start, now, label, month_to_date=True)
+    return Period(start, end, label)
+
+
+def previous_month(moment: datetime) -> tuple[int, int]:
+    """(year, month) of the UTC month before the one holding `moment`."""
+    moment = moment.astimezone(UTC)
+    return (moment.year, moment.month - 1) if moment.month > 1 else (moment.year - 1, 12)
+
+
+def month_before(period: Period) -> Period:
+    """The whole UTC month before the month `period` starts in."""
+    year, month = previous_month(period.start)
+    return month_period(year, month, period.start)
+
+
+def _parse_day(text: str, option: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ReportUsageError(f"{option} {text!r}: expected a date as YYYY-MM-DD") from None
+
+
+def parse_period(
+    month: str | None, from_date: str | None, to_date: str | None, now: datetime
+) -> Period:
+    """The period the options name (UTC), checked."""
+    if to_date is not None and from_date is None:
+        raise ReportUsageError("--to needs --from")
+    if month is not None:
+        try:
+            parsed = datetime.strptime(month, "%Y-%m")
+        except ValueError:
+            raise ReportUsageError(f"--month {month!r}: expected YYYY-MM, e.g. 2026-10") from None
+        return month_period(parsed.year, parsed.month, now)
+    if from_date is not None:
+        if to_date is None:
+            raise ReportUsageError("--from needs --to (the last day, included)")
+        first, last = _parse_day(from_date, "--from"), _parse_day(to_date, "--to")
+        if last < first:
+            raise ReportUsageError("--to is before --from")
+        start = datetime.combine(first, datetime.min.time(), UTC)
+        if start >= now:
+            raise ReportUsageError(f"--from {from_date} has not started yet")
+        end = min(datetime.combine(last + timedelta(days=1), datetime.min.time(), UTC), now)
+        return Period(start, end, f"{first.isoformat()} to {last.isoformat()}")
+    return month_period(now.year, now.month, now)
+
+
+def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:
+    """The formats asked for, checked against `--out`."""
+    if text is None:
+        return DEFAULT_FILE_FORMATS if has_out else ("json",)
+    formats = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [name for name in formats if name not in FORMATS]
+    if unknown or not formats:
+        raise ReportUsageError(
+            f"--format {text!r}: choose among {', '.join(FORMATS)} (comma-separated)"
+        )
+    if not has_out and formats != ("json",):
+        raise ReportUsageError("without --out only --format json can be written (to stdout)")
+    return formats
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def file_stem(period: Period) -> str:
+    """`gpuwatch-report-2026-10` or `gpuwatch-report-2026-10-03_2026-10-17`."""
+    return "gpuwatch-report-" + period.label.replace(" to ", "_").replace(" ", "_")
+
+
+def render(report: Report, data: ReportData, fmt: str, generated: str) -> bytes:
+    """One format's bytes (imports each renderer only when asked for)."""
+    if fmt == "html":
+        from gpuwatch.report.html import render_html  # noqa: PLC0415
+
+        return render_html(report, generated).encode()
+    if fmt == "md":
+        from gpuwatch.report.markdown import render_markdown  # noqa: PLC0415
+
+        return render_markdown(report, generated).encode()
+    if fmt == "csv":
+        from gpuwatch.report.csv_format import render_csv  # noqa: PLC0415
+
+        return render_csv(data).encode()
+    if fmt == "json":
+        from gpuwatch.report.json_format import render_json  # noqa: PLC0415
+
+        return render_json(report).encode()
+    if fmt == "pdf":
+        from gpuwatch.report.html import render_html  # noqa: PLC0415
+        from gpuwatch.report.pdf import render_pdf  # noqa: PLC0415
+
+        return render_pdf(render_html(report, generated))
+    raise AssertionError(fmt)
+
+
+def write_files(
+    report: Report, data: ReportData, formats: Sequence[str], out: Path, generated: str
+) -> list[Path]:
+    """Write each format to `out` (created), each file atomically; returns the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = out / f"{file_stem(report.period)}.{fmt}"
+        partial = path.with_name(path.name + ".partial")
+        partial.write_bytes(render(report, data, fmt, generated))
+        partial.replace(path)
+        written.append(path)
+    return written
+
+
+# -- the command ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a report run produced."""
+
+    report: Report
+    files: tuple[Path, ...]
+
+
+def produce(
+    config: Config,
+    period: Period,
+    *,
+    formats: Sequence[str],
+    out: Path | None,
+    loader: DataLoader,
+    prometheus: Any = None,
+    progress: Progress | None = None,
+    previous_period: Period | None = None,
+    generated: str = "",
+    stdout: IO[str] | None = None,
+) -> Outcome:
+    """Load, build and write one report; with `previous_period` (the month before a
+    month), load that too for month-over-month changes (left out when it has no data).
+    Raises ReportSourceError or the renderers' errors."""
+    if "pdf" in formats:
+        from gpuwatch.report.pdf import check_renderer  # noqa: PLC0415
+
+        check_renderer()  # a missing renderer fails before minutes of queries
+    data = loader(SourceRequest(config, period, prometheus, progress))
+    previous = None
+    if previous_period is not None:
+        previous = loader(SourceRequest(config, previous_period, prometheus, None))
+        if not previous.gpu_days:
+            previous = None
+    report = build_report(data, previous)
+    if out is None:
+        assert stdout is not None, "stdout is needed without --out"
+        stdout.write(render(report, data, "json", generated).decode())
+        return Outcome(report, ())
+    return Outcome(report, tuple(write_files(report, data, formats, out, generated)))
+
+
+class _RichProgress:
+    """A rich progress bar on stderr (only on a terminal)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        from rich.console import Console  # noqa: PLC0415
+        from rich.progress import Progress as RichProgress  # noqa: PLC0415
+
+        self._bar = RichProgress(transient=True, console=Console(file=stream))
+        self._task = self._bar.add_task("querying", total=None)
+        self._bar.start()
+
+    def __call__(self, done: float, total: float) -> None:
+        self._bar.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        self._bar.stop()
+
+
+def run_report(
+    args: argparse.Namespace,
+    config: Config,
+    *,
+    loader: DataLoader = load_from_source,
+    now: datetime | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+    slack_sleep: Callable[[float], object] | None = None,
+) -> int:
+    """Run `gpuwatch report` with the loaded config; returns the exit code."""
+    from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
+    from gpuwatch.alerts.command import NO_WEBHOOK  # noqa: PLC0415
+    from gpuwatch.report.pdf import PdfRendererMissingError  # noqa: PLC0415
+
+    out_stream = stdout or sys.stdout
+    err = stderr or sys.stderr
+    env = os.environ if environ is None else environ
+    moment = now or datetime.now(UTC)
+    try:
+        prometheus = prometheus_options(args)
+        if now is None and loader is load_from_source:
+            moment = month_to_date_end(moment, config, prometheus)
+        period = parse_period(args.month, args.from_date, args.to_date, moment)
+        formats = parse_formats(args.formats, args.out is not None)
+    except ReportUsageError as exc:
+        print(f"gpuwatch: {exc}", file=err)
+        return EXIT_USAGE
+    webhook = None
+    if args.slack:
+        webhook = resolve_webhook_url(config.alerts.slack, env)  # raises WebhookSecretError
+        if webhook is None:
+            print(f"gpuwatch: {NO_WEBHOOK}", file=err)
+            return EXIT_USAGE
+    progress = _RichProgress(err) if args.prometheus and err.isatty() else None
+    generated = moment.strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        outcome = produce(
+            config,
+            period,
+            formats=formats,
+            out=args.out,
+            loader=loader,
+            prometheus=prometheus,
+            progress=progress,
+            previous_period=None if args.from_date else month_before(period),
+            generated=generated,
+            stdout=out_stream,
+        )
+    except (ReportSourceError, PdfRendererMissingError) as exc:
+        print(f"gpuwatch: {exc}", file=err)
+        return EXIT_FAILURE
+    except ModuleNotFoundError as exc:
+        print(f"gpuwatch: this build has no report source {exc.name!r}", file=err)
+        return EXIT_FAILURE
+    except OSError as exc:
+        print(f"gpuwatch: cannot write the report to {args.out}: {exc.strerror}", file=err)
+        return EXIT_FAILURE
+    finally:
+        if progress is not None:
+            progress.close()
+    for path in outcome.files:
+        print(f"gpuwatch: wrote {path}", file=err)
+    if webhook is None:
+        return EXIT_OK
+    return _tell_slack(outcome, config, webhook, err, slack_sleep)
+
+
+def _tell_slack(
+    outcome: Outcome,
+    config: Config,
+    webhook: str,
+    err: IO[str],
+    sleep: Callable[[float], object] | None,
+) -> int:
+    import time  # noqa: PLC0415
+
+    from gpuwatch.report.slack import build_summary_message, send_summary  # noqa: PLC0415
+
+    payload = build_summary_message(outcome.report, tuple(p.name for p in outcome.files))
+    result = send_summary(
+        payload,
+        config.alerts.slack,
+        webhook,
+        config.agent.state_dir,
+        now=time.time,
+        sleep=sleep or time.sleep,
+    )
+    print(f"gpuwatch: {result.line}", file=err)
+    return EXIT_FAILURE if result.failed else EXIT_OK

@@ -1,0 +1,104 @@
+"""The report as CSV: one row per UTC day x GPU, columns modelled on OpenCost's.
+
+OpenCost's allocation export has one row per window and workload with `window_start`,
+`window_end`, `gpu_hours`, `gpu_cost`, `total_cost` and an efficiency column; here the
+workload is one GPU of one host (docs/reports.md lists every column and its OpenCost
+counterpart). Money in USD, time in seconds and hours, energy in joules; an absent
+value is an empty cell. A cell that a spreadsheet would run as a formula (it starts
+with `=`, `+`, `-`, `@`, a tab or a carriage return) is prefixed with `'`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, time, timedelta
+
+from gpuwatch.report.model import GpuDay, ReportData
+
+COLUMNS = (
+    "window_start",
+    "window_end",
+    "host",
+    "gpu_index",
+    "uuid",
+    "gpu_name",
+    "price_source",
+    "observed_seconds",
+    "gpu_hours",
+    "busy_seconds",
+    "idle_seconds",
+    "held_seconds",
+    "unknown_seconds",
+    "gpu_efficiency",
+    "gpu_cost",
+    "idle_cost",
+    "held_cost",
+    "total_cost",
+    "energy_joules",
+    "recommended_gpu",
+    "savings_usd_per_hour",
+)
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(value: str) -> str:
+    """A name as a cell a spreadsheet shows as text."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def _number(value: float | int | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _window(row: GpuDay, data: ReportData) -> tuple[str, str]:
+    """The day clipped to the period, as ISO 8601 UTC."""
+    start = max(datetime.combine(row.day, time(0), UTC), data.period.start.astimezone(UTC))
+    end = min(start.replace(hour=0) + timedelta(days=1), data.period.end.astimezone(UTC))
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return start.strftime(fmt), end.strftime(fmt)
+
+
+def _row(row: GpuDay, data: ReportData) -> list[str]:
+    seconds = row.class_seconds
+    busy, idle, held = (seconds.get(k, 0.0) for k in ("busy", "idle", "held"))
+    judged = busy + idle + held
+    start, end = _window(row, data)
+    return [
+        start,
+        end,
+        _text(row.host),
+        _number(row.gpu_index),
+        _text(row.uuid),
+        _text(row.name),
+        _text(row.price_source or ""),
+        _number(row.observed_seconds),
+        _number(row.observed_seconds / 3600.0),
+        _number(busy),
+        _number(idle),
+        _number(held),
+        _number(seconds.get("unknown", 0.0)),
+        _number(busy / judged if judged > 0 else None),
+        _number(row.cost_usd),
+        _number(row.idle_cost_usd),
+        _number(row.held_cost_usd),
+        _number(row.cost_usd),
+        _number(row.energy_joules),
+        _text(row.recommended_gpu or ""),
+        _number(row.savings_usd_per_hour if row.recommended_gpu is not None else None),
+    ]
+
+
+def render_csv(data: ReportData) -> str:
+    """Every GpuDay row of `data`, sorted by day, host, GPU index and uuid."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    ordered = sorted(
+        data.gpu_days,
+        key=lambda r: (r.day, r.host, -1 if r.gpu_index is None else r.gpu_index, r.uuid),
+    )
+    for row in ordered:
+        writer.writerow(_row(row, data))
+    return out.getvalue()

@@ -1,0 +1,133 @@
+"""The report as one JSON document (`--format json`, stdout when there is no `--out`).
+
+Keys are snake_case with units (`_usd`, `_seconds`, `_ratio`); an absent figure is
+`null`, never 0. Stable keys: `period`, `coverage_ratio`, `total_cost_usd`,
+`idle_cost_usd`, `held_cost_usd`, `savings_usd_per_month`, `usd_per_million_tokens`
+(`prompt`, `generation`, `all`) and `gpus` (`host`, `uuid`, `name`, `cost_usd`,
+`idle_cost_usd`, `busy_ratio`, `state_seconds`, ...); docs/reports.md lists the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpuwatch.report.build import TOKEN_FIGURES, GpuLine, Report, Totals
+
+SCHEMA_VERSION = 1
+
+
+def _totals(totals: Totals) -> dict[str, Any]:
+    return {
+        "cost_usd": totals.cost_usd,
+        "idle_cost_usd": totals.idle_cost_usd,
+        "held_cost_usd": totals.held_cost_usd,
+        "busy_ratio": totals.busy_ratio,
+        "observed_seconds": totals.observed_seconds,
+        "state_seconds": dict(totals.class_seconds),
+        "energy_joules": totals.energy_joules,
+    }
+
+
+def _gpu(gpu: GpuLine) -> dict[str, Any]:
+    return {
+        "host": gpu.host,
+        "uuid": gpu.uuid,
+        "name": gpu.name,
+        "gpu_index": gpu.gpu_index,
+        **_totals(gpu.totals),
+        "price_sources": list(gpu.price_sources),
+        "recommended_gpu": gpu.recommended_gpu,
+        "savings_usd_per_hour": gpu.savings_usd_per_hour,
+        "savings_usd_per_month": gpu.savings_usd_per_month,
+    }
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    """The report as JSON-able data."""
+    period = report.period
+    totals = report.totals
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "period": {
+            "label": period.label,
+            "start": period.start.isoformat(),
+            "end": period.end.isoformat(),
+            "seconds": period.seconds,
+            "month_to_date": period.month_to_date,
+        },
+        "source": report.source,
+        "coverage_ratio": report.coverage_ratio,
+        "observed_gpu_seconds": report.observed_gpu_seconds,
+        "expected_gpu_seconds": report.expected_gpu_seconds,
+        "total_cost_usd": totals.cost_usd,
+        "idle_cost_usd": totals.idle_cost_usd,
+        "idle_cost_ratio": totals.idle_ratio,
+        "held_cost_usd": totals.held_cost_usd,
+        "savings_usd_per_month": report.savings_usd_per_month,
+        "busy_ratio": totals.busy_ratio,
+        "state_seconds": dict(totals.class_seconds),
+        "usd_per_million_tokens": {k: report.usd_per_million_tokens(k) for k in TOKEN_FIGURES},
+        "tokens": dict(report.tokens.tokens),
+        "token_cost_usd": report.tokens.cost_usd,
+        "rent_vs_buy_monthly_delta_usd": report.rent_vs_buy_monthly_delta_usd,
+        "days": [
+            {
+                "day": d.day.isoformat(),
+                "cost_usd": d.totals.cost_usd,
+                "cost_by_class_usd": dict(d.cost_by_class_usd),
+            }
+            for d in report.days
+        ],
+        "hosts": [
+            {
+                "host": h.host,
+                "gpus": h.gpus,
+                **_totals(h.totals),
+                "savings_usd_per_month": h.savings_usd_per_month,
+            }
+            for h in report.hosts
+        ],
+        "gpus": [_gpu(g) for g in report.gpus],
+        "top_waste": [
+            {
+                "host": i.gpu.host,
+                "uuid": i.gpu.uuid,
+                "name": i.gpu.name,
+                "waste_usd": i.waste_usd,
+                "action": i.action,
+                "action_text": i.action_text,
+                "action_usd_per_month": i.action_usd_per_month,
+            }
+            for i in report.top_waste
+        ],
+        "token_sources": [
+            {
+                "host": t.host,
+                "source": t.source,
+                "tokens": dict(t.tokens),
+                "cost_usd": t.cost_usd,
+                "usd_per_million_tokens": {k: t.usd_per_million(k) for k in TOKEN_FIGURES},
+            }
+            for t in report.token_sources
+        ],
+        "previous_period": report.previous_label,
+        "changes": [
+            {
+                "name": c.name,
+                "unit": c.unit,
+                "current": c.current,
+                "previous": c.previous,
+                "delta": c.delta,
+                "relative": c.relative,
+            }
+            for c in report.changes
+        ],
+        "price_sources": dict(report.price_sources),
+        "notes": list(report.notes),
+    }
+
+
+def render_json(report: Report) -> str:
+    """The document as indented JSON text (UTF-8, names as they are)."""
+    return json.dumps(report_document(report), indent=2, ensure_ascii=False) + "\n"
