@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client.exposition import generate_latest
@@ -15,29 +13,11 @@ from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.errors import NvmlNotFoundError
 from gpuwatch.nvml.parse import PROCESS_UTILIZATION_HOLD_SECONDS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.simulate.counting import CountingNvml
 from gpuwatch.snapshot import GpuSample
 from tests.conftest import make_agent, simulated
 
 GIB = 1024**3
-
-
-class CountingNvml:
-    """Counts calls at the library boundary and passes everything through."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.calls: Counter[str] = Counter()
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._inner, name)
-        if not name.startswith("nvml") or not callable(value) or isinstance(value, type):
-            return value
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1
-            return value(*args, **kwargs)
-
-        return counted
 
 
 def open_sampler(scenario: str) -> tuple[NvmlSampler, ManualClock, CountingNvml]:
