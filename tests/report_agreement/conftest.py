@@ -122,7 +122,8 @@ def simulate(state_dir: Path, openmetrics: Path) -> tuple[Config, dict[float, tu
             run.clock.advance(TICK_SECONDS)
             run.agent.tokens.scrape_due()
             snapshot = run.agent.tick()
-            scrapes.add(generate_latest(run.agent.registry).decode(), snapshot.timestamp_seconds)
+            exposition = generate_latest(run.agent.registry)  # type: ignore[no-untyped-call]
+            scrapes.add(exposition.decode(), snapshot.timestamp_seconds)
             (reading,) = run.agent.tokens.readings()
             tokens[snapshot.timestamp_seconds] = (
                 reading.prompt_tokens_total,
