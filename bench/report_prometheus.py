@@ -5,15 +5,16 @@ tsdb create-blocks-from openmetrics --max-block-duration=744h`, starts Debian's
 prometheus on the blocks with no scrape target, then times
 
 - `report`: `gpuwatch.report.prometheus.load()` for the whole period (no recording rules:
-  the rules are not written yet), and
+  none keeps the report exact, see docs/reports-prometheus.md), and
 - `baseline`: the same number of days x counters as plain `increase(metric[1d] @ end)`
   instant queries, with the same parallelism: what Prometheus itself takes to read the
   counters over the month, so the ratio says what the report's exact method costs.
 
-    .venv/bin/python bench/report_prometheus.py [--hosts 250] [--gpus 4] [--days 31] [--interval 60]
+    .venv/bin/python bench/report_prometheus.py [--hosts 250] [--gpus 4] [--interval 300]
 
-The default is the issue's size (1,000 GPUs x 31 days at a 60 s scrape); generating it
-takes long in pure Python, so docs/benchmarks.md gives the size each recorded run used.
+The default is the issue's size, 1,000 GPUs x 31 days, at a 300 s scrape: at 60 s the
+OpenMetrics text alone would be about 90 GB (18 GB at 300 s) and its backfill half an
+hour on a 2-core machine. docs/benchmarks.md gives the size each recorded run used.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=250)
     parser.add_argument("--gpus", type=int, default=4)
     parser.add_argument("--days", type=int, default=31)
-    parser.add_argument("--interval", type=int, default=60)
+    parser.add_argument("--interval", type=int, default=300)
     parser.add_argument("--parallel", type=int, default=4)
     args = parser.parse_args()
     fleet = SyntheticFleet(
