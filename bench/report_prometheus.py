@@ -20,6 +20,7 @@ hour on a 2-core machine. docs/benchmarks.md gives the size each recorded run us
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +45,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=31)
     parser.add_argument("--interval", type=int, default=300)
     parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     fleet = SyntheticFleet(
         hosts=args.hosts,
@@ -66,18 +68,21 @@ def main() -> None:
         try:
             period = Period(fleet.start, datetime.fromtimestamp(fleet.end_epoch, UTC), "bench")
             options = PrometheusOptions(url, parallel_queries=args.parallel)
-            load(options, period)  # warm the page cache once, as a rerun would be
-            began = time.perf_counter()
-            data = load(options, period)
-            report_s = time.perf_counter() - began
             client = Client(options)
             ends = [fleet.start_epoch + (d + 1) * DAY_SECONDS for d in range(fleet.days)]
             queries = [(f"increase({m}[1d] @ {t}.000)", float(t)) for m in COUNTERS.values()
                        for t in ends]  # fmt: skip
-            began = time.perf_counter()
-            with ThreadPoolExecutor(args.parallel) as pool:
-                list(pool.map(lambda q: client.vector(*q), queries))
-            baseline_s = time.perf_counter() - began
+            load(options, period)  # warm the page cache once, as a rerun would be
+            report_times: list[float] = []
+            baseline_times: list[float] = []
+            for _ in range(args.repeat):  # alternated, so a noisy neighbour hits both
+                began = time.perf_counter()
+                data = load(options, period)
+                report_times.append(time.perf_counter() - began)
+                began = time.perf_counter()
+                with ThreadPoolExecutor(args.parallel) as pool:
+                    list(pool.map(lambda q: client.vector(*q), queries))
+                baseline_times.append(time.perf_counter() - began)
         finally:
             stop(proc)
     gpus = args.hosts * args.gpus
@@ -88,8 +93,12 @@ def main() -> None:
         f"fleet: {gpus} GPUs x {args.days} days, {args.interval} s scrape, {truth.samples} samples"
     )
     print(f"generate {generated:.1f} s, backfill {backfilled:.1f} s")
-    print(f"report (no recording rules): {report_s:.2f} s, {len(data.gpu_days)} GPU-days")
-    print(f"baseline increase() x {len(queries)}: {baseline_s:.2f} s")
+    report_s, baseline_s = statistics.median(report_times), statistics.median(baseline_times)
+    runs = ", ".join(f"{t:.2f}" for t in report_times)
+    print(f"report (no recording rules): median {report_s:.2f} s ({runs}), "
+          f"{len(data.gpu_days)} GPU-days")  # fmt: skip
+    runs = ", ".join(f"{t:.2f}" for t in baseline_times)
+    print(f"baseline increase() x {len(queries)}: median {baseline_s:.2f} s ({runs})")
     print(f"ratio: {report_s / baseline_s:.2f}x")
 
 
