@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -81,6 +82,14 @@ def snapshots(scenarios: tuple[str, ...] = SCENARIOS) -> list[FleetSnapshot]:
         try:
             for _ in range(1900):
                 clock.advance(1.0)
+                taken.append(agent.tick())
+            # XIDs reach the sample through the event thread, which waits in real time:
+            # under load the 1900 ticks can outrun it (faults has XIDs at 60 and 120 s)
+            deadline = time.monotonic() + 10
+            while scenario == "faults" and time.monotonic() < deadline:
+                if any(g.xid_errors_total for g in taken[-1].gpus):
+                    break
+                time.sleep(0.05)
                 taken.append(agent.tick())
         finally:
             agent.stop()
