@@ -38,6 +38,7 @@ TESTS = (
     "tests/test_nvml_calls.py",
     "tests/test_nvml_drivers.py",
     "tests/bindings/test_old_bindings.py",
+    "tests/test_legacy_fleet.py",
     "tests/test_parse.py",
     "tests/test_golden_metrics.py",
 )
