@@ -13,6 +13,7 @@ import html
 from collections.abc import Iterable, Sequence
 
 from gpuwatch.report import figures as f
+from gpuwatch.report import tables
 from gpuwatch.report.build import (
     COST_CLASSES,
     IDLE_MEANING,
@@ -81,6 +82,15 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: 
     head = "".join(cell("th", i, _e(h)) for i, h in enumerate(headers))
     body = ["<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in rows]
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _shared(table: tables.Table) -> str:
+    """A table of `tables`: names escaped as data, the other cells as text."""
+    return _table(
+        table.headers,
+        ([_name(c) if isinstance(c, tables.Name) else _e(c) for c in row] for row in table.rows),
+        text_columns=table.text_columns,
+    )
 
 
 def _nodata(what: str) -> str:
@@ -215,24 +225,7 @@ def _sections(report: Report) -> list[str]:
     out.append("<h2>The most wasteful GPUs</h2>")
     if report.top_waste:
         out.append(waste_svg(report.top_waste) or "")
-        out.append(
-            _table(
-                ["host", "GPU", "uuid", "idle + held", "held", "action", "saves / month"],
-                (
-                    [
-                        _name(i.gpu.host),
-                        _name(i.gpu.name),
-                        _name(i.gpu.uuid),
-                        _e(f.usd(i.waste_usd)),
-                        _e(f.usd(i.gpu.totals.held_cost_usd)),
-                        _e(i.action_text),
-                        _e(f.usd(i.action_usd_per_month)),
-                    ]
-                    for i in report.top_waste
-                ),
-                text_columns=3,
-            )
-        )
+        out.append(_shared(tables.waste(report)))
     else:
         out.append(_nodata("Wasteful GPUs"))
 
@@ -246,96 +239,14 @@ def _sections(report: Report) -> list[str]:
         )
 
     out.append("<h2>Hosts</h2>")
-    out.append(
-        _table(
-            ["host", "GPUs", "cost", "idle + held", "held", "busy ratio", "savings / month"],
-            (
-                [
-                    _name(h.host),
-                    _e(h.gpus),
-                    _e(f.usd(h.totals.cost_usd)),
-                    _e(f.usd(h.totals.idle_cost_usd)),
-                    _e(f.usd(h.totals.held_cost_usd)),
-                    _e(f.percent(h.totals.busy_ratio)),
-                    _e(f.usd(h.savings_usd_per_month)),
-                ]
-                for h in report.hosts
-            ),
-        )
-        if report.hosts
-        else _nodata("Hosts")
-    )
+    out.append(_shared(tables.hosts(report)) if report.hosts else _nodata("Hosts"))
 
     out.append("<h2>GPUs</h2>")
-    out.append(
-        _table(
-            [
-                "host",
-                "#",
-                "GPU",
-                "uuid",
-                "observed",
-                "cost",
-                "idle + held",
-                "held",
-                "busy ratio",
-                "recommendation",
-            ],
-            (
-                [
-                    _name(g.host),
-                    _e("" if g.gpu_index is None else g.gpu_index),
-                    _name(g.name),
-                    _name(g.uuid),
-                    _e(f.hours(g.totals.observed_seconds)),
-                    _e(f.usd(g.totals.cost_usd)),
-                    _e(f.usd(g.totals.idle_cost_usd)),
-                    _e(f.usd(g.totals.held_cost_usd)),
-                    _e(f.percent(g.totals.busy_ratio)),
-                    _e(
-                        f"{f.plain_name(g.recommended_gpu)}: {f.usd(g.savings_usd_per_month)}/month"
-                        if g.recommended_gpu
-                        else ""
-                    ),
-                ]
-                for g in report.gpus
-            ),
-            text_columns=4,
-        )
-        if report.gpus
-        else _nodata("GPUs")
-    )
+    out.append(_shared(tables.gpus(report)) if report.gpus else _nodata("GPUs"))
 
     out.append("<h2>Tokens</h2>")
     if report.token_sources:
-        out.append(
-            _table(
-                [
-                    "host",
-                    "source",
-                    "prompt",
-                    "generation",
-                    "cost",
-                    "$/1M prompt",
-                    "$/1M generation",
-                    "$/1M all",
-                ],
-                (
-                    [
-                        _name(t.host),
-                        _name(t.source or "all sources"),
-                        _e(f"{t.tokens['prompt']:,.0f}"),
-                        _e(f"{t.tokens['generation']:,.0f}"),
-                        _e(f.usd(t.cost_usd)),
-                        _e(f.usd(t.usd_per_million("prompt"))),
-                        _e(f.usd(t.usd_per_million("generation"))),
-                        _e(f.usd(t.usd_per_million("all"))),
-                    ]
-                    for t in (*report.token_sources, report.tokens)
-                ),
-                text_columns=2,
-            )
-        )
+        out.append(_shared(tables.tokens(report)))
     else:
         out.append(_nodata("Tokens"))
     out.extend(_appendix(report))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from gpuwatch.report import figures as f
+from gpuwatch.report import tables
 from gpuwatch.report.build import IDLE_MEANING, IDLE_MEANING_LINK, Report
 
 _SPECIAL = set("\\`*_{}[]|~")
@@ -44,6 +45,14 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return lines
 
 
+def _shared(table: tables.Table) -> list[str]:
+    """A table of `tables`: names escaped as data, the other cells as text."""
+    return _table(
+        table.headers,
+        ([_name(c) if isinstance(c, tables.Name) else _md(c) for c in row] for row in table.rows),
+    )
+
+
 def render_markdown(report: Report, generated: str = "") -> str:
     """The whole report as Markdown text."""
     out = [f"# GPU cost report {_name(report.period.label)}", ""]
@@ -74,21 +83,7 @@ def render_markdown(report: Report, generated: str = "") -> str:
 
     out += ["", "## The most wasteful GPUs", ""]
     if report.top_waste:
-        out += _table(
-            ["host", "GPU", "uuid", "idle + held", "held", "action", "saves / month"],
-            (
-                [
-                    _name(i.gpu.host),
-                    _name(i.gpu.name),
-                    _name(i.gpu.uuid),
-                    _md(f.usd(i.waste_usd)),
-                    _md(f.usd(i.gpu.totals.held_cost_usd)),
-                    _md(i.action_text),
-                    _md(f.usd(i.action_usd_per_month)),
-                ]
-                for i in report.top_waste
-            ),
-        )
+        out += _shared(tables.waste(report))
     else:
         out.append("No GPU wasted anything in this period.")
 
@@ -113,80 +108,12 @@ def render_markdown(report: Report, generated: str = "") -> str:
         out += _table(["figure", "previous", "this period", "change"], rows)
 
     out += ["", "## Hosts", ""]
-    out += _table(
-        ["host", "GPUs", "cost", "idle + held", "held", "busy ratio", "savings / month"],
-        (
-            [
-                _name(h.host),
-                _md(h.gpus),
-                _md(f.usd(h.totals.cost_usd)),
-                _md(f.usd(h.totals.idle_cost_usd)),
-                _md(f.usd(h.totals.held_cost_usd)),
-                _md(f.percent(h.totals.busy_ratio)),
-                _md(f.usd(h.savings_usd_per_month)),
-            ]
-            for h in report.hosts
-        ),
-    )
+    out += _shared(tables.hosts(report))
     out += ["", "## GPUs", ""]
-    out += _table(
-        [
-            "host",
-            "#",
-            "GPU",
-            "uuid",
-            "observed",
-            "cost",
-            "idle + held",
-            "held",
-            "busy ratio",
-            "recommendation",
-        ],
-        (
-            [
-                _name(g.host),
-                _md("" if g.gpu_index is None else g.gpu_index),
-                _name(g.name),
-                _name(g.uuid),
-                _md(f.hours(g.totals.observed_seconds)),
-                _md(f.usd(g.totals.cost_usd)),
-                _md(f.usd(g.totals.idle_cost_usd)),
-                _md(f.usd(g.totals.held_cost_usd)),
-                _md(f.percent(g.totals.busy_ratio)),
-                _md(f"{f.plain_name(g.recommended_gpu)}: {f.usd(g.savings_usd_per_month)}/month")
-                if g.recommended_gpu
-                else "",
-            ]
-            for g in report.gpus
-        ),
-    )
+    out += _shared(tables.gpus(report))
     if report.token_sources:
         out += ["", "## Tokens", ""]
-        out += _table(
-            [
-                "host",
-                "source",
-                "prompt",
-                "generation",
-                "cost",
-                "$/1M prompt",
-                "$/1M generation",
-                "$/1M all",
-            ],
-            (
-                [
-                    _name(t.host),
-                    _name(t.source or "all sources"),
-                    _md(f"{t.tokens['prompt']:,.0f}"),
-                    _md(f"{t.tokens['generation']:,.0f}"),
-                    _md(f.usd(t.cost_usd)),
-                    _md(f.usd(t.usd_per_million("prompt"))),
-                    _md(f.usd(t.usd_per_million("generation"))),
-                    _md(f.usd(t.usd_per_million("all"))),
-                ]
-                for t in (*report.token_sources, report.tokens)
-            ),
-        )
+        out += _shared(tables.tokens(report))
     sources = ", ".join(f"{n} ({d} GPU-days)" for n, d in report.price_sources.items())
     out += [
         "",

@@ -1,0 +1,134 @@
+"""The report's tables, defined once for every text format (HTML, Markdown).
+
+Each table is its headers and rows of plain-text cells; a cell that holds a name (host,
+GPU, uuid, token source) is a `Name`, so each format escapes it as data (`plain_name`,
+then its own syntax) and the other cells as its own text. A new table, or a new column,
+is one change here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwatch.report import figures as f
+from gpuwatch.report.build import Report
+
+
+class Name(str):
+    """A table cell that holds a name from the data."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Headers, rows, and how many leading columns are text (left-aligned in HTML)."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    text_columns: int = 1
+
+
+def waste(report: Report) -> Table:
+    """The most wasteful GPUs with their action."""
+    return Table(
+        ("host", "GPU", "uuid", "idle + held", "held", "action", "saves / month"),
+        tuple(
+            (
+                Name(i.gpu.host),
+                Name(i.gpu.name),
+                Name(i.gpu.uuid),
+                f.usd(i.waste_usd),
+                f.usd(i.gpu.totals.held_cost_usd),
+                i.action_text,
+                f.usd(i.action_usd_per_month),
+            )
+            for i in report.top_waste
+        ),
+        text_columns=3,
+    )
+
+
+def hosts(report: Report) -> Table:
+    """One row per host."""
+    return Table(
+        ("host", "GPUs", "cost", "idle + held", "held", "busy ratio", "savings / month"),
+        tuple(
+            (
+                Name(h.host),
+                str(h.gpus),
+                f.usd(h.totals.cost_usd),
+                f.usd(h.totals.idle_cost_usd),
+                f.usd(h.totals.held_cost_usd),
+                f.percent(h.totals.busy_ratio),
+                f.usd(h.savings_usd_per_month),
+            )
+            for h in report.hosts
+        ),
+    )
+
+
+def gpus(report: Report) -> Table:
+    """One row per GPU, with its recommendation."""
+    return Table(
+        (
+            "host",
+            "#",
+            "GPU",
+            "uuid",
+            "observed",
+            "cost",
+            "idle + held",
+            "held",
+            "busy ratio",
+            "recommendation",
+        ),
+        tuple(
+            (
+                Name(g.host),
+                "" if g.gpu_index is None else str(g.gpu_index),
+                Name(g.name),
+                Name(g.uuid),
+                f.hours(g.totals.observed_seconds),
+                f.usd(g.totals.cost_usd),
+                f.usd(g.totals.idle_cost_usd),
+                f.usd(g.totals.held_cost_usd),
+                f.percent(g.totals.busy_ratio),
+                f"{f.plain_name(g.recommended_gpu)}: {f.usd(g.savings_usd_per_month)}/month"
+                if g.recommended_gpu
+                else "",
+            )
+            for g in report.gpus
+        ),
+        text_columns=4,
+    )
+
+
+def tokens(report: Report) -> Table:
+    """One row per token source, then the total."""
+    return Table(
+        (
+            "host",
+            "source",
+            "prompt",
+            "generation",
+            "cost",
+            "$/1M prompt",
+            "$/1M generation",
+            "$/1M all",
+        ),
+        tuple(
+            (
+                Name(t.host),
+                Name(t.source or "all sources"),
+                f"{t.tokens['prompt']:,.0f}",
+                f"{t.tokens['generation']:,.0f}",
+                f.usd(t.cost_usd),
+                f.usd(t.usd_per_million("prompt")),
+                f.usd(t.usd_per_million("generation")),
+                f.usd(t.usd_per_million("all")),
+            )
+            for t in (*report.token_sources, report.tokens)
+        ),
+        text_columns=2,
+    )
