@@ -73,6 +73,7 @@ def test_second_agent_on_the_same_state_dir_exits_2(tmp_path: Path) -> None:
                 f"127.0.0.1:{free_port()}",
             ],
             capture_output=True,
+            check=False,
             timeout=30,
         )
     finally:
