@@ -206,7 +206,7 @@ def resolve_holds(
     """Every container's GPU holds resolved to this host's GPUs, and the device IDs that
     name no GPU here (sorted). Replicas of one GPU held by one container are one hold."""
     extra = tuple(extra_resources)
-    by_uuid = {g.identity.uuid.lower(): g for g in gpus}
+    by_uuid = {g.identity.uuid.lower(): g for g in gpus}  # keys and lookups: lower case
     by_minor = {g.identity.minor_number: g for g in gpus if g.identity.minor_number is not None}
     mig_by_uuid = {m.uuid.lower(): (g, m) for g in gpus for m in g.mig_instances}
     merged: dict[tuple[int, str | None, PodRef, str], list[str]] = {}
@@ -258,13 +258,13 @@ def _resolve(
         return None
     gpu: GpuSample | None = None
     if ref.uuid is not None and ref.uuid.startswith("MIG-"):
-        found = mig_by_uuid.get(ref.uuid)
+        found = mig_by_uuid.get(ref.uuid.lower())
         if found is None:
             return None
         parent, mig = found
         return parent, mig.uuid, mig.gpu_instance_id
     if ref.uuid is not None:
-        gpu = by_uuid.get(ref.uuid)
+        gpu = by_uuid.get(ref.uuid.lower())
     elif ref.minor is not None:
         gpu = by_minor.get(ref.minor)
     if gpu is None:
