@@ -13,11 +13,19 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.clock import ManualClock
+from gpuwatch.export.attribution_families import attribution_families
 from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.history import HistoryWriter
-from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.snapshot import (
+    Attribution,
+    DriverInfo,
+    FleetSnapshot,
+    GpuAttribution,
+    PodAllocationSample,
+    PodRef,
+)
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from tests.conftest import REPO_ROOT, make_agent
@@ -55,6 +63,22 @@ def source_metric_names(tmp_path: Path) -> set[str]:
         catalog_price_usd_per_gpu_hour=6.88,
     )
     return family_names(tokens.families()) | family_names(billing.families())
+
+
+def attribution_metric_names() -> set[str]:
+    """Families of Kubernetes attribution (tests/kube/ runs them on the demo's node)."""
+    pod = PodRef("ns", "pod", "c")
+    gpu = GpuAttribution(
+        0,
+        "GPU-x",
+        (PodAllocationSample(0, "GPU-x", None, pod, "nvidia.com/gpu", ("GPU-x",), ()),),
+        (1,),
+        ((pod, 2),),
+    )
+    snapshot = FleetSnapshot(
+        0.0, DriverInfo(None, None, None), (), attribution=Attribution(1.0, 1, (gpu,))
+    )
+    return family_names(attribution_families(snapshot))
 
 
 def alert_metric_names(tmp_path: Path) -> set[str]:
@@ -108,6 +132,7 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
         re.findall(r"^\| `(gpuwatch_[a-z_]+)`", readme_section("metric-reference"), re.M)
     )
     exported: set[str] = alert_metric_names(tmp_path) | source_metric_names(tmp_path)
+    exported |= attribution_metric_names()
     exported |= family_names(HistoryWriter.down_families())  # same names as an open store
     for snapshot in snapshots():
         exported |= exported_names(snapshot)

@@ -26,6 +26,7 @@ from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
+from gpuwatch.collectors.attribution import AttributionCollector
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config
@@ -41,10 +42,12 @@ from gpuwatch.history import (
     history_wanted,
     open_history,
 )
+from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.periodic import PeriodicThread
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
 from gpuwatch.snapshot import (
+    Attribution,
     CollectorResult,
     CostSummary,
     FleetSnapshot,
@@ -81,8 +84,10 @@ class Agent:
         extra_token_sources: tuple[TokenSourceConfig, ...] = (),
         extra_static_prices: tuple[StaticPrice, ...] = (),
         environ: Mapping[str, str] | None = None,
+        kubernetes: KubernetesConfig | None = None,
     ) -> None:
-        """The `extra_*` arguments come from a simulated scenario, after the config's.
+        """The `extra_*` arguments come from a simulated scenario, after the config's;
+        `kubernetes` replaces `[kubernetes]` (a simulated cluster's kubelet and paths).
 
         Raises WebhookSecretError when Slack alerting is configured but its secret cannot
         be read. An unusable alert outbox turns alerting off (one ERROR line,
@@ -103,6 +108,15 @@ class Agent:
             build_model_catalog(config.sizing.models),
         )
         self.cost = CostEngine(self.catalog, config.rent_vs_buy)
+        kube = config.kubernetes if kubernetes is None else kubernetes
+        self.kubernetes = kube
+        # under --speed X a scheduled job fires at most every 50 ms of real time
+        list_every = max(kube.list_interval_seconds, MIN_REAL_INTERVAL_SECONDS * speed)
+        self.attribution = (
+            AttributionCollector(kube, clock, list_interval_seconds=list_every)
+            if kube.enabled
+            else None
+        )
         self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
         self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
         self._billing_config = config.billing.model_copy(
@@ -203,6 +217,10 @@ class Agent:
     def tick(self) -> FleetSnapshot:
         """Sample every GPU once, analyse the sample and publish the snapshot."""
         gpus, results = self.nvml.collect()
+        attribution = None
+        if self.attribution is not None:
+            gpus, attribution, kube_result = self._attribute(gpus)
+            results.append(kube_result)
         now = self.clock.time()
         verdicts, analysis_result = self._stage(
             "analysis", lambda: self.analysis.observe(now, gpus), _no_verdicts
@@ -222,11 +240,32 @@ class Agent:
             verdicts=verdicts,
             hostname=self.hostname,
             cost=cost,
+            attribution=attribution,
         )
         self.store.publish(snapshot)
         if self.history is not None:
             self.history.offer(snapshot, self._history_readings())
         return snapshot
+
+    def _attribute(
+        self, gpus: tuple[GpuSample, ...]
+    ) -> tuple[tuple[GpuSample, ...], Attribution | None, CollectorResult]:
+        """Pods joined into the GPU samples; a bug in the join is a failed attribution
+        (logged once), never a lost tick."""
+        attribution = self.attribution
+        assert attribution is not None
+        joined, stage = self._stage(
+            "attribution", lambda: attribution.attribute(gpus), lambda: (gpus, None, None)
+        )
+        out_gpus, snapshot_part, refresh = joined
+        if refresh is None or not stage.success:
+            return out_gpus, snapshot_part, stage
+        return out_gpus, snapshot_part, refresh
+
+    def refresh_attribution(self) -> None:
+        """List the kubelet's pods (scheduler job; blocking I/O, never the tick's)."""
+        if self.attribution is not None:
+            self.attribution.refresh()
 
     def _history_readings(self) -> list[TokenReadingTotals]:
         return [
@@ -321,6 +360,7 @@ class Agent:
 
     def start(self) -> None:
         """Take the first sample, then start the scheduler and the HTTP server."""
+        self.refresh_attribution()
         self.tick()
         agent_cfg = self.config.agent
         scheduler = BackgroundScheduler(daemon=True)
@@ -339,6 +379,8 @@ class Agent:
 
         every(agent_cfg.interval_seconds, self.tick)
         every(agent_cfg.slow_interval_seconds, self.nvml.collect_slow)
+        if self.attribution is not None:
+            every(self.kubernetes.list_interval_seconds, self.refresh_attribution)
         # network I/O runs on daemon threads: a slow server never delays shutdown
         self._threads = [
             PeriodicThread("billing", self._real(BILLING_REFRESH_SECONDS), self.refresh_billing)
@@ -429,6 +471,8 @@ class Agent:
         if self.history is not None:
             self.history.stop()  # writes what is pending
             self.history = None
+        if self.attribution is not None:
+            self.attribution.close()
         self.sampler.close()
 
 

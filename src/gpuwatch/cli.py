@@ -246,6 +246,7 @@ def _serve_agent(
         extra_workloads=workloads,
         extra_token_sources=() if services is None else services.token_sources(),
         extra_static_prices=nv.scenario.prices if services is not None else (),
+        kubernetes=None if services is None else services.kubernetes_config(),
     )
     try:
         agent.open()

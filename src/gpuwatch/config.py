@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.billing import BillingConfig
+from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing import (
     CatalogError,
     GpuCatalogEntry,
@@ -187,6 +188,7 @@ class Config(_Section):
     billing: BillingConfig = BillingConfig()
     history: HistoryConfig = HistoryConfig()
     report: ReportConfig = ReportConfig()
+    kubernetes: KubernetesConfig = KubernetesConfig()
 
 
 def _parse_env_value(raw: str) -> Any:

@@ -75,6 +75,7 @@ class GpuIdentity:
     memory_total_bytes: int | None
     power_limit_watts: float | None
     gpm_supported: bool
+    minor_number: int | None = None  # /dev/nvidia<N>: GKE's device IDs name GPUs by it
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +307,59 @@ class CostSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class PodAllocationSample:
+    """One container's hold on one GPU, or on one MIG device of it (kubelet pod-resources).
+
+    `device_ids` are the plugin's IDs for it (several replicas of one time-sliced GPU when
+    the container asked for more than one); `running_pids` the container's processes NVML
+    sees on that GPU (or MIG device) this tick: none means allocated-idle.
+    """
+
+    gpu_index: int
+    uuid: str
+    mig_uuid: str | None
+    pod: PodRef
+    resource_name: str
+    device_ids: tuple[str, ...]
+    running_pids: tuple[int, ...]
+
+    @property
+    def allocated_idle(self) -> bool:
+        """The pod holds the GPU and runs nothing on it."""
+        return not self.running_pids
+
+
+@dataclass(frozen=True, slots=True)
+class GpuAttribution:
+    """Who holds and who uses one GPU this tick.
+
+    `allocations`: every container holding it (several when time-sliced or MIG);
+    `unowned_pids`: processes on a GPU that no pod holds; `unallocated`: (pod, pid) of
+    processes of a pod that holds no allocation of this GPU.
+    """
+
+    gpu_index: int
+    uuid: str
+    allocations: tuple[PodAllocationSample, ...] = ()
+    unowned_pids: tuple[int, ...] = ()
+    unallocated: tuple[tuple[PodRef, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """The Kubernetes view of one tick: each GPU's holders and users.
+
+    Processes carry their own `ProcessSample.pod` (from their cgroup): with
+    `GpuSample.processes` that is what a per-pod split of a GPU's cost needs.
+    """
+
+    listed_at_seconds: float | None  # epoch s of the kubelet listing used; None: none yet
+    pods_listed: int
+    gpus: tuple[GpuAttribution, ...] = ()
+    unresolved_device_ids: tuple[str, ...] = ()  # GPU device IDs that match no GPU here
+
+
+@dataclass(frozen=True, slots=True)
 class FleetSnapshot:
     """One host's GPUs at one instant of (possibly simulated) time."""
 
@@ -316,3 +370,4 @@ class FleetSnapshot:
     verdicts: tuple[GpuVerdict, ...] = field(default=())
     hostname: str = ""
     cost: CostSummary = field(default_factory=CostSummary)
+    attribution: Attribution | None = None  # None: Kubernetes attribution is off

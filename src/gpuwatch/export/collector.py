@@ -12,6 +12,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpuwatch.export.analysis_families import analysis_families
+from gpuwatch.export.attribution_families import attribution_families
 from gpuwatch.export.cost_families import cost_families
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions, gpuwatch_families
@@ -43,6 +44,7 @@ class SnapshotCollector(Collector):
         if snapshot is not None:
             yield from analysis_families(snapshot)
             yield from cost_families(snapshot)
+            yield from attribution_families(snapshot)
         for source in self._extra:
             yield from source()
         if self._dcgm_compat:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 log = logging.getLogger(__name__)
 
 FUNCTIONS = (
+    "nvmlDeviceGetMinorNumber",
     "nvmlInit",
     "nvmlShutdown",
     "nvmlSystemGetDriverVersion",

@@ -182,6 +182,7 @@ class NvmlDevice:
         memory = self._read_memory()
         limit_mw = self._optional("power_limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
         gpm = self._optional("gpm_support", nv.nvmlGpmQueryDeviceSupport, h)
+        minor = self._optional("minor_number", nv.nvmlDeviceGetMinorNumber, h)
         return GpuIdentity(
             index=self.index,
             uuid=uuid,
@@ -191,6 +192,7 @@ class NvmlDevice:
             memory_total_bytes=None if memory is None else memory.total_bytes,
             power_limit_watts=None if limit_mw is None else parse.milliwatts_to_watts(limit_mw),
             gpm_supported=bool(gpm is not None and gpm.isSupportedDevice),
+            minor_number=None if minor is None else int(minor),
         )
 
     # -- per tick --------------------------------------------------------------------

@@ -179,6 +179,7 @@ from pydantic import (
 
 from gpuwatch.billing import StaticPrice
 from gpuwatch.simulate.faults import Faults
+from gpuwatch.simulate.pods import PodConfig
 from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
 from gpuwatch.simulate.timeline import Activity
 from gpuwatch.workloads import WorkloadDeclaration
@@ -387,6 +388,7 @@ class Scenario(_Model):
     workloads: tuple[WorkloadDeclaration, ...] = ()  # hold with any --config
     token_servers: tuple[SimulatedTokenServer, ...] = ()
     prices: tuple[StaticPrice, ...] = ()  # static billing prices, after the config's
+    pods: tuple[PodConfig, ...] = ()  # a simulated Kubernetes node (gpuwatch.simulate.pods)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -412,6 +414,31 @@ class Scenario(_Model):
                 known = names_by_pid.setdefault(proc.pid, proc.name)
                 if known != proc.name:
                     yield f"{path}.name: pid {proc.pid} is already named {known!r}"
+        yield from _pod_problems(self.pods, self.gpus, set(names_by_pid))
+
+
+def _pod_problems(
+    pods: tuple[PodConfig, ...], gpus: tuple[GpuConfig, ...], pids: set[int]
+) -> Iterator[str]:
+    seen_pids: dict[int, str] = {}
+    names: set[tuple[str, str]] = set()
+    for i, pod in enumerate(pods):
+        if (pod.namespace, pod.name) in names:
+            yield f"pods[{i}]: {pod.namespace}/{pod.name} is declared twice"
+        names.add((pod.namespace, pod.name))
+        for j, container in enumerate(pod.containers):
+            where = f"pods[{i}].containers[{j}]"
+            for k, device in enumerate(container.devices):
+                if device.gpu >= len(gpus):
+                    yield f"{where}.devices[{k}].gpu: GPU {device.gpu} does not exist"
+                elif device.mig is not None and device.mig >= len(gpus[device.gpu].mig):
+                    yield f"{where}.devices[{k}].mig: GPU {device.gpu} has no MIG {device.mig}"
+            for pid in container.pids:
+                if pid not in pids:
+                    yield f"{where}.pids: pid {pid} is no process of the scenario"
+                elif pid in seen_pids:
+                    yield f"{where}.pids: pid {pid} is already in {seen_pids[pid]}"
+                seen_pids.setdefault(pid, where)
 
 
 def _all_processes(where: str, gpu: GpuConfig) -> Iterator[tuple[str, ProcessConfig]]:

@@ -3,12 +3,16 @@
 `ScenarioServices` starts one `SimulatedVllmServer` per `[[token_servers]]` entry of the
 scenario, on 127.0.0.1, on the stand-in's simulated time, and tells the agent which token
 sources to scrape — so the demo's cost per token is read over real HTTP, exactly as a
-real server's would be.
+real server's would be. A scenario with `[[pods]]` also gets a `SimulatedCluster` (the
+kubelet's pod-resources socket, cgroup files, pod-log folders), and the agent's
+`[kubernetes]` section points at it.
 """
 
 from __future__ import annotations
 
 from gpuwatch.clock import Clock
+from gpuwatch.kube.config import KubernetesConfig
+from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.simulate.stand_in import SimulatedNvml
 from gpuwatch.simulate.vllm_server import SimulatedVllmServer, activity_rate
 from gpuwatch.tokens import TokenSourceConfig
@@ -35,11 +39,18 @@ class ScenarioServices:
             )
             for entry in self._entries
         ]
+        self.cluster = SimulatedCluster(nv) if nv.scenario.pods else None
 
     def start(self) -> None:
-        """Start every server on a free loopback port."""
+        """Start every server on a free loopback port, and the simulated kubelet."""
         for server in self._servers:
             server.start()
+        if self.cluster is not None:
+            self.cluster.start()
+
+    def kubernetes_config(self) -> KubernetesConfig | None:
+        """`[kubernetes]` for the simulated node; None when the scenario has no pods."""
+        return None if self.cluster is None else self.cluster.kubernetes_config()
 
     def token_sources(self) -> tuple[TokenSourceConfig, ...]:
         """Token sources pointing at the started servers."""
@@ -58,3 +69,5 @@ class ScenarioServices:
         """Stop every server."""
         for server in self._servers:
             server.stop()
+        if self.cluster is not None:
+            self.cluster.stop()

@@ -185,6 +185,12 @@ class SimulatedNvml:
 
     # -- time and the common checks ------------------------------------------------------
 
+    @property
+    def devices(self) -> tuple[GpuDevice, ...]:
+        """The simulated GPUs in index order (the simulated cluster names them in its
+        device IDs)."""
+        return tuple(self._devices)
+
     def scenario_time(self) -> float:
         """Seconds since scenario start (0 before it)."""
         return max(0.0, self._clock.time() - self._start)

@@ -1,0 +1,360 @@
+"""The attribution collector: which pod holds each GPU, and which pod each process runs in.
+
+Two halves, so the kubelet is never asked on the scrape path or the sampling tick:
+
+- `refresh()` runs on the agent's scheduler every `kubernetes.list_interval_seconds`:
+  the kubelet's pod-resources `List` (and `GetAllocatableResources` where it exists)
+  and a scan of the pod-log folder (pod UID -> namespace and name). Its outcome is
+  `gpuwatch_collector_success{collector="attribution"}`. A listing older than
+  `STALE_LISTINGS` intervals is dropped: labels never outlive the pods they name.
+- `attribute(gpus)` runs in every tick: it joins the newest listing with NVML's
+  processes (device IDs by UUID, MIG UUID, or minor number for GKE's forms;
+  processes by `/proc/<pid>/cgroup` -> pod UID -> name) and returns the GPU samples
+  with `pod` set, plus an `Attribution`.
+
+Rules: a GPU's own series carry a pod only when exactly one container holds the whole
+GPU; processes carry the pod their cgroup names (the container: the one of that pod
+holding the GPU, else its only container). Nothing is ever copied to several pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpuwatch.clock import Clock
+from gpuwatch.collectors.base import CollectorFailedError, timed
+from gpuwatch.kube.cgroup import PodCgroup, parse_cgroup
+from gpuwatch.kube.config import KubernetesConfig
+from gpuwatch.kube.device_ids import DeviceRef, is_gpu_resource, parse_device_id
+from gpuwatch.kube.podlogs import PodName, scan_pod_logs
+from gpuwatch.kube.podresources import (
+    ContainerDevices,
+    PodAllocation,
+    PodResourcesClient,
+    PodResourcesError,
+)
+from gpuwatch.snapshot import (
+    Attribution,
+    CollectorResult,
+    GpuAttribution,
+    GpuSample,
+    MigInstanceSample,
+    PodAllocationSample,
+    PodRef,
+    ProcessSample,
+)
+
+log = logging.getLogger(__name__)
+
+STALE_LISTINGS = 3
+"""A listing is used for at most this many list intervals after it was taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What one refresh read: the kubelet's pods, allocatable devices and pod names."""
+
+    taken_at_seconds: float
+    pods: tuple[PodAllocation, ...]
+    allocatable: tuple[ContainerDevices, ...] | None
+    names_by_uid: dict[str, PodName]
+
+
+@dataclass(frozen=True, slots=True)
+class _Hold:
+    """One (container, GPU or MIG device) hold, before the processes are joined."""
+
+    gpu_index: int
+    uuid: str
+    mig_uuid: str | None
+    gpu_instance_id: int | None
+    pod: PodRef
+    resource_name: str
+    device_ids: tuple[str, ...]
+
+
+class AttributionCollector:
+    """Lists pods off the tick; attributes GPUs and processes in the tick."""
+
+    name = "attribution"
+
+    def __init__(
+        self,
+        config: KubernetesConfig,
+        clock: Clock,
+        *,
+        list_interval_seconds: float | None = None,
+    ) -> None:
+        """`list_interval_seconds`: the refresh period in the clock's seconds (the
+        agent passes the configured one; simulated time may stretch it)."""
+        self._config = config
+        self._clock = clock
+        self._interval = list_interval_seconds or config.list_interval_seconds
+        self._client = PodResourcesClient(
+            config.pod_resources_socket, timeout_seconds=config.timeout_seconds
+        )
+        self._lock = threading.Lock()
+        self._listing: Listing | None = None
+        self._result = CollectorResult(self.name, False, 0.0)
+        self._failing = False
+        self._names_failing = False
+        self._cgroups: dict[int, PodCgroup | None] = {}
+
+    @property
+    def result(self) -> CollectorResult:
+        """How the last refresh went (success 0 before the first)."""
+        return self._result
+
+    def refresh(self) -> None:
+        """Ask the kubelet and scan the pod-log folder (blocking I/O: the scheduler's)."""
+        listing, result = timed(self.name, self._clock, self._list, failed=lambda: None)
+        with self._lock:
+            if listing is not None:
+                self._listing = listing
+            self._result = result
+
+    def _list(self) -> Listing:
+        try:
+            pods = self._client.list()
+            allocatable = self._client.allocatable()
+        except PodResourcesError as exc:
+            if not self._failing:
+                log.warning(
+                    "kubelet pod-resources at %s: %s; pod labels go after %d intervals",
+                    self._config.pod_resources_socket,
+                    exc,
+                    STALE_LISTINGS,
+                )
+            self._failing = True
+            raise CollectorFailedError(str(exc)) from exc
+        if self._failing:
+            log.info("kubelet pod-resources answers again")
+        self._failing = False
+        return Listing(self._clock.time(), pods, allocatable, self._pod_names())
+
+    def _pod_names(self) -> dict[str, PodName]:
+        try:
+            names = scan_pod_logs(self._config.pod_logs_dir)
+        except OSError as exc:
+            if not self._names_failing:
+                log.warning(
+                    "cannot list %s (%s): processes are attributed only where one pod "
+                    "holds their GPU",
+                    self._config.pod_logs_dir,
+                    exc.strerror or type(exc).__name__,
+                )
+            self._names_failing = True
+            return {}
+        self._names_failing = False
+        return names
+
+    def close(self) -> None:
+        """Close the kubelet channel."""
+        self._client.close()
+
+    def current_listing(self) -> Listing | None:
+        """The newest listing young enough to use, else None."""
+        with self._lock:
+            listing = self._listing
+        if listing is None:
+            return None
+        age = self._clock.time() - listing.taken_at_seconds
+        return listing if age <= STALE_LISTINGS * self._interval else None
+
+    def attribute(
+        self, gpus: tuple[GpuSample, ...]
+    ) -> tuple[tuple[GpuSample, ...], Attribution, CollectorResult]:
+        """GPU samples with pods set, the tick's `Attribution`, the last refresh's result."""
+        listing = self.current_listing()
+        if listing is None:
+            self._cgroups.clear()
+            return gpus, Attribution(None, 0), self._result
+        holds, unresolved = resolve_holds(listing.pods, gpus, self._config.resource_names)
+        pids = {p.pid for g in gpus for p in g.processes or ()}
+        self._cgroups = {pid: self._cgroup(pid) for pid in pids}
+        out_gpus: list[GpuSample] = []
+        out_attr: list[GpuAttribution] = []
+        for gpu in gpus:
+            mine = [h for h in holds if h.uuid == gpu.identity.uuid]
+            sample, gpu_attribution = _join(gpu, mine, self._cgroups, listing.names_by_uid)
+            out_gpus.append(sample)
+            out_attr.append(gpu_attribution)
+        attribution = Attribution(
+            listing.taken_at_seconds, len(listing.pods), tuple(out_attr), tuple(unresolved)
+        )
+        return tuple(out_gpus), attribution, self._result
+
+    def _cgroup(self, pid: int) -> PodCgroup | None:
+        if pid in self._cgroups:
+            return self._cgroups[pid]
+        try:
+            text = (Path(self._config.proc_root) / str(pid) / "cgroup").read_text(
+                "utf-8", "replace"
+            )
+        except OSError:
+            return None  # gone, or another PID namespace: not in a pod we can see
+        return parse_cgroup(text)
+
+
+def resolve_holds(
+    pods: Iterable[PodAllocation], gpus: tuple[GpuSample, ...], extra_resources: Iterable[str]
+) -> tuple[list[_Hold], list[str]]:
+    """Every container's GPU holds resolved to this host's GPUs, and the device IDs that
+    name no GPU here (sorted). Replicas of one GPU held by one container are one hold."""
+    extra = tuple(extra_resources)
+    by_uuid = {g.identity.uuid.lower(): g for g in gpus}  # keys and lookups: lower case
+    by_minor = {g.identity.minor_number: g for g in gpus if g.identity.minor_number is not None}
+    mig_by_uuid = {m.uuid.lower(): (g, m) for g in gpus for m in g.mig_instances}
+    merged: dict[tuple[int, str | None, PodRef, str], list[str]] = {}
+    instances: dict[tuple[int, str | None], int | None] = {}
+    unresolved: set[str] = set()
+    for pod in pods:
+        for container in pod.containers:
+            ref = PodRef(pod.namespace, pod.name, container.name)
+            for devices in container.devices:
+                if not is_gpu_resource(devices.resource_name, extra):
+                    continue
+                for raw in devices.device_ids:
+                    target = _resolve(parse_device_id(raw), by_uuid, by_minor, mig_by_uuid)
+                    if target is None:
+                        unresolved.add(raw)
+                        continue
+                    gpu, mig_uuid, gi = target
+                    key = (gpu.identity.index, mig_uuid, ref, devices.resource_name)
+                    merged.setdefault(key, []).append(raw)
+                    instances[(gpu.identity.index, mig_uuid)] = gi
+    holds = [
+        _Hold(
+            index,
+            gpus_by_index(gpus)[index].identity.uuid,
+            mig_uuid,
+            instances[(index, mig_uuid)],
+            ref,
+            resource,
+            tuple(ids),
+        )
+        for (index, mig_uuid, ref, resource), ids in merged.items()
+    ]
+    return holds, sorted(unresolved)
+
+
+def gpus_by_index(gpus: tuple[GpuSample, ...]) -> dict[int, GpuSample]:
+    """The GPU samples by NVML index."""
+    return {g.identity.index: g for g in gpus}
+
+
+def _resolve(
+    ref: DeviceRef | None,
+    by_uuid: dict[str, GpuSample],
+    by_minor: dict[int, GpuSample],
+    mig_by_uuid: dict[str, tuple[GpuSample, MigInstanceSample]],
+) -> tuple[GpuSample, str | None, int | None] | None:
+    """(GPU, MIG device UUID or None, GPU instance ID or None) a device ID names here."""
+    if ref is None:
+        return None
+    gpu: GpuSample | None = None
+    if ref.uuid is not None and ref.uuid.startswith("MIG-"):
+        found = mig_by_uuid.get(ref.uuid.lower())
+        if found is None:
+            return None
+        parent, mig = found
+        return parent, mig.uuid, mig.gpu_instance_id
+    if ref.uuid is not None:
+        gpu = by_uuid.get(ref.uuid.lower())
+    elif ref.minor is not None:
+        gpu = by_minor.get(ref.minor)
+    if gpu is None:
+        return None
+    if ref.gpu_instance_id is None:
+        return gpu, None, None
+    for mig in gpu.mig_instances:
+        if mig.gpu_instance_id == ref.gpu_instance_id:
+            return gpu, mig.uuid, mig.gpu_instance_id
+    return None
+
+
+def _join(
+    gpu: GpuSample,
+    holds: list[_Hold],
+    cgroups: dict[int, PodCgroup | None],
+    names: dict[str, PodName],
+) -> tuple[GpuSample, GpuAttribution]:
+    """One GPU's processes joined with its holds."""
+    processes: list[ProcessSample] = []
+    running: dict[int, list[int]] = {i: [] for i in range(len(holds))}
+    unowned: list[int] = []
+    unallocated: list[tuple[PodRef, int]] = []
+    for proc in gpu.processes or ():
+        pod = _process_pod(holds, cgroups.get(proc.pid), names)
+        processes.append(replace(proc, pod=pod))
+        if not holds:
+            unowned.append(proc.pid)
+            continue
+        if pod is None:
+            continue  # a host process on a held GPU: not the pod's, counted by nobody
+        matched = [
+            i
+            for i, h in enumerate(holds)
+            if (h.pod.namespace, h.pod.pod) == (pod.namespace, pod.pod)
+            and (h.gpu_instance_id is None or h.gpu_instance_id == proc.gpu_instance_id)
+        ]
+        if not matched:
+            unallocated.append((pod, proc.pid))
+            continue
+        for i in matched:
+            running[i].append(proc.pid)
+    whole = [h for h in holds if h.mig_uuid is None]
+    gpu_pod = None
+    if len(whole) == 1 and len(holds) == 1:
+        gpu_pod = whole[0].pod
+    sample = replace(
+        gpu,
+        pod=gpu_pod,
+        processes=None if gpu.processes is None else tuple(processes),
+    )
+    allocations = tuple(
+        PodAllocationSample(
+            gpu.identity.index,
+            h.uuid,
+            h.mig_uuid,
+            h.pod,
+            h.resource_name,
+            h.device_ids,
+            tuple(sorted(set(running[i]))),
+        )
+        for i, h in enumerate(holds)
+    )
+    return sample, GpuAttribution(
+        gpu.identity.index, gpu.identity.uuid, allocations, tuple(unowned), tuple(unallocated)
+    )
+
+
+def _process_pod(
+    holds: list[_Hold], cgroup: PodCgroup | None, names: dict[str, PodName]
+) -> PodRef | None:
+    """The pod of one process: its cgroup's pod UID named from the pod-log folder; the
+    container is the one of that pod holding this GPU, else the pod's only one."""
+    if cgroup is None:
+        return None
+    name = names.get(cgroup.pod_uid)
+    if name is None:
+        pods = {(h.pod.namespace, h.pod.pod) for h in holds}
+        if len(pods) != 1:
+            return None  # in a pod we cannot name, on a GPU that is not one pod's
+        namespace, pod = next(iter(pods))
+    else:
+        namespace, pod = name.namespace, name.pod
+    containers = sorted(
+        {h.pod.container for h in holds if (h.pod.namespace, h.pod.pod) == (namespace, pod)}
+    )
+    if len(containers) == 1:
+        container = containers[0]
+    elif name is not None and len(name.containers) == 1:
+        container = name.containers[0]
+    else:
+        container = ""
+    return PodRef(namespace, pod, container)

@@ -1,0 +1,88 @@
+"""Kubernetes attribution families, rendered from `FleetSnapshot.attribution`.
+
+No GPU value is copied per pod: who holds a GPU is an info series
+(`gpuwatch_gpu_pod_info`, one per container and GPU or MIG device) to join on `uuid`;
+processes carry their own pod labels (`gpuwatch_process_*`); the DCGM-compatible set
+keeps one series per GPU, with pod labels only when one container holds the whole GPU.
+Absent entirely while attribution is off; a pod gone from the kubelet's listing is gone
+from the next scrape after the next listing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from gpuwatch.snapshot import FleetSnapshot, PodRef
+
+_GPU = ("gpu", "uuid")
+_POD = ("namespace", "pod", "container")
+
+
+def _pod(ref: PodRef) -> list[str]:
+    return [ref.namespace, ref.pod, ref.container]
+
+
+def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
+    """The attribution families of one snapshot (none while attribution is off)."""
+    attribution = snapshot.attribution
+    if attribution is None:
+        return
+    pods = GaugeMetricFamily(
+        "gpuwatch_attribution_pods",
+        "Pods in the kubelet's newest pod-resources listing in use (0: none yet or too old).",
+    )
+    pods.add_metric([], float(attribution.pods_listed))
+    yield pods
+    unresolved = GaugeMetricFamily(
+        "gpuwatch_attribution_unresolved_devices",
+        "GPU device IDs allocated to pods that name no GPU of this host (or an unknown form).",
+    )
+    unresolved.add_metric([], float(len(attribution.unresolved_device_ids)))
+    yield unresolved
+    if attribution.listed_at_seconds is not None:
+        listed = GaugeMetricFamily(
+            "gpuwatch_attribution_listed_timestamp_seconds",
+            "When the pod-resources listing in use was taken (Unix time).",
+        )
+        listed.add_metric([], attribution.listed_at_seconds)
+        yield listed
+    labels = (*_GPU, "mig_uuid", *_POD)
+    info = InfoMetricFamily(
+        "gpuwatch_gpu_pod",
+        "A container holds this GPU (or MIG device): one series per holder; join on uuid.",
+        labels=(*labels, "resource"),
+    )
+    idle = GaugeMetricFamily(
+        "gpuwatch_gpu_pod_allocated_idle",
+        "1 when the container holds this GPU (or MIG device) and runs no process on it.",
+        labels=labels,
+    )
+    unowned = GaugeMetricFamily(
+        "gpuwatch_gpu_unowned_processes",
+        "Processes on a GPU that no pod holds.",
+        labels=_GPU,
+    )
+    stray = GaugeMetricFamily(
+        "gpuwatch_pod_unallocated_gpu_processes",
+        "Processes of a pod on a GPU (or MIG device) it was not allocated.",
+        labels=(*_GPU, *_POD),
+    )
+    for gpu in attribution.gpus:
+        gpu_values = [str(gpu.gpu_index), gpu.uuid]
+        for hold in gpu.allocations:
+            values = [*gpu_values, hold.mig_uuid or "", *_pod(hold.pod)]
+            info.add_metric(values, {"resource": hold.resource_name})
+            idle.add_metric(values, 1.0 if hold.allocated_idle else 0.0)
+        unowned.add_metric(gpu_values, float(len(gpu.unowned_pids)))
+        for ref, count in sorted(
+            Counter(ref for ref, _ in gpu.unallocated).items(),
+            key=lambda item: _pod(item[0]),
+        ):
+            stray.add_metric([*gpu_values, *_pod(ref)], float(count))
+    for family in (info, idle, unowned, stray):
+        if family.samples:
+            yield family

@@ -1,0 +1,68 @@
+"""Scenario pods (`[[pods]]`): a simulated Kubernetes node's pods, their GPU allocations
+and which simulated processes run in which container.
+
+    [[pods]]
+    namespace = "team-a"
+    name = "trainer-0"
+    uid = "..."                        # optional: derived from the scenario and names
+    qos = "guaranteed"                 # guaranteed, burstable, besteffort (cgroup path)
+    cgroup = "systemd-v2"              # systemd-v2, cgroupfs-v1, namespaced-v2
+    [[pods.containers]]
+    name = "trainer"
+    resource = "nvidia.com/gpu"        # or nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb
+    devices = [{ gpu = 0 }]            # replica = 1: GPU-<uuid>::1; mig = 0: the GPU's
+                                       # first MIG device; form = "gke": nvidia<minor>...
+    pids = [48213]                     # simulated processes (gpus.processes) it runs
+
+Validated like the rest of the scenario: a device names an existing GPU (and MIG
+device), a pid is one of the scenario's processes and in one container only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PodDevice(_Model):
+    """One device ID allocated to a container, named by the scenario's GPU index."""
+
+    gpu: int = Field(ge=0)
+    mig: int | None = Field(default=None, ge=0)  # position in gpus[gpu].mig
+    replica: int | None = Field(default=None, ge=0)  # time-slicing replica
+    form: Literal["uuid", "gke"] = "uuid"
+
+
+class PodContainer(_Model):
+    """A container, its GPU devices and its processes."""
+
+    name: str = Field(min_length=1)
+    resource: str = Field(default="nvidia.com/gpu", min_length=1)
+    devices: tuple[PodDevice, ...] = ()
+    pids: tuple[int, ...] = ()
+
+
+class PodConfig(_Model):
+    """A pod on the simulated node."""
+
+    namespace: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    uid: str | None = Field(default=None, pattern=_UUID)
+    qos: Literal["guaranteed", "burstable", "besteffort"] = "burstable"
+    cgroup: Literal["systemd-v2", "cgroupfs-v1", "namespaced-v2"] = "systemd-v2"
+    containers: tuple[PodContainer, ...] = Field(min_length=1)
+
+    def pod_uid(self, scenario_name: str) -> str:
+        """`uid`, else one derived from the scenario, namespace and name."""
+        if self.uid is not None:
+            return self.uid
+        h = hashlib.sha256(f"{scenario_name}/{self.namespace}/{self.name}".encode()).hexdigest()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"

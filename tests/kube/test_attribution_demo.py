@@ -1,0 +1,156 @@
+"""The production attribution collector end to end on the demo's simulated node: a real
+kubelet gRPC socket, cgroup files, pod-log folders, the stand-in's processes."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpuwatch.agent import Agent
+from gpuwatch.clock import ManualClock
+from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.simulate.cluster import SimulatedCluster
+from gpuwatch.snapshot import FleetSnapshot, PodRef
+from tests.conftest import require_binary, simulated
+
+
+@pytest.fixture
+def demo() -> Iterator[tuple[Agent, ManualClock, SimulatedCluster]]:
+    nv, clock = simulated("demo")
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    config = Config(
+        agent=AgentConfig(hostname="test-host", per_process_metrics=True),
+        exporter=ExporterConfig(dcgm_compat=True),
+    )
+    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent.open()
+    yield agent, clock, cluster
+    agent.stop()
+    cluster.stop()
+
+
+def _tick(agent: Agent, clock: ManualClock) -> FleetSnapshot:
+    agent.refresh_attribution()
+    clock.advance(1.0)
+    return agent.tick()
+
+
+def _samples(agent: Agent, name: str) -> list[dict[str, str]]:
+    text = generate_latest(agent.registry).decode()
+    return [
+        {**s.labels, "value": str(s.value)}
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    ]
+
+
+def test_demo_pods_on_gpus_and_processes(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    agent, clock, _ = demo
+    snapshot = _tick(agent, clock)
+    by_index = {g.identity.index: g for g in snapshot.gpus}
+    # one holder of a whole GPU: the GPU carries it; a shared GPU carries none
+    assert by_index[0].pod == PodRef("team-a", "llama3-sft-0", "trainer")
+    assert by_index[1].pod == PodRef("team-b", "batch-eval-7f9c", "eval")  # GKE nvidia<minor>
+    assert by_index[2].pod == PodRef("team-a", "notebook-alice", "jupyter")
+    assert by_index[3].pod is None
+    # processes: systemd v2, cgroupfs v1, a cgroup namespace's relative path
+    pods = {p.pid: p.pod for g in snapshot.gpus for p in g.processes or ()}
+    assert pods == {
+        48213: PodRef("team-a", "llama3-sft-0", "trainer"),
+        30517: PodRef("team-a", "notebook-alice", "jupyter"),
+        51877: PodRef("team-b", "vllm-llama-8b-0", "vllm"),
+    }
+    assert snapshot.attribution is not None
+    idle = {
+        (a.pod.pod, a.gpu_index)
+        for g in snapshot.attribution.gpus
+        for a in g.allocations
+        if a.allocated_idle
+    }
+    assert idle == {("batch-eval-7f9c", 1), ("vllm-llama-8b-canary", 3)}
+    assert snapshot.attribution.unresolved_device_ids == ()
+
+
+def test_exported_without_double_counting(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    agent, clock, _ = demo
+    _tick(agent, clock)
+    info = _samples(agent, "gpuwatch_gpu_pod_info")
+    assert sorted((s["gpu"], s["namespace"], s["pod"]) for s in info) == [
+        ("0", "team-a", "llama3-sft-0"),
+        ("1", "team-b", "batch-eval-7f9c"),
+        ("2", "team-a", "notebook-alice"),
+        ("3", "team-b", "vllm-llama-8b-0"),
+        ("3", "team-b", "vllm-llama-8b-canary"),
+    ]
+    # every DCGM family has exactly one series per GPU, whoever holds it
+    for name in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED"):
+        series = _samples(agent, name)
+        assert sorted(s["gpu"] for s in series) == ["0", "1", "2", "3"]
+        by_gpu = {s["gpu"]: s for s in series}
+        assert by_gpu["0"]["pod"] == "llama3-sft-0"
+        assert by_gpu["3"]["pod"] == ""
+    idle = {s["pod"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle")}
+    assert idle == {
+        "llama3-sft-0": "0.0",
+        "batch-eval-7f9c": "1.0",
+        "notebook-alice": "0.0",
+        "vllm-llama-8b-0": "0.0",
+        "vllm-llama-8b-canary": "1.0",
+    }
+    success = {s["collector"]: s["value"] for s in _samples(agent, "gpuwatch_collector_success")}
+    assert success["attribution"] == "1.0"
+
+
+def test_pod_gone_is_gone_and_kubelet_down_is_a_metric(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    agent, clock, cluster = demo
+    _tick(agent, clock)
+    cluster.kubelet.set_pods([])
+    snapshot = _tick(agent, clock)
+    assert all(g.pod is None for g in snapshot.gpus)
+    assert _samples(agent, "gpuwatch_gpu_pod_info") == []
+    cluster.kubelet.stop()
+    agent.refresh_attribution()
+    clock.advance(1.0)
+    agent.tick()
+    success = {s["collector"]: s["value"] for s in _samples(agent, "gpuwatch_collector_success")}
+    assert success["attribution"] == "0.0"
+    assert success["nvml"] == "1.0"
+
+
+def test_a_listing_too_old_is_dropped(demo: tuple[Agent, ManualClock, SimulatedCluster]) -> None:
+    agent, clock, _ = demo
+    assert _tick(agent, clock).gpus[0].pod is not None
+    clock.advance(3 * 5.0)
+    snapshot = agent.tick()
+    assert all(g.pod is None for g in snapshot.gpus)
+    assert snapshot.attribution is not None
+    assert snapshot.attribution.pods_listed == 0
+
+
+def test_attribution_families_pass_promtool(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    agent, clock, _ = demo
+    _tick(agent, clock)
+    text = generate_latest(agent.registry).decode()
+    text = text[: text.index("# HELP DCGM_")]
+    result = subprocess.run(
+        [require_binary("promtool"), "check", "metrics"],
+        input=text.encode(),
+        capture_output=True,
+        check=False,
+    )
+    assert (result.stdout + result.stderr).decode().splitlines() == []
+    assert result.returncode == 0
