@@ -53,7 +53,9 @@ def promtool_test_files() -> list[Path]:
 def exported_metric_names() -> set[str]:
     """The families of the README's metric reference (what the agent exports)."""
     text = README.read_text(encoding="utf-8")
-    table = text.split("<!-- metric-reference:start -->")[1].split("<!-- metric-reference:end -->")[0]
+    table = text.split("<!-- metric-reference:start -->")[1].split("<!-- metric-reference:end -->")[
+        0
+    ]
     return set(re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.MULTILINE))
 
 

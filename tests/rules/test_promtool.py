@@ -24,7 +24,11 @@ from tests.rules.rulefiles import (
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [require_binary("promtool"), *args], capture_output=True, text=True, timeout=120
+        [require_binary("promtool"), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
