@@ -1,0 +1,147 @@
+"""Both rule files loaded into a real Prometheus that scrapes `gpuwatch run --simulate demo`.
+
+The alert file's `for:` durations and the groups' intervals are shortened in a copy (the
+only change), so the demo's idle GPU 1 and held GPU 2 fire within ~20 s at `--speed 120`
+(the analysis window is 30 simulated minutes: 15 s).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent_process import fetch, start_agent
+from tests.conftest import free_port, require_binary
+from tests.rules.rulefiles import ALERTS_FILE, RECORDING_FILE
+
+DEADLINE_SECONDS = 45
+
+
+def fast_copy(source: Path, target: Path) -> Path:
+    """The rule file with every `for:` at 0s and every group interval at 1s."""
+    text = source.read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^(\s+)for: \S+$", r"\1for: 0s", text)
+    text = re.sub(r"(?m)^(\s+)interval: \S+$", r"\1interval: 1s", text)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = require_binary("prometheus")
+    workdir = tmp_path_factory.mktemp("rules-prometheus")
+    rules = fast_copy(RECORDING_FILE, workdir / "gpuwatch.rules.yml")
+    alerts = fast_copy(ALERTS_FILE, workdir / "gpuwatch-alerts.rules.yml")
+    agent_port = free_port()
+    agent = start_agent(["--simulate", "demo", "--speed", "120"], agent_port)
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"rule_files:\n  - {rules}\n  - {alerts}\n"
+        "scrape_configs:\n  - job_name: gpuwatch\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{agent_port}']\n"
+    )
+    port = free_port()
+    log = (workdir / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+        agent.send_signal(signal.SIGTERM)
+        agent.communicate(timeout=10)
+
+
+def api(url: str) -> Any:
+    try:
+        return json.loads(fetch(url))["data"]
+    except OSError:
+        return None
+
+
+def query(prometheus_url: str, promql: str) -> list[dict[str, Any]]:
+    data = api(f"{prometheus_url}/api/v1/query?query={urllib.parse.quote(promql)}")
+    return [] if data is None else list(data["result"])
+
+
+def alerts(prometheus_url: str) -> list[dict[str, Any]]:
+    data = api(f"{prometheus_url}/api/v1/alerts")
+    return [] if data is None else list(data["alerts"])
+
+
+def wait_for(what: str, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {DEADLINE_SECONDS} s: {what}")
+        time.sleep(0.5)
+
+
+def test_recording_rules_produce_series(prometheus_url: str) -> None:
+    def per_gpu_cost() -> bool:
+        result = query(prometheus_url, "gpu:gpuwatch_gpu_cost_usd:increase5m > 0")
+        return sorted(s["metric"]["gpu"] for s in result) == ["0", "1", "2", "3"]
+
+    wait_for("per-GPU cost increases of all four GPUs", per_gpu_cost)
+    for name in (
+        "gpu:gpuwatch_gpu_cost_usd:increase1h",
+        "gpu_state:gpuwatch_gpu_cost_usd:increase5m",
+        "gpu:gpuwatch_gpu_busy_hours:1h",
+        "job:gpuwatch_gpu_cost_usd:increase1h",
+        "job_state:gpuwatch_gpu_cost_usd:increase1h",
+    ):
+        assert query(prometheus_url, name), name
+    count = query(prometheus_url, 'job:gpuwatch_gpus:count{job="gpuwatch"}')
+    assert [float(s["value"][1]) for s in count] == [4.0]
+    classes = query(prometheus_url, 'gpu_state:gpuwatch_gpu_cost_usd:increase5m{gpu="0"}')
+    assert sorted(s["metric"]["state"] for s in classes) == ["held", "idle", "other"]
+
+
+def test_idle_spend_counts_the_idle_and_the_held_gpu(prometheus_url: str) -> None:
+    def two_gpus() -> bool:
+        result = query(prometheus_url, 'job:gpuwatch_idle_spend_usd_per_hour:sum{job="gpuwatch"}')
+        return [round(float(s["value"][1]), 2) for s in result] == [13.76]
+
+    wait_for("idle spend of GPUs 1 and 2 at $6.88/h each", two_gpus)
+
+
+def test_idle_and_held_gpus_fire_and_busy_ones_never_do(prometheus_url: str) -> None:
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def both_fire() -> bool:
+        for alert in alerts(prometheus_url):
+            name = alert["labels"]["alertname"]
+            if name in ("GpuwatchGpuIdle", "GpuwatchGpuHeld", "GpuwatchGpuOverprovisioned"):
+                seen.setdefault((name, alert["labels"]["gpu"]), alert)
+                if alert["state"] == "firing":
+                    seen[(name, alert["labels"]["gpu"])] = alert
+        firing = {key for key, alert in seen.items() if alert["state"] == "firing"}
+        return {("GpuwatchGpuIdle", "1"), ("GpuwatchGpuHeld", "2")} <= firing
+
+    wait_for("GpuwatchGpuIdle on GPU 1 and GpuwatchGpuHeld on GPU 2 firing", both_fire)
+    waste = {key for key in seen if key[0] != "GpuwatchGpuOverprovisioned"}
+    assert waste == {("GpuwatchGpuIdle", "1"), ("GpuwatchGpuHeld", "2")}
+    idle = seen[("GpuwatchGpuIdle", "1")]
+    assert "It costs $6.88/h; idle for" in idle["annotations"]["description"]
+    assert idle["annotations"]["runbook_url"] == "docs/alerts.md#gpuwatchgpuidle"
+    assert idle["labels"]["severity"] == "warning"
