@@ -60,7 +60,10 @@ def assemble(root: Path) -> Path:
     chart = root / "deploy/helm/gpuwatch"
     shutil.copytree(CHART, chart, symlinks=True)
     _copy_sources(
-        RULES_DIR, RULES_GLOB, root / "deploy/prometheus", ("placeholder.rules.yml", PLACEHOLDER_RULES)
+        RULES_DIR,
+        RULES_GLOB,
+        root / "deploy/prometheus",
+        ("placeholder.rules.yml", PLACEHOLDER_RULES),
     )
     _copy_sources(
         DASHBOARDS_DIR,

@@ -151,9 +151,7 @@ def chart_schema() -> Schema:
             "updateStrategy": obj(
                 {
                     "type": {"enum": ["RollingUpdate", "OnDelete"]},
-                    "rollingUpdate": obj(
-                        {"maxUnavailable": QUANTITY, "maxSurge": QUANTITY}
-                    ),
+                    "rollingUpdate": obj({"maxUnavailable": QUANTITY, "maxSurge": QUANTITY}),
                 }
             ),
             "serviceAccount": obj(
