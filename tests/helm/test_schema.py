@@ -61,7 +61,7 @@ def test_a_typo_or_a_privilege_fails_the_install(chart: Path, values: dict[str, 
 
 
 def test_report_without_url_fails_with_the_field(chart: Path) -> None:
-    with pytest.raises(helm_python.HelmError, match="report.prometheusUrl"):
+    with pytest.raises(helm_python.HelmError, match=r"report\.prometheusUrl"):
         helm_python.Chart.load(chart).render(
             {"report": {"enabled": True, "slack": False}}, name=RELEASE, namespace=NAMESPACE
         )
