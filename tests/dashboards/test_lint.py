@@ -100,7 +100,6 @@ def test_committed_json_is_what_the_builder_writes() -> None:
 def test_the_readme_table_gives_the_counters() -> None:
     assert "gpuwatch_gpu_cost_usd_total" in COUNTERS
     assert "gpuwatch_tokens_total" in COUNTERS
-    assert "gpuwatch_gpu_cost_usd_total" in COUNTERS
     assert "gpuwatch_gpu_memory_used_bytes" not in COUNTERS
 
 
