@@ -380,7 +380,11 @@ def cost_panels() -> list[Panel]:
             ),
             width=6,
             height=4,
-            options={"orientation": "horizontal", "displayMode": "basic"},
+            options={
+                "orientation": "horizontal",
+                "displayMode": "basic",
+                "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            },
         ),
         ts(
             "$ per 1M tokens by kind and source",
@@ -441,7 +445,15 @@ def cost_panels() -> list[Panel]:
                 "Value #A": "instance $/h",
                 "Value #B": "up",
             },
-            overrides=(column_unit("up", "none"),),
+            overrides=(
+                {
+                    "matcher": {"id": "byName", "options": "up"},
+                    "properties": [
+                        {"id": "unit", "value": "none"},
+                        {"id": "mappings", "value": list(UP_DOWN)},
+                    ],
+                },
+            ),
             width=12,
         ),
         table(
@@ -614,7 +626,7 @@ def variable(name: str, label: str, query: str, *, include_all: bool = True) -> 
         "label": label,
         "type": "query",
         "datasource": DS,
-        "query": {"query": query, "refId": f"{name}-variable"},
+        "query": query,
         "definition": query,
         "refresh": 2,
         "sort": 3,
