@@ -175,6 +175,11 @@ def fleet_panels() -> list[Panel]:
     )
     price = f"max by (job, instance, gpu) (gpuwatch_gpu_price_usd_per_hour{{{GPU}}})"
     by_gpu = "max by (instance, gpu"
+    wasteful = (
+        f"{ON_GPU} group_left() (\n"
+        f"  max by (job, instance, gpu) (gpuwatch_gpu_state{{{GPU}, {waste_states}}}) == 1\n"
+        f"  or max by (job, instance, gpu) (gpuwatch_gpu_overprovisioned{{{GPU}}}) == 1\n)"
+    )
     return [
         stat(
             "GPUs",
@@ -289,12 +294,12 @@ def fleet_panels() -> list[Panel]:
         ),
         table(
             "Most wasteful GPUs",
-            "GPUs that are idle, held or underutilized now, or overprovisioned: how long they "
-            "have been in that state (idle and held count from the start of the confirmed "
-            "inactivity), what that time cost at the GPU's price, the idle $ over the dashboard "
-            "range, the cheaper GPU the sizing model recommends and its $/h saving, and the "
-            "namespace and pod of the GPU's processes when per-process metrics and pod "
-            "attribution are on.",
+            "GPUs that are idle, held or underutilized now, overprovisioned, or cost idle $ in "
+            "the dashboard range: how long they have been in their state (idle and held count "
+            "from the start of the confirmed inactivity), what that time cost at the GPU's "
+            "price, the idle $ over the dashboard range, the cheaper GPU the sizing model "
+            "recommends and its $/h saving, and the namespace and pod of the GPU's processes "
+            "when per-process metrics and pod attribution are on.",
             "currencyUSD",
             instant(f"{by_gpu}, state) (gpuwatch_gpu_state{{{GPU}, {waste_states}}} == 1)"),
             instant(f"{by_gpu}) (gpuwatch_gpu_state_seconds{{{GPU}}} * {in_waste_state})"),
@@ -310,7 +315,10 @@ def fleet_panels() -> list[Panel]:
                 f"max by (instance, gpu, recommended) (gpuwatch_gpu_recommendation_info{{{GPU}}})"
             ),
             instant(f"{by_gpu}) (gpuwatch_gpu_potential_savings_usd_per_hour{{{GPU}}})"),
-            instant(f"{by_gpu}, namespace, pod) (gpuwatch_process_memory_used_bytes{{{GPU}}})"),
+            instant(
+                f"{by_gpu}, namespace, pod) (\n"
+                f"  gpuwatch_process_memory_used_bytes{{{GPU}}}\n  * {wasteful}\n)"
+            ),
             columns={
                 "instance": "host",
                 "gpu": "GPU",
