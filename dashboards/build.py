@@ -348,7 +348,7 @@ def cost_panels() -> list[Panel]:
             Target(f"sum(increase(gpuwatch_gpu_cost_usd_total{{{GPU}}}[$__range]))", instant=True),
             time_from="now/M",
             decimals=0,
-            width=6,
+            width=8,
         ),
         stat(
             "Spend previous month",
@@ -358,19 +358,7 @@ def cost_panels() -> list[Panel]:
             Target(f"sum(increase(gpuwatch_gpu_cost_usd_total{{{GPU}}}[$__range]))", instant=True),
             time_shift="1M/M",
             decimals=0,
-            width=6,
-        ),
-        stat(
-            "Idle share month to date",
-            "The idle and held part of the month's spend.",
-            "percentunit",
-            Target(
-                f"sum(increase(gpuwatch_gpu_idle_cost_usd_total{{{GPU}}}[$__range]))\n/\n"
-                f"sum(increase(gpuwatch_gpu_cost_usd_total{{{GPU}}}[$__range]))",
-                instant=True,
-            ),
-            time_from="now/M",
-            width=6,
+            width=8,
         ),
         Panel(
             "bargauge",
@@ -386,7 +374,7 @@ def cost_panels() -> list[Panel]:
                     instant=True,
                 ),
             ),
-            width=6,
+            width=8,
             height=4,
             options={
                 "orientation": "horizontal",
@@ -402,17 +390,6 @@ def cost_panels() -> list[Panel]:
             "currencyUSD",
             Target(
                 f'gpuwatch_cost_per_million_tokens_usd{{{HOST}, window="1h"}}',
-                legend="{{instance}} {{source}} {{kind}}",
-            ),
-        ),
-        ts(
-            "Tokens per second by kind and source",
-            "Tokens the inference servers processed per second (rate of gpuwatch_tokens_total), "
-            "the denominator of the cost per token.",
-            "short",
-            Target(
-                f"sum by (instance, source, kind) "
-                f"(rate(gpuwatch_tokens_total{{{HOST}}}[$__rate_interval]))",
                 legend="{{instance}} {{source}} {{kind}}",
             ),
         ),
@@ -477,18 +454,6 @@ def cost_panels() -> list[Panel]:
                 "Value": "$/h",
             },
             width=12,
-        ),
-        Panel(
-            "state-timeline",
-            "Token sources up",
-            "Whether each token source's last scrape worked (gpuwatch_token_source_up); while a "
-            "source is down its tokens are not counted and its cost per token is stale.",
-            "none",
-            (Target(f"gpuwatch_token_source_up{{{HOST}}}", legend="{{instance}} {{source}}"),),
-            width=12,
-            height=8,
-            options={"showValue": "never", "mergeValues": True},
-            mappings=UP_DOWN,
         ),
     ]
 
