@@ -101,6 +101,10 @@ def table(title: str, description: str, unit: str, *targets: Target, columns: di
     Fields not in `columns` (Time, job, uuid, ...) are hidden; the label columns in `columns`
     are the labels the panel needs from every query's result.
     """
+    values = (
+        ["Value"] if len(targets) == 1 else [f"Value #{chr(65 + i)}" for i in range(len(targets))]
+    )
+    hidden = ["Time", "job", "uuid", *(v for v in values if v not in columns)]
     options: Json = {"showHeader": True, "cellHeight": "sm"}
     if sort_by is not None:
         options["sortBy"] = [{"displayName": columns[sort_by], "desc": True}]
@@ -119,7 +123,7 @@ def table(title: str, description: str, unit: str, *targets: Target, columns: di
             {
                 "id": "organize",
                 "options": {
-                    "excludeByName": {"Time": True, "job": True, "uuid": True},
+                    "excludeByName": dict.fromkeys(hidden, True),
                     "includeByName": dict.fromkeys(columns, True),
                     "indexByName": {name: i for i, name in enumerate(columns)},
                     "renameByName": columns,
