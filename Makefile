@@ -42,8 +42,8 @@ bindings: $(BIN)/python
 test: $(BIN)/python prometheus report-tools
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m tests.bindings.fetch
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench dashboards
+	$(BIN)/ruff format --check src tests bench dashboards
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 

@@ -1,0 +1,175 @@
+"""Every panel query of every dashboard, run against a real Prometheus scraping real agents.
+
+Two agents run as subprocesses: `--simulate demo` (per-process metrics on, a 60 s analysis
+window so states settle in seconds at `--speed 10`) and a MIG H100 that raises XIDs
+(`mig-xid.toml`, for the GPU detail's MIG and XID panels). One Prometheus scrapes both every
+second as job `gpuwatch`. The dashboard variables are resolved the way Grafana does it:
+each `label_values(selector, label)` asks Prometheus's label-values API, and a multi-value
+selection becomes the regex `(a|b)`. Each expanded query must return series that carry
+every label its legend or table columns name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent_process import fetch, start_agent
+from tests.conftest import REPO_ROOT, free_port, require_binary
+from tests.dashboards.lint import expand, legend_labels, table_label_columns
+
+DASHBOARDS = REPO_ROOT / "dashboards"
+FILES = ("gpuwatch-fleet.json", "gpuwatch-cost.json", "gpuwatch-gpu.json")
+MIG_XID_SCENARIO = Path(__file__).parent / "mig-xid.toml"
+DEADLINE_SECONDS = 75.0
+# Labels that only pod attribution (issue 11) fills: empty today, and Prometheus drops a
+# label whose value is empty, so a table column for them may be absent from the results.
+ATTRIBUTION_LABELS = frozenset({"namespace", "pod"})
+# Values each variable has once both agents are scraped (GPUs 0-3 of the demo, 0 of the MIG
+# host); namespace has none until pod attribution exists and stays All (`.*`).
+AT_LEAST = {"job": 1, "host": 2, "gpu": 4, "namespace": 0}
+_LABEL_VALUES = re.compile(r"label_values\((.*),\s*(\w+)\)$", re.S)
+
+Json = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Prometheus scraping the demo agent and the MIG/XID agent (job `gpuwatch`)."""
+    binary = require_binary("prometheus")
+    workdir: Path = tmp_path_factory.mktemp("dashboards")
+    agents = []
+    proc: subprocess.Popen[bytes] | None = None
+    log = (workdir / "prometheus.log").open("wb")
+    try:
+        ports = []
+        for name, scenario in (("demo", "demo"), ("mig", str(MIG_XID_SCENARIO))):
+            config = workdir / f"{name}.toml"
+            config.write_text(
+                f'[agent]\nper_process_metrics = true\nstate_dir = "{workdir / name}"\n'
+                "[analysis]\nwindow_seconds = 60.0\nlookback_seconds = 60.0\n"
+            )
+            port = free_port()
+            agents.append(
+                start_agent(
+                    ["--simulate", scenario, "--speed", "10", "--config", str(config)], port
+                )
+            )
+            ports.append(port)
+        targets = ", ".join(f"'127.0.0.1:{p}'" for p in ports)
+        (workdir / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: gpuwatch\n"
+            f"    static_configs:\n      - targets: [{targets}]\n"
+        )
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={workdir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+        for agent in agents:
+            agent.send_signal(signal.SIGTERM)
+            agent.communicate(timeout=10)
+        log.close()
+
+
+def api(url: str, path: str, **params: str) -> Any:
+    """GET a Prometheus API path; its `data`, or None while Prometheus is not answering."""
+    try:
+        body = json.loads(fetch(f"{url}{path}?{urllib.parse.urlencode(params)}"))
+    except OSError:
+        return None
+    return body["data"]
+
+
+def regex_value(values: list[str]) -> str:
+    """Grafana's multi-value regex: each value escaped (inside a PromQL string), `(a|b)`."""
+    escaped = [re.sub(r"([\\^$*+?.()|\[\]{}])", r"\\\\\1", v) for v in sorted(values)]
+    return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
+
+
+def resolve_variables(url: str, board: Json, deadline: float) -> dict[str, str]:
+    """Each query variable's selection: all its values (namespace: All = `.*` while none)."""
+    resolved: dict[str, str] = {}
+    for var in board["templating"]["list"]:
+        if var["type"] != "query":
+            continue
+        match = _LABEL_VALUES.match(var["definition"])
+        assert match, var["definition"]
+        selector, label = match.group(1), match.group(2)
+        expanded = expand(selector, resolved)
+        values: list[str] = []
+        while True:
+            values = api(url, f"/api/v1/label/{label}/values", **{"match[]": expanded}) or []
+            if len(values) >= AT_LEAST[var["name"]] or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert len(values) >= AT_LEAST[var["name"]], f"variable {var['name']}: {values}"
+        resolved[var["name"]] = regex_value(values) if values else var["allValue"]
+    return resolved
+
+
+def wanted_labels(panel: Json, target: Json) -> set[str]:
+    """Labels the panel shows from this target: its legend's; tables check columns together."""
+    return legend_labels(target.get("legendFormat", "")) - {"__auto"}
+
+
+def missing(url: str, panel: Json, exprs: list[str]) -> str | None:
+    """Why the panel's expanded queries do not yet give what it shows, or None when they do."""
+    seen: set[str] = set()
+    for target, expr in zip(panel["targets"], exprs, strict=True):
+        result = api(url, "/api/v1/query", query=expr)
+        if not result or not result["result"]:
+            return f"no data for {expr}"
+        for series in result["result"]:
+            absent = wanted_labels(panel, target) - set(series["metric"])
+            if absent:
+                return f"{expr} lacks labels {sorted(absent)}: {series['metric']}"
+            seen |= set(series["metric"])
+    columns = table_label_columns(panel) - ATTRIBUTION_LABELS - seen
+    return f"table columns {sorted(columns)} in no result" if columns else None
+
+
+def test_every_panel_query_returns_data_with_its_labels(prometheus_url: str) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    pending: dict[str, tuple[Json, list[str]]] = {}
+    for name in FILES:
+        board = json.loads((DASHBOARDS / name).read_text())
+        values = resolve_variables(prometheus_url, board, deadline)
+        for panel in board["panels"]:
+            exprs = [expand(t["expr"], values) for t in panel["targets"]]
+            pending[f"{board['uid']} / {panel['title']}"] = (panel, exprs)
+    assert len(pending) == 28
+    why: dict[str, str] = {}
+    while pending and time.monotonic() < deadline:
+        for key, (panel, exprs) in list(pending.items()):
+            reason = missing(prometheus_url, panel, exprs)
+            if reason is None:
+                del pending[key]
+                why.pop(key, None)
+            else:
+                why[key] = reason
+        if pending:
+            time.sleep(1.0)
+    if pending:
+        pytest.fail("\n".join(f"{key}: {why[key]}" for key in pending))
