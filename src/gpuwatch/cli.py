@@ -22,10 +22,11 @@ from gpuwatch import __version__
 from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, load_config, render_config
-from gpuwatch.host_checks import check_config
+from gpuwatch.host_checks import check_config, state_dir_users
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.report.command import add_report_parser, run_report
 from gpuwatch.sizing.command import add_size_parser, run_size
+from gpuwatch.state_lock import StateDirBusyError, StateDirLock
 from gpuwatch.tco import add_tco_parser, run_tco
 from gpuwatch.values import parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
@@ -190,6 +191,42 @@ def _scenario_services(nv: Any, clock: Clock) -> Any:
 
 
 def _serve(
+    config: Config,
+    nv: Any,
+    clock: Clock,
+    args: argparse.Namespace,
+    *,
+    workloads: tuple[WorkloadDeclaration, ...],
+    services: Any,
+) -> int:
+    try:
+        lock = _lock_state_dir(config, simulated=services is not None)
+    except StateDirBusyError as exc:
+        print(f"gpuwatch: agent.state_dir: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _serve_agent(config, nv, clock, args, workloads=workloads, services=services)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _lock_state_dir(config: Config, *, simulated: bool) -> StateDirLock | None:
+    """Lock `agent.state_dir` when this run keeps anything there (the outbox, the price
+    cache, the history); None when it keeps nothing or the directory is unusable (the
+    host checks and the history say why, each in its own line)."""
+    from gpuwatch.history import history_wanted  # noqa: PLC0415
+
+    keeps_files = bool(state_dir_users(config, os.environ))
+    if not keeps_files and history_wanted(config, simulated=simulated) is not None:
+        return None
+    try:
+        return StateDirLock.acquire(config.agent.state_dir)
+    except OSError:  # not StateDirBusyError: that one goes up
+        return None
+
+
+def _serve_agent(
     config: Config,
     nv: Any,
     clock: Clock,

@@ -77,6 +77,14 @@ def test_states_and_windows_continue_after_a_restart(tmp_path: Path) -> None:
         assert old_price is not None
         assert new_price is not None
         assert new_price == pytest.approx(old_price, rel=0.05)
+        # overprovisioning sizes against the peaks seen before the restart
+        for old_verdict, new_verdict in zip(before.verdicts, after.verdicts, strict=True):
+            assert new_verdict.required_memory_bytes == old_verdict.required_memory_bytes
+            assert new_verdict.required_bandwidth_bytes_per_second == pytest.approx(
+                old_verdict.required_bandwidth_bytes_per_second
+            )
+            assert new_verdict.recommendation == old_verdict.recommendation
+        assert after.verdicts[3].recommendation is not None, "the demo's GPU 3 is oversized"
         # the counters on /metrics start from 0: only the windows continue
         gpu1 = next(c for c in after.cost.gpus if c.gpu_index == 1)
         assert gpu1.observed_seconds_total <= 10.0

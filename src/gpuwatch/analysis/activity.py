@@ -36,6 +36,14 @@ def activity_of(gpu: GpuSample) -> float | None:
     return None if signal is None else signal[0]
 
 
+def dram_bandwidth_ratio_of(gpu: GpuSample) -> float | None:
+    """The DRAM bandwidth ratio (0-1) overprovisioning sizes against: GPM's DRAM
+    bandwidth, else NVML's memory-busy time; None without either."""
+    if gpu.dram_bandwidth_ratio is not None:
+        return gpu.dram_bandwidth_ratio
+    return gpu.memory_busy_ratio
+
+
 def activity_source(gpu: GpuSample) -> str | None:
     """Where `activity_of(gpu)` comes from (one of `ACTIVITY_SOURCES`), or None."""
     signal = activity_signal(gpu)

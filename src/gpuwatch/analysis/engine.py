@@ -14,10 +14,11 @@ headroom, the GPU is overprovisioned and the cheapest such GPU is recommended.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuwatch.analysis.activity import activity_of
+from gpuwatch.analysis.activity import activity_of, dram_bandwidth_ratio_of
 from gpuwatch.analysis.rolling import BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
 from gpuwatch.sizing import (
@@ -121,6 +122,23 @@ class AnalysisEngine:
             )
         return state.tracker
 
+    def restore_peaks(self, uuid: str, name: str, hours: Sequence[StoredPeaks]) -> None:
+        """Seed GPU `uuid`'s overprovisioning lookback from stored hours (oldest first),
+        before its first sample: each hour's memory and DRAM peaks count from the hour's
+        end, and the GPU counts as observed since the first hour's start. Does nothing
+        once the GPU was sampled."""
+        self.tracker(uuid, name)
+        a = self._gpus[uuid]
+        if a.previous_t is not None or not hours:
+            return
+        for hour in hours:
+            seconds = max(hour.end_seconds - hour.start_seconds, 0.0)
+            if hour.memory_peak_bytes is not None:
+                a.memory_peak.add(hour.end_seconds, hour.memory_peak_bytes, seconds)
+            if hour.dram_peak_ratio is not None:
+                a.dram_peak.add(hour.end_seconds, hour.dram_peak_ratio, seconds)
+        a.first_seen = hours[0].start_seconds
+
     def _observe_gpu(self, t: float, gpu: GpuSample, a: _GpuAnalysis) -> GpuVerdict:
         if a.first_seen is None:
             a.first_seen = t
@@ -131,11 +149,7 @@ class AnalysisEngine:
         tracker.observe(t, activity_of(gpu), gpu.power_watts, bool(processes))
         if gpu.memory_used_bytes is not None and dt > 0:
             a.memory_peak.add(t, float(gpu.memory_used_bytes), dt)
-        bandwidth_ratio = (
-            gpu.dram_bandwidth_ratio
-            if gpu.dram_bandwidth_ratio is not None
-            else gpu.memory_busy_ratio
-        )
+        bandwidth_ratio = dram_bandwidth_ratio_of(gpu)
         if bandwidth_ratio is not None and dt > 0:
             a.dram_peak.add(t, bandwidth_ratio, dt)
         key = tuple(p.pid for p in processes)
@@ -225,3 +239,13 @@ class AnalysisEngine:
             savings_usd_per_hour=spec.rent_usd_per_hour - cheaper.rent_usd_per_hour,
         )
         return tuple(required), bandwidth, True, recommendation
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPeaks:
+    """One stored GPU-hour's peaks, as the history restores them."""
+
+    start_seconds: float  # epoch s, the hour's start
+    end_seconds: float  # epoch s, the hour's last tick
+    memory_peak_bytes: float | None
+    dram_peak_ratio: float | None

@@ -5,6 +5,9 @@
   the windows continue; the `*_total` counters on /metrics still start from 0;
 - each token source's $/1M-token windows get one checkpoint per stored hour (cost
   charged to it, prompt and generation tokens);
+- each GPU's overprovisioning lookback gets the stored hours' memory and DRAM peaks
+  (`AnalysisEngine.restore_peaks`), so a recommendation after a restart still sizes
+  against the peak seen before it;
 - each GPU's analysis state (idle, held, busy, underutilized, since when, how long
   inactive) resumes when the previous run sampled it less than one analysis window
   before this start; after a longer gap the GPU starts `pending` again.
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
-from gpuwatch.analysis.engine import AnalysisEngine
+from gpuwatch.analysis.engine import AnalysisEngine, StoredPeaks
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.cost.ledger import WINDOWS
 from gpuwatch.history.rollup import HOUR_SECONDS
@@ -48,13 +51,27 @@ def restore(
     """Seed `analysis` and `cost` from `store` as of epoch time `now`, before any sample."""
     since = now - LONGEST_WINDOW_SECONDS - HOUR_SECONDS
     gpu_rows = [r for r in store.gpu_hours(since) if r["hour_start"] <= now]
+    names = {str(r["uuid"]): str(r["name"]) for r in gpu_rows}
     gpus = 0
     for uuid, rows in groupby(gpu_rows, key=lambda r: str(r["uuid"])):
         hours = [
-            (float(r["hour_start"]), _end(r), [float(r[c] or 0.0) for c in GPU_CLASS_COLUMNS])
+            (
+                float(r["hour_start"]),
+                _end(r),
+                [float(r[c] or 0.0) for c in GPU_CLASS_COLUMNS],
+                StoredPeaks(
+                    float(r["hour_start"]),
+                    _end(r),
+                    _float(r["memory_peak_bytes"]),
+                    _float(r["dram_peak_ratio"]),
+                ),
+            )
             for r in rows
         ]
-        cost.ledger.restore_windows(uuid, hours)
+        cost.ledger.restore_windows(
+            uuid, [(start, end, figures) for start, end, figures, _ in hours]
+        )
+        analysis.restore_peaks(uuid, names[uuid], [peaks for *_, peaks in hours])
         gpus += 1
     token_rows = [r for r in store.token_hours(since) if r["hour_start"] <= now]
     sources = 0

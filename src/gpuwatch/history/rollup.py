@@ -10,7 +10,8 @@ run's part is
   nothing;
 - for the others, sums over the snapshots taken here: seconds by analysis state
   (`tick_seconds` of the verdict's state), energy (increase of the GPU's energy counter
-  between two snapshots), memory (peak, and byte-seconds for the mean), and per token
+  between two snapshots), memory (peak, and byte-seconds for the mean), the peak DRAM
+  bandwidth ratio, and per token
   source the increase of its token counts and of the cost charged to it.
 
 Prices and recommendations are the latest seen in the hour. Because a row is always
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwatch.analysis.activity import dram_bandwidth_ratio_of
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
 from gpuwatch.snapshot import GPU_STATES, FleetSnapshot, GpuCost, HourTotals
 
@@ -62,6 +64,7 @@ class _GpuHour:
     energy: float = 0.0
     energy_seen: bool = False
     peak: float | None = None
+    dram_peak: float | None = None
 
     def row(self) -> dict[str, Any]:
         row = dict(self.base)
@@ -79,9 +82,10 @@ class _GpuHour:
             row["last_seconds"] = max(row.get("last_seconds") or 0.0, ledger.last_tick_seconds)
         if self.energy_seen:
             row["energy_joules"] = (row.get("energy_joules") or 0.0) + self.energy
-        if self.peak is not None:
-            stored = row.get("memory_peak_bytes")
-            row["memory_peak_bytes"] = self.peak if stored is None else max(stored, self.peak)
+        for column, peak in (("memory_peak_bytes", self.peak), ("dram_peak_ratio", self.dram_peak)):
+            if peak is not None:
+                stored = row.get(column)
+                row[column] = peak if stored is None else max(stored, peak)
         return row
 
 
@@ -168,6 +172,11 @@ class Rollup:
                         hour.run.get("memory_byte_seconds", 0.0) + used * dt
                     )
                     hour.run["memory_seconds"] = hour.run.get("memory_seconds", 0.0) + dt
+            dram = dram_bandwidth_ratio_of(gpu)
+            # as the analysis: not a run's first tick (GPM has no interval yet there, and
+            # memory-busy time stands in for the DRAM bandwidth)
+            if dram is not None and dt > 0:
+                hour.dram_peak = dram if hour.dram_peak is None else max(hour.dram_peak, dram)
             energy = gpu.energy_joules_total
             if energy is not None:
                 previous = self._energy.get(uuid)

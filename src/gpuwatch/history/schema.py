@@ -93,6 +93,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (source, hour_start)
     ) WITHOUT ROWID;
     """,
+    # 3: the hour's peak DRAM bandwidth ratio, so overprovisioning's lookback survives a
+    # restart (the memory peak already did)
+    """
+    ALTER TABLE gpu_hours ADD COLUMN dram_peak_ratio REAL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -110,6 +115,7 @@ GPU_COLUMNS = (
     *STATE_COLUMNS,
     "energy_joules",
     "memory_peak_bytes",
+    "dram_peak_ratio",
     "memory_byte_seconds",
     "memory_seconds",
     "price_usd_per_hour",
