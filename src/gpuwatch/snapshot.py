@@ -323,16 +323,6 @@ class GpuCostSplit:
 
 
 @dataclass(frozen=True, slots=True)
-class PodHourCost:
-    """What one pod was charged in one UTC hour since the agent started, in USD."""
-
-    hour_start_seconds: float  # epoch seconds, a multiple of 3600
-    cost_usd: float  # busy and idle
-    idle_cost_usd: float
-    last_tick_seconds: float  # epoch s of the newest tick charged in the hour
-
-
-@dataclass(frozen=True, slots=True)
 class PodCost:
     """One pod's cost since the agent started (or since the pod appeared), in USD."""
 
@@ -340,7 +330,6 @@ class PodCost:
     pod: str
     cost_usd_total: float  # busy and idle
     idle_cost_usd_total: float  # the idle part of the GPUs it holds
-    hours: tuple[PodHourCost, ...] = ()  # the hours that may still change, oldest first
 
 
 @dataclass(frozen=True, slots=True)

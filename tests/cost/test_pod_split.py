@@ -111,17 +111,17 @@ def test_a_pod_that_leaves_keeps_no_totals() -> None:
     gpu = _gpu(0.5, _proc(1, A, 0.5, 1))
     holders = _holders((A, 1), (B, 1))
     present = Attribution(0.0, 2, (holders,))
-    ledger.observe(0.0, [split_gpu_cost(gpu, holders, 1.0)], present)
-    assert [p.pod for p in ledger.pods(0.0)] == ["train", "serve"]  # by namespace, pod
+    ledger.observe([split_gpu_cost(gpu, holders, 1.0)], present)
+    assert [p.pod for p in ledger.pods()] == ["train", "serve"]  # by namespace, pod
     gone = _holders((A, 1))
-    ledger.observe(1.0, [split_gpu_cost(gpu, gone, 1.0)], Attribution(1.0, 1, (gone,)))
-    pods = ledger.pods(1.0)
+    ledger.observe([split_gpu_cost(gpu, gone, 1.0)], Attribution(1.0, 1, (gone,)))
+    pods = ledger.pods()
     assert [p.pod for p in pods] == ["train"]
     assert pods[0].cost_usd_total == pytest.approx(0.75 + 1.0)
     assert pods[0].idle_cost_usd_total == pytest.approx(0.25 + 0.5)
     # a tick whose pod view failed drops nobody and charges no pod
-    ledger.observe(2.0, [], None)
-    assert [p.pod for p in ledger.pods(2.0)] == ["train"]
+    ledger.observe([], None)
+    assert [p.pod for p in ledger.pods()] == ["train"]
 
 
 @pytest.fixture

@@ -213,7 +213,7 @@ class CostEngine:
         view failed this tick, which charges the tick to no pod)."""
         costs = self._ledger.observe(t, verdicts, prices)
         splits = self._split(gpus, verdicts, prices, attribution) if kubernetes else ()
-        self._pods.observe(t, splits, attribution)
+        self._pods.observe(splits, attribution)
         every_gpu = self._ledger.totals(t)  # a GPU down this tick keeps its totals in the sums
         self._names.update((g.identity.uuid, g.identity.name) for g in gpus)
         positions = self._rent_vs_buy_positions(every_gpu)
@@ -228,7 +228,7 @@ class CostEngine:
             ),
             token_sources=token_sources,
             splits=splits,
-            pods=self._pods.pods(t) if kubernetes else (),
+            pods=self._pods.pods() if kubernetes else (),
             unattributed=self._pods.unattributed() if kubernetes else (),
         )
 

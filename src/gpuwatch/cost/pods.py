@@ -31,7 +31,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpuwatch.analysis.activity import activity_of
-from gpuwatch.cost.ledger import HOUR_SECONDS, HOURS_KEPT_OPEN
 from gpuwatch.snapshot import (
     Attribution,
     GpuAttribution,
@@ -40,7 +39,6 @@ from gpuwatch.snapshot import (
     GpuUnattributedCost,
     PodCost,
     PodCostShare,
-    PodHourCost,
     ProcessSample,
 )
 
@@ -145,13 +143,10 @@ class PodLedger:
 
     def __init__(self) -> None:
         self._pods: dict[PodKey, list[float]] = {}  # cost, idle
-        self._hours: dict[PodKey, dict[int, list[float]]] = {}  # hour: cost, idle, last t
         self._unattributed: dict[str, tuple[int, float]] = {}  # uuid: (index, USD)
 
-    def observe(
-        self, t: float, splits: Iterable[GpuCostSplit], attribution: Attribution | None
-    ) -> None:
-        """Add one tick's splits at epoch time `t`; with a pod view, drop pods gone from it."""
+    def observe(self, splits: Iterable[GpuCostSplit], attribution: Attribution | None) -> None:
+        """Add one tick's splits; with a pod view, drop the pods gone from it."""
         charged: set[PodKey] = set()
         for split in splits:
             _, total = self._unattributed.get(split.uuid, (split.gpu_index, 0.0))
@@ -159,47 +154,22 @@ class PodLedger:
             self._unattributed[split.uuid] = (split.gpu_index, total + extra)
             for share in split.pods:
                 charged.add((share.namespace, share.pod))
-                self._charge(t, (share.namespace, share.pod), share)
+                self._charge((share.namespace, share.pod), share)
         if attribution is not None:
             present = _present_pods(attribution) | charged
             for key in [k for k in self._pods if k not in present]:
                 del self._pods[key]
-                self._hours.pop(key, None)
             for key in present:
                 self._pods.setdefault(key, [0.0, 0.0])
 
-    def _charge(self, t: float, key: PodKey, share: PodCostShare) -> None:
-        cost = share.busy_cost_usd + share.idle_cost_usd
+    def _charge(self, key: PodKey, share: PodCostShare) -> None:
         totals = self._pods.setdefault(key, [0.0, 0.0])
-        totals[0] += cost
+        totals[0] += share.busy_cost_usd + share.idle_cost_usd
         totals[1] += share.idle_cost_usd
-        start = int(t // HOUR_SECONDS) * HOUR_SECONDS
-        row = self._hours.setdefault(key, {}).setdefault(start, [0.0, 0.0, t])
-        row[0] += cost
-        row[1] += share.idle_cost_usd
-        row[2] = max(row[2], t)
 
-    def pods(self, t: float) -> tuple[PodCost, ...]:
-        """Every pod present, sorted, with its open hours (older hours are dropped)."""
-        floor = (int(t // HOUR_SECONDS) - HOURS_KEPT_OPEN) * HOUR_SECONDS
-        out = []
-        for key in sorted(self._pods):
-            hours = self._hours.get(key, {})
-            for start in [s for s in hours if s < floor]:
-                del hours[start]
-            cost, idle = self._pods[key]
-            out.append(
-                PodCost(
-                    key[0],
-                    key[1],
-                    cost,
-                    idle,
-                    tuple(
-                        PodHourCost(float(s), r[0], r[1], r[2]) for s, r in sorted(hours.items())
-                    ),
-                )
-            )
-        return tuple(out)
+    def pods(self) -> tuple[PodCost, ...]:
+        """Every pod present, by namespace and pod."""
+        return tuple(PodCost(k[0], k[1], *self._pods[k]) for k in sorted(self._pods))
 
     def unattributed(self) -> tuple[GpuUnattributedCost, ...]:
         """Each GPU's cost charged to no pod so far."""
