@@ -8,6 +8,8 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
@@ -168,3 +170,14 @@ def test_demo_every_tick_splits_each_gpus_cost_exactly(demo: tuple[Agent, Manual
     assert canary.cost_usd_total == canary.idle_cost_usd_total > 0
     assert vllm.idle_cost_usd_total == pytest.approx(canary.idle_cost_usd_total, rel=1e-9)
     assert vllm.cost_usd_total > vllm.idle_cost_usd_total
+    # the same on /metrics: one series per pod, names as label values
+    text = generate_latest(agent.registry).decode()
+    exported = {
+        (s.name, s.labels["namespace"], s.labels["pod"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name in {"gpuwatch_pod_cost_usd_total", "gpuwatch_pod_idle_cost_usd_total"}
+    }
+    assert {(ns, pod) for _, ns, pod in exported} == set(totals)
+    key = ("gpuwatch_pod_idle_cost_usd_total", "team-b", "batch-eval-7f9c")
+    assert exported[key] == pytest.approx(eval_pod.idle_cost_usd_total)
