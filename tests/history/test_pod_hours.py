@@ -3,6 +3,8 @@ the demo's simulated node, continued across a restart within the hour."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +14,8 @@ import pytest
 from gpuwatch.clock import ManualClock
 from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.report.build import build_report
+from gpuwatch.report.command import write_files
+from gpuwatch.report.csv_format import render_pods_csv
 from gpuwatch.report.html import render_html
 from gpuwatch.report.json_format import render_json
 from gpuwatch.report.local import load
@@ -101,3 +105,20 @@ def test_the_local_report_charges_back_by_namespace(tmp_path: Path) -> None:
     html = render_html(report)
     assert "<h2>Namespaces</h2>" in html
     assert ">team-a<" in html
+    # the pods CSV: one row per day x pod, summing to the namespaces' charge
+    data = load(history_config(tmp_path), day)
+    rows = list(csv.DictReader(io.StringIO(render_pods_csv(data) or "")))
+    assert {(r["namespace"], r["pod"]) for r in rows} == {
+        (p.namespace, p.pod) for p in last.cost.pods
+    }
+    assert {r["window_start"] for r in rows} == {"2026-01-01T00:00:00Z"}
+    assert sum(float(r["total_cost"]) for r in rows) == pytest.approx(charged, rel=1e-9)
+    assert sum(float(r["idle_cost"]) for r in rows) == pytest.approx(
+        sum(n.idle_cost_usd for n in report.namespaces), rel=1e-9
+    )
+    written = write_files(report, data, ["csv"], tmp_path / "out", "now")
+    assert [p.name for p in written] == [
+        "gpuwatch-report-2026-01-01.csv",
+        "gpuwatch-report-2026-01-01-pods.csv",
+    ]
+    assert written[1].read_text() == render_pods_csv(data)

@@ -312,7 +312,22 @@ def write_files(
         partial.write_bytes(render(report, data, fmt, generated))
         partial.replace(path)
         written.append(path)
+        if fmt == "csv":
+            written += _write_pods_csv(data, out / f"{file_stem(report.period)}-pods.csv")
     return written
+
+
+def _write_pods_csv(data: ReportData, path: Path) -> list[Path]:
+    """The per-pod CSV next to the GPU one, when the source has pods."""
+    from gpuwatch.report.csv_format import render_pods_csv  # noqa: PLC0415
+
+    text = render_pods_csv(data)
+    if text is None:
+        return []
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(text.encode())
+    partial.replace(path)
+    return [path]
 
 
 # -- the command ---------------------------------------------------------------------

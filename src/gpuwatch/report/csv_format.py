@@ -14,7 +14,7 @@ import csv
 import io
 from datetime import UTC, datetime, time, timedelta
 
-from gpuwatch.report.model import GpuDay, ReportData
+from gpuwatch.report.model import GpuDay, PodDay, ReportData
 
 COLUMNS = (
     "window_start",
@@ -40,6 +40,20 @@ COLUMNS = (
     "savings_usd_per_hour",
 )
 
+POD_COLUMNS = (
+    "window_start",
+    "window_end",
+    "host",
+    "namespace",
+    "pod",
+    "gpu_cost",
+    "idle_cost",
+    "total_cost",
+)
+"""The pods file (Kubernetes attribution on): one row per UTC day x pod, what the per-pod
+cost split charged it. Kept apart from the GPU rows so that summing either file's
+`total_cost` never counts a dollar twice."""
+
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -52,7 +66,7 @@ def _number(value: float | int | None) -> str:
     return "" if value is None else repr(value)
 
 
-def _window(row: GpuDay, data: ReportData) -> tuple[str, str]:
+def _window(row: GpuDay | PodDay, data: ReportData) -> tuple[str, str]:
     """The day clipped to the period, as ISO 8601 UTC."""
     start = max(datetime.combine(row.day, time(0), UTC), data.period.start.astimezone(UTC))
     end = min(start.replace(hour=0) + timedelta(days=1), data.period.end.astimezone(UTC))
@@ -101,4 +115,29 @@ def render_csv(data: ReportData) -> str:
     )
     for row in ordered:
         writer.writerow(_row(row, data))
+    return out.getvalue()
+
+
+def render_pods_csv(data: ReportData) -> str | None:
+    """Every PodDay row of `data`, sorted by day, host, namespace and pod; None when the
+    source has none (no Kubernetes attribution)."""
+    if not data.pod_days:
+        return None
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(POD_COLUMNS)
+    for row in sorted(data.pod_days, key=lambda r: (r.day, r.host, r.namespace, r.pod)):
+        start, end = _window(row, data)
+        writer.writerow(
+            [
+                start,
+                end,
+                _text(row.host),
+                _text(row.namespace),
+                _text(row.pod),
+                _number(row.cost_usd),
+                _number(row.idle_cost_usd),
+                _number(row.cost_usd),
+            ]
+        )
     return out.getvalue()
