@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -29,6 +30,7 @@ FLEET = SyntheticFleet(
     hosts=3, gpus_per_host=2, start=datetime(2026, 10, 1, tzinfo=UTC), days=3, interval_seconds=60
 )
 START_TIMEOUT_SECONDS = 60
+RULES_FILE = Path(__file__).resolve().parents[2] / "deploy/prometheus/gpuwatch-report.rules.yml"
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,85 @@ def prometheus_blocks(month: Month, tmp_path_factory: pytest.TempPathFactory) ->
     data = tmp_path_factory.mktemp("prometheus-blocks") / "data"
     backfill(require_binary("promtool"), month.openmetrics, data)
     return data
+
+
+def backfill_rules(  # noqa: PLR0917
+    promtool: str, url: str, rules: Path, start: int, end: int, out: Path
+) -> None:
+    """`promtool tsdb create-blocks-from rules`: evaluate `rules` against the Prometheus at
+    `url` at start, start + interval, ... up to `end` (Unix seconds), blocks into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "rules", f"--start={start}", f"--end={end}",
+         f"--url={url}", f"--output-dir={out}", str(rules)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def join_blocks(sources: list[Path], data: Path) -> Path:
+    """A data directory holding the blocks (ULID directories) of every source directory."""
+    data.mkdir(parents=True)
+    for source in sources:
+        for block in source.iterdir():
+            if (block / "meta.json").is_file():
+                shutil.copytree(block, data / block.name)
+    return data
+
+
+def rules_prometheus(
+    month: Month, raw_url: str, raw_blocks: Path, workdir: Path, spans: list[tuple[int, int]]
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """A Prometheus serving the raw blocks and the shipped rules backfilled over `spans`."""
+    promtool = require_binary("promtool")
+    outs = []
+    for n, (start, end) in enumerate(spans):
+        backfill_rules(promtool, raw_url, RULES_FILE, start, end, workdir / f"rules-{n}")
+        outs.append(workdir / f"rules-{n}")
+    data = join_blocks([raw_blocks, *outs], workdir / "data")
+    return start_prometheus(data, workdir)
+
+
+@pytest.fixture(scope="session")
+def rules_url(
+    month: Month,
+    prometheus_url: str,
+    prometheus_blocks: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """The month with the rules backfilled over all of it (evaluations on the hour)."""
+    fleet = month.fleet
+    spans = [(fleet.start_epoch - 3600, fleet.end_epoch + 3600)]
+    workdir = tmp_path_factory.mktemp("prometheus-rules")
+    url, proc = rules_prometheus(month, prometheus_url, prometheus_blocks, workdir, spans)
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+PARTIAL_PHASE_SECONDS = 13 * 60 + 7
+"""The partial backfill's evaluations fall 13 min 7 s past the hour, so windows start at
+8 min 7 s past: host 0's restart gap (10:00 to 10:20) straddles a window edge and its
+5-minute overlap, as a live ruler's arbitrary phase can make it."""
+
+
+@pytest.fixture(scope="session")
+def partial_rules_url(
+    month: Month,
+    prometheus_url: str,
+    prometheus_blocks: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """The month with the rules from 08:13:07 on day one to 03:13:07 on day two, and again
+    from 07:13:07 on day two to the end: day one partly covered, day two broken."""
+    s = month.fleet.start_epoch + PARTIAL_PHASE_SECONDS
+    spans = [(s + 8 * 3600, s + 27 * 3600), (s + 31 * 3600, month.fleet.end_epoch + 3600)]
+    workdir = tmp_path_factory.mktemp("prometheus-partial-rules")
+    url, proc = rules_prometheus(month, prometheus_url, prometheus_blocks, workdir, spans)
+    try:
+        yield url
+    finally:
+        stop(proc)
 
 
 @pytest.fixture(scope="session")
