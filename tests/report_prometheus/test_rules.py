@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from gpuwatch.report.model import Period, ReportData
-from gpuwatch.report.prometheus import PrometheusError, PrometheusOptions, load
+from gpuwatch.report.prometheus import Client, PrometheusError, PrometheusOptions, load
+from gpuwatch.report.prometheus_rules import HEARTBEAT as HEARTBEAT_NAME
 from gpuwatch.report.prometheus_rules import plan_day
 from tests.report_prometheus.conftest import Month
 
@@ -52,6 +53,19 @@ def test_a_broken_chain_falls_back_per_day(
     assert f"raw queries for {day_two}: recording-rule heartbeat chain broken" in data.notes
 
 
+def test_the_partial_phase_puts_a_window_edge_in_a_restart_gap(
+    month: Month, partial_rules_url: str
+) -> None:
+    """Host 0 is down from 10:00 to 10:20 on day one (counters reset): a window edge with
+    its 5-minute overlap lies inside the gap, so only the `resets` rules' gap flag sees the
+    reset (the test above fails without it)."""
+    at = month.fleet.start_epoch + DAY_MS // 1000
+    beats = Client(PrometheusOptions(partial_rules_url)).matrix(f"{HEARTBEAT_NAME}[1d] @ {at}", at)
+    times = [t for samples in beats.values() for t, _ in samples]
+    edges = [t - 3600 - 300 - month.fleet.start_epoch for t in times]
+    assert any(10 * 3600 + 300 < edge < 10 * 3600 + 1200 for edge in edges), edges
+
+
 def test_auto_without_rules_reads_raw(month: Month, prometheus_url: str, raw: ReportData) -> None:
     data = load(PrometheusOptions(prometheus_url), period_of(month))
     assert_same_figures(data, raw)
@@ -64,7 +78,7 @@ def test_rules_on_without_heartbeat_is_one_line(month: Month, prometheus_url: st
 
 
 def test_bad_rules_mode_names_the_flag() -> None:
-    with pytest.raises(ValueError, match="^--prometheus-rules: expected auto, on or off"):
+    with pytest.raises(ValueError, match=r"^--prometheus-rules: expected auto, on or off"):
         PrometheusOptions("http://h", rules="sometimes")
 
 
