@@ -4,6 +4,8 @@ heartbeat chain is broken."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -114,3 +116,21 @@ def test_a_one_millisecond_sliver_becomes_a_window() -> None:
     plan, _ = plan_day(beats, 0, DAY_MS)
     assert plan is not None
     assert plan.lo_ms == HOUR_MS + 1
+
+
+def test_cli_rules_on_without_rules_exits_with_one_line(prometheus_url: str) -> None:
+    argv = [sys.executable, "-m", "gpuwatch", "report", "--prometheus", prometheus_url,
+            "--prometheus-rules", "on", "--from", "2026-10-01", "--to", "2026-10-02"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "--prometheus-rules on: no gpuwatch:report_window:heartbeat" in lines[0]
+
+
+def test_cli_bad_rules_mode_exits_2(prometheus_url: str) -> None:
+    argv = [sys.executable, "-m", "gpuwatch", "report", "--prometheus", prometheus_url,
+            "--prometheus-rules", "always"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--prometheus-rules" in done.stderr
