@@ -39,6 +39,11 @@ Options (`PrometheusOptions`), the CLI flags they come from:
   --prometheus-insecure              skip TLS verification
   --prometheus-timeout SECONDS       per request (default 60)
   --prometheus-scrape-interval S     skip measuring the scrape interval
+  --prometheus-rules auto|on|off     the report's recording rules (prometheus_rules.py):
+                                     used for the days their heartbeat chain covers,
+                                     with the same figures bit for bit (default auto)
+
+The memory peak of a GPU-day is `max_over_time(gpuwatch_gpu_memory_used_bytes)` over it.
 """
 
 from __future__ import annotations
