@@ -4,13 +4,18 @@ Generates a synthetic month (`gpuwatch.report.synthetic`), backfills it with `pr
 tsdb create-blocks-from openmetrics --max-block-duration=744h`, starts Debian's
 prometheus on the blocks with no scrape target, then times
 
-- `report`: `gpuwatch.report.prometheus.load()` for the whole period (no recording rules:
-  none keeps the report exact, see docs/reports-prometheus.md), and
+- `report`: `gpuwatch.report.prometheus.load()` for the whole period from the raw series
+  (`--prometheus-rules off`),
+- with `--rules`: the shipped report rules (deploy/prometheus/gpuwatch-report.rules.yml)
+  backfilled over the month by `promtool tsdb create-blocks-from rules` and served with
+  the raw blocks, then `load()` with `--prometheus-rules on` too (checked equal to the raw
+  report, GPU-day for GPU-day), and
 - `baseline`: the same number of days x counters as plain `increase(metric[1d] @ end)`
   instant queries, with the same parallelism: what Prometheus itself takes to read the
   counters over the month, so the ratio says what the report's exact method costs.
 
     .venv/bin/python bench/report_prometheus.py [--hosts 250] [--gpus 4] [--interval 300]
+                                                [--rules]
 
 The default is the issue's size, 1,000 GPUs x 31 days, at a 300 s scrape: at 60 s the
 OpenMetrics text alone would be about 90 GB (18 GB at 300 s) and its backfill half an
@@ -30,7 +35,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.report_prometheus.conftest import backfill, start_prometheus, stop
+from tests.report_prometheus.conftest import (
+    RULES_FILE,
+    backfill,
+    backfill_rules,
+    join_blocks,
+    start_prometheus,
+    stop,
+)
 
 from benchlib import machine_info
 from gpuwatch.report.model import Period
@@ -46,6 +58,7 @@ def main() -> None:
     parser.add_argument("--interval", type=int, default=300)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rules", action="store_true", help="also time the recording rules")
     args = parser.parse_args()
     fleet = SyntheticFleet(
         hosts=args.hosts,
@@ -65,20 +78,40 @@ def main() -> None:
         backfilled = time.perf_counter() - began
         (work / "fleet.om").unlink()
         url, proc = start_prometheus(work / "data", work)
+        rules_backfilled = 0.0
+        if args.rules:
+            began = time.perf_counter()
+            span = (fleet.start_epoch - 3600, fleet.end_epoch + 3600)
+            backfill_rules("promtool", url, RULES_FILE, *span, work / "rules", RULES_FILE.name)
+            rules_backfilled = time.perf_counter() - began
+            stop(proc)
+            (work / "with-rules").mkdir()
+            data_dir = join_blocks([work / "data", work / "rules"], work / "with-rules" / "data")
+            url, proc = start_prometheus(data_dir, work / "with-rules")
         try:
             period = Period(fleet.start, datetime.fromtimestamp(fleet.end_epoch, UTC), "bench")
-            options = PrometheusOptions(url, parallel_queries=args.parallel)
+            options = PrometheusOptions(url, parallel_queries=args.parallel, rules="off")
+            with_rules = PrometheusOptions(url, parallel_queries=args.parallel, rules="on")
             client = Client(options)
             ends = [fleet.start_epoch + (d + 1) * DAY_SECONDS for d in range(fleet.days)]
             queries = [(f"increase({m}[1d] @ {t}.000)", float(t)) for m in COUNTERS.values()
                        for t in ends]  # fmt: skip
             load(options, period)  # warm the page cache once, as a rerun would be
+            if args.rules:
+                load(with_rules, period)
             report_times: list[float] = []
+            rules_times: list[float] = []
             baseline_times: list[float] = []
-            for _ in range(args.repeat):  # alternated, so a noisy neighbour hits both
+            for _ in range(args.repeat):  # alternated, so a noisy neighbour hits all
                 began = time.perf_counter()
                 data = load(options, period)
                 report_times.append(time.perf_counter() - began)
+                if args.rules:
+                    began = time.perf_counter()
+                    ruled = load(with_rules, period)
+                    rules_times.append(time.perf_counter() - began)
+                    if ruled.gpu_days != data.gpu_days or ruled.token_days != data.token_days:
+                        raise SystemExit("the report with rules differs from the raw report")
                 began = time.perf_counter()
                 with ThreadPoolExecutor(args.parallel) as pool:
                     list(pool.map(lambda q: client.vector(*q), queries))
@@ -92,7 +125,8 @@ def main() -> None:
     print(
         f"fleet: {gpus} GPUs x {args.days} days, {args.interval} s scrape, {truth.samples} samples"
     )
-    print(f"generate {generated:.1f} s, backfill {backfilled:.1f} s")
+    print(f"generate {generated:.1f} s, backfill {backfilled:.1f} s", end="")
+    print(f", rules backfill {rules_backfilled:.1f} s" if args.rules else "")
     report_s, baseline_s = statistics.median(report_times), statistics.median(baseline_times)
     runs = ", ".join(f"{t:.2f}" for t in report_times)
     print(f"report (no recording rules): median {report_s:.2f} s ({runs}), "
@@ -100,6 +134,11 @@ def main() -> None:
     runs = ", ".join(f"{t:.2f}" for t in baseline_times)
     print(f"baseline increase() x {len(queries)}: median {baseline_s:.2f} s ({runs})")
     print(f"ratio: {report_s / baseline_s:.2f}x")
+    if rules_times:
+        rules_s = statistics.median(rules_times)
+        runs = ", ".join(f"{t:.2f}" for t in rules_times)
+        print(f"report (recording rules): median {rules_s:.2f} s ({runs}), "
+              f"ratio {rules_s / baseline_s:.2f}x, identical to the raw report")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -29,6 +31,7 @@ FLEET = SyntheticFleet(
     hosts=3, gpus_per_host=2, start=datetime(2026, 10, 1, tzinfo=UTC), days=3, interval_seconds=60
 )
 START_TIMEOUT_SECONDS = 60
+RULES_FILE = Path(__file__).resolve().parents[2] / "deploy/prometheus/gpuwatch-report.rules.yml"
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,99 @@ def prometheus_blocks(month: Month, tmp_path_factory: pytest.TempPathFactory) ->
     data = tmp_path_factory.mktemp("prometheus-blocks") / "data"
     backfill(require_binary("promtool"), month.openmetrics, data)
     return data
+
+
+def backfill_rules(  # noqa: PLR0917
+    promtool: str, url: str, rules: Path, start: int, end: int, out: Path, name: str
+) -> None:
+    """`promtool tsdb create-blocks-from rules`: evaluate `rules` against the Prometheus at
+    `url` from `start` to `end` (Unix seconds), blocks into `out`.
+
+    Like a live Prometheus, promtool evaluates a group at a phase hashed from its file name
+    and group name: the file is copied to `out/name` and named relatively, so the phase is
+    the same on every checkout (see PHASES)."""
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(rules, out / name)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "rules", f"--start={start}", f"--end={end}",
+         f"--url={url}", "--output-dir=.", name],
+        check=True, capture_output=True, cwd=out,
+    )  # fmt: skip
+
+
+def join_blocks(sources: list[Path], data: Path) -> Path:
+    """A data directory holding the blocks (ULID directories) of every source directory,
+    hard-linked (Prometheus never rewrites a block's files in place)."""
+    data.mkdir(parents=True)
+    for source in sources:
+        for block in source.iterdir():
+            if (block / "meta.json").is_file():
+                shutil.copytree(block, data / block.name, copy_function=os.link)
+    return data
+
+
+def rules_prometheus(  # noqa: PLR0917
+    month: Month,
+    raw_url: str,
+    raw_blocks: Path,
+    workdir: Path,
+    spans: list[tuple[int, int]],
+    name: str,
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """A Prometheus serving the raw blocks and the shipped rules backfilled over `spans`."""
+    promtool = require_binary("promtool")
+    outs = []
+    for n, (start, end) in enumerate(spans):
+        backfill_rules(promtool, raw_url, RULES_FILE, start, end, workdir / f"rules-{n}", name)
+        outs.append(workdir / f"rules-{n}")
+    data = join_blocks([raw_blocks, *outs], workdir / "data")
+    return start_prometheus(data, workdir)
+
+
+@pytest.fixture(scope="session")
+def rules_url(
+    month: Month,
+    prometheus_url: str,
+    prometheus_blocks: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """The month with the rules backfilled over all of it (evaluations on the hour)."""
+    fleet = month.fleet
+    spans = [(fleet.start_epoch - 3600, fleet.end_epoch + 3600)]
+    workdir = tmp_path_factory.mktemp("prometheus-rules")
+    url, proc = rules_prometheus(month, prometheus_url, prometheus_blocks, workdir, spans,
+                                 "gpuwatch-report.rules.yml")  # fmt: skip
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+PARTIAL_RULES_NAME = "rules-1.yml"
+"""promtool 2.42 evaluates this file name's group 15 min 16 s past the hour, so windows
+start 10 min 16 s past: host 0's restart gap (10:00 to 10:20, counters reset) straddles a
+window edge and its 5-minute overlap, which only the gap flag of the `resets` rules
+catches (tests/report_prometheus/test_rules.py checks the phase)."""
+
+
+@pytest.fixture(scope="session")
+def partial_rules_url(
+    month: Month,
+    prometheus_url: str,
+    prometheus_blocks: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """The month with the rules from 08:00 on day one to 03:00 on day two, and again from
+    07:00 on day two to the end: day one partly covered, day two broken."""
+    s = month.fleet.start_epoch
+    spans = [(s + 8 * 3600, s + 27 * 3600), (s + 31 * 3600, month.fleet.end_epoch + 3600)]
+    workdir = tmp_path_factory.mktemp("prometheus-partial-rules")
+    url, proc = rules_prometheus(month, prometheus_url, prometheus_blocks, workdir, spans,
+                                 PARTIAL_RULES_NAME)  # fmt: skip
+    try:
+        yield url
+    finally:
+        stop(proc)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """`gpuwatch report --prometheus` reproduces a synthetic month's exact totals, to the cent,
-from the real Debian Prometheus (backfilled by promtool) and VictoriaMetrics (imported).
+from the real Debian Prometheus (backfilled by promtool) and VictoriaMetrics (imported),
+and from Prometheus with the report's recording rules backfilled (`--prometheus-rules on`).
 
 The month holds an agent restart mid-day, one across midnight (no sample near the day
 boundary, counters reset), a host that joins on day two and a GPU lost for three hours.
@@ -24,12 +25,20 @@ def period_of(month: Month) -> Period:
     return Period(month.fleet.start, end, "synthetic")
 
 
-@pytest.fixture(scope="module", params=["prometheus", "victoria-metrics"])
+SOURCES = {
+    "prometheus": ("prometheus_url", "off"),
+    "victoria-metrics": ("victoria_url", "auto"),
+    "prometheus-rules": ("rules_url", "on"),
+}
+
+
+@pytest.fixture(scope="module", params=list(SOURCES))
 def report(request: pytest.FixtureRequest, month: Month) -> ReportData:
-    fixture = "prometheus_url" if request.param == "prometheus" else "victoria_url"
+    fixture, rules = SOURCES[request.param]
     url: str = request.getfixturevalue(fixture)
     progress: list[tuple[int, int]] = []
-    data = load(PrometheusOptions(url), period_of(month), lambda d, n: progress.append((d, n)))
+    options = PrometheusOptions(url, rules=rules)
+    data = load(options, period_of(month), lambda d, n: progress.append((d, n)))
     assert progress[-1][0] == progress[-1][1] > 0, "progress reaches its total"
     return data
 
@@ -53,6 +62,7 @@ def test_every_gpu_day_exact(report: ReportData, month: Month) -> None:
         assert got.held_cost_usd == pytest.approx(want.held_cost_usd, abs=1e-6), key
         assert got.energy_joules == pytest.approx(want.energy_joules, rel=1e-9), key
         assert got.observed_seconds == pytest.approx(want.observed_seconds), key
+        assert got.memory_peak_bytes == want.memory_peak_bytes, key
         for name, seconds in want.class_seconds.items():
             assert got.class_seconds[name] == pytest.approx(seconds, abs=1e-6), (key, name)
 

@@ -125,6 +125,13 @@ def add_report_parser(
         metavar="SECONDS",
         help="the agents' scrape interval (default: measured from the samples)",
     )
+    api.add_argument(
+        "--prometheus-rules",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="the report's recording rules (deploy/prometheus/gpuwatch-report.rules.yml): "
+        "use them where found (auto), require them (on) or read raw series only (off)",
+    )
     report.add_argument("--config", type=Path, help="TOML config file")
     report.add_argument(
         "--format",
@@ -166,6 +173,7 @@ def prometheus_options(args: argparse.Namespace) -> Any:
             insecure_skip_verify=bool(getattr(args, "prometheus_insecure", False)),
             timeout_seconds=float(getattr(args, "prometheus_timeout", 60.0)),
             scrape_interval_seconds=getattr(args, "prometheus_scrape_interval", None),
+            rules=str(getattr(args, "prometheus_rules", "auto")),
         )
     except ValueError as exc:
         raise ReportUsageError(str(exc)) from None

@@ -39,6 +39,11 @@ Options (`PrometheusOptions`), the CLI flags they come from:
   --prometheus-insecure              skip TLS verification
   --prometheus-timeout SECONDS       per request (default 60)
   --prometheus-scrape-interval S     skip measuring the scrape interval
+  --prometheus-rules auto|on|off     the report's recording rules (prometheus_rules.py):
+                                     used for the days their heartbeat chain covers,
+                                     with the same figures bit for bit (default auto)
+
+The memory peak of a GPU-day is `max_over_time(gpuwatch_gpu_memory_used_bytes)` over it.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.report import prometheus_rules as rules
 from gpuwatch.report.model import GpuDay, Period, ReportData, TokenDay
 
 DAY_SECONDS = 86400
@@ -76,6 +82,28 @@ COUNTERS = {
     "token_cost": "gpuwatch_token_source_cost_usd_total",
 }
 """The counters a report reads, by role."""
+
+RULE_MODES = ("auto", "on", "off")
+"""--prometheus-rules: use the recording rules when found, require them, never use them."""
+
+DAY_FIGURES = {
+    "up_count": rules.Figure("count_over_time", "gpuwatch_gpu_up", "", "count", "sum"),
+    "up_sum": rules.Figure("sum_over_time", "gpuwatch_gpu_up", "", "sum", "sum"),
+    "states": rules.Figure(
+        "sum_over_time", "gpuwatch_gpu_state", '{state=~"pending|idle|held"}', "sum", "sum"
+    ),
+    "memory": rules.Figure("max_over_time", "gpuwatch_gpu_memory_used_bytes", "", "max", "max"),
+    "info": rules.Figure("last_over_time", "gpuwatch_gpu_info", "", "last", "last"),
+    "price": rules.Figure("last_over_time", "gpuwatch_gpu_price_usd_per_hour", "", "last", "last"),
+    "recommendation": rules.Figure(
+        "last_over_time", "gpuwatch_gpu_recommendation_info", "", "last", "last"
+    ),
+    "savings": rules.Figure(
+        "last_over_time", "gpuwatch_gpu_potential_savings_usd_per_hour", "", "last", "last"
+    ),
+}
+"""Per-day figures by role (range function, metric, matchers, recorded operation, how
+the recorded parts combine)."""
 
 ProgressCallback = Callable[[int, int], None]
 """Called with (queries done, queries planned) as the report's queries complete."""
@@ -101,6 +129,7 @@ class PrometheusOptions:
     timeout_seconds: float = 60.0
     scrape_interval_seconds: float | None = None
     parallel_queries: int = 4
+    rules: str = "auto"  # recording rules: auto (when found), on (required), off
 
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
@@ -116,6 +145,8 @@ class PrometheusOptions:
             raise ValueError("--prometheus-timeout: must be positive")
         if self.scrape_interval_seconds is not None and self.scrape_interval_seconds <= 0:
             raise ValueError("--prometheus-scrape-interval: must be positive")
+        if self.rules not in RULE_MODES:
+            raise ValueError("--prometheus-rules: expected auto, on or off")
         for name, value in self.headers:
             if not name or any(c in name + value for c in "\r\n") or ":" in name:
                 raise ValueError("--prometheus-header: expected 'Name: value' on one line")
@@ -290,66 +321,80 @@ class _Planner:
         return results
 
 
-def _counter_jobs(client: Client, days: list[_Day]) -> dict[str, Callable[[], Any]]:
+Plans = list[rules.DayPlan | None]
+"""Per day: the recorded evaluations it uses, or None for raw queries only."""
+
+
+def _counter_jobs(client: Client, days: list[_Day], plans: Plans) -> dict[str, Callable[[], Any]]:
     jobs: dict[str, Callable[[], Any]] = {}
     first = days[0].start
     for role, metric in COUNTERS.items():
         jobs[f"{role}@start"] = _bind(client.vector, f"{metric} @ {_at(first)}", first)
-        for i, d in enumerate(days):
+        for i, (d, plan) in enumerate(zip(days, plans, strict=True)):
             jobs[f"{role}@{i}"] = _bind(client.vector, f"{metric} @ {_at(d.end)}", d.end)
-            window = f"{d.ms + LOOKBACK_MS}ms"
-            jobs[f"{role}#resets{i}"] = _bind(
-                client.vector, f"resets({metric}[{window}] @ {_at(d.end)})", d.end
-            )
+            if plan is None:
+                expr = f"resets({metric}[{d.ms + LOOKBACK_MS}ms] @ {_at(d.end)})"
+            else:
+                expr = rules.resets_expr(metric, _ms(d.start), _ms(d.end), plan)
+            jobs[f"{role}#resets{i}"] = _bind(client.vector, expr, d.end)
     return jobs
 
 
-def _day_jobs(client: Client, days: list[_Day]) -> dict[str, Callable[[], Any]]:
+def _day_jobs(client: Client, days: list[_Day], plans: Plans) -> dict[str, Callable[[], Any]]:
     jobs: dict[str, Callable[[], Any]] = {}
-    for i, d in enumerate(days):
+    for i, (d, plan) in enumerate(zip(days, plans, strict=True)):
         window = f"{d.ms - 1}ms"  # (start, end]: a sample at the start belongs to the day before
-        at = _at(d.end)
-        for name, expr in (
-            ("up_count", f"count_over_time(gpuwatch_gpu_up[{window}] @ {at})"),
-            ("up_sum", f"sum_over_time(gpuwatch_gpu_up[{window}] @ {at})"),
-            (
-                "states",
-                f'sum_over_time(gpuwatch_gpu_state{{state=~"pending|idle|held"}}[{window}] @ {at})',
-            ),
-            ("info", f"last_over_time(gpuwatch_gpu_info[{window}] @ {at})"),
-            ("price", f"last_over_time(gpuwatch_gpu_price_usd_per_hour[{window}] @ {at})"),
-            (
-                "recommendation",
-                f"last_over_time(gpuwatch_gpu_recommendation_info[{window}] @ {at})",
-            ),
-            (
-                "savings",
-                f"last_over_time(gpuwatch_gpu_potential_savings_usd_per_hour[{window}] @ {at})",
-            ),
-        ):
+        for name, figure in DAY_FIGURES.items():
+            if plan is None:
+                series = f"{figure.metric}{figure.matchers}"
+                expr = f"{figure.function}({series}[{window}] @ {_at(d.end)})"
+            else:
+                expr = rules.day_expr(figure, _ms(d.start), _ms(d.end), plan)
             jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
     return jobs
+
+
+def _ms(t: float) -> int:
+    return round(t * 1000)
 
 
 def _bind(fn: Callable[[str, float], Any], promql: str, at: float) -> Callable[[], Any]:
     return lambda: fn(promql, at)
 
 
+def _merge_day_parts(results: dict[str, Any], days: list[_Day]) -> None:
+    """Fold the tagged parts of rule-based queries into one value per series, in place."""
+    for i in range(len(days)):
+        for name, figure in DAY_FIGURES.items():
+            results[f"{name}@{i}"] = rules.merge_parts(results[f"{name}@{i}"], figure.combine)
+        for role in COUNTERS:
+            results[f"{role}#resets{i}"] = rules.merge_parts(results[f"{role}#resets{i}"], "max")
+
+
 def _raw_increase(samples: list[tuple[float, float]], start: float, end: float) -> float:
     """Reset-corrected growth over (start, end] from raw samples, based on the last sample
-    at or before `start` (else the first sample in the window)."""
-    base: float | None = None
+    at or before `start` (else the first sample in the window).
+
+    Summed per run between drops (a drop counts the new value, as PromQL does), so without
+    a drop it is `last - base`: bit for bit the difference of the boundary samples."""
+    before: float | None = None
+    base = previous = 0.0
+    seen = False
     total = 0.0
     for t, v in samples:
         if t <= start:
-            base = v
+            before = v
             continue
         if t > end:
             break
-        if base is not None:
-            total += v - base if v >= base else v
-        base = v
-    return total
+        if not seen:
+            base = previous = v if before is None else before
+            seen = True
+        if v < previous:
+            total += previous - base
+            base = 0.0
+        previous = v
+    return total + (previous - base) if seen else 0.0
 
 
 def _counter_deltas(
@@ -421,6 +466,15 @@ def _by_gpu(series: Mapping[LabelKey, float]) -> dict[tuple[str, str], float]:
     return out
 
 
+def _max_by_gpu(series: Mapping[LabelKey, float]) -> dict[tuple[str, str], float]:
+    """The largest value per (host, uuid)."""
+    out: dict[tuple[str, str], float] = {}
+    for labels, value in series.items():
+        if (gpu := _gpu_key(labels)) is not None:
+            out[gpu] = max(out.get(gpu, value), value)
+    return out
+
+
 def _label_by_gpu(series: Iterable[LabelKey], label: str) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     for labels in series:
@@ -435,10 +489,11 @@ def load(
     """Read the fleet's figures for `period` from the API `options` names."""
     client = Client(options)
     days = _days(period)
+    plans, notes = _plan_days(client, options.rules, days)
     planner = _Planner(client, options.parallel_queries, progress)
-    results = planner.run({**_counter_jobs(client, days), **_day_jobs(client, days)})
+    results = planner.run({**_counter_jobs(client, days, plans), **_day_jobs(client, days, plans)})
+    _merge_day_parts(results, days)
     deltas = _counter_deltas(planner, results, days)
-    notes: list[str] = []
     if options.scrape_interval_seconds is not None:
         intervals = {"": options.scrape_interval_seconds}
     else:
@@ -470,6 +525,23 @@ def load(
     )
 
 
+def _plan_days(client: Client, mode: str, days: list[_Day]) -> tuple[Plans, list[str]]:
+    """Which days read the recording rules (`--prometheus-rules`), and notes saying so."""
+    if mode == "off":
+        return [None] * len(days), []
+    start, end = days[0].start, days[-1].end + DAY_SECONDS  # evaluations up to a day late
+    matrix = client.matrix(f"{rules.HEARTBEAT}[{_ms(end - start)}ms] @ {_at(end)}", end)
+    beats = rules.heartbeats(matrix)
+    if mode == "on" and not beats:
+        raise PrometheusError(
+            f"--prometheus-rules on: no {rules.HEARTBEAT} samples in the period "
+            "(load deploy/prometheus/gpuwatch-report.rules.yml)"
+        )
+    planned = [(d.day.isoformat(), *rules.plan_day(beats, _ms(d.start), _ms(d.end))) for d in days]
+    notes = rules.describe(planned) if beats else []
+    return [plan for _, plan, _ in planned], notes
+
+
 def _gpu_rows(
     i: int,
     d: _Day,
@@ -488,6 +560,7 @@ def _gpu_rows(
     price_sources = _label_by_gpu(results[f"price@{i}"], "source")
     recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
     savings = _by_gpu(results[f"savings@{i}"])
+    memory = _max_by_gpu(results[f"memory@{i}"])
     role = {r: _by_gpu(deltas[(r, i)]) for r in COUNTERS if r not in ("tokens", "token_cost")}
     gpus = set(up_count) | set(role["cost"])
     rows: list[GpuDay] = []
@@ -530,6 +603,7 @@ def _gpu_rows(
                 price_source=price_sources.get(gpu),
                 recommended_gpu=recommended.get(gpu),
                 savings_usd_per_hour=savings.get(gpu),
+                memory_peak_bytes=memory.get(gpu),
             )
         )
     return rows

@@ -40,6 +40,7 @@ from typing import Literal, TextIO
 DAY_SECONDS = 86400
 PENDING_SECONDS = 1800
 STATES = ("pending", "busy", "idle", "held", "underutilized")
+MEMORY_GIB = {"pending": 1, "busy": 60, "underutilized": 20, "idle": 0, "held": 30}
 WATTS = {"pending": 120.0, "busy": 650.0, "underutilized": 300.0, "idle": 70.0, "held": 90.0}
 PROMPT_TOKENS_PER_SECOND = 2000
 GENERATION_TOKENS_PER_SECOND = 500
@@ -86,6 +87,7 @@ class DayTruth:
     idle_cost_usd: float = 0.0
     held_cost_usd: float = 0.0
     energy_joules: float = 0.0
+    memory_peak_bytes: float | None = None  # over the day's samples with the GPU up
 
 
 @dataclass(slots=True)
@@ -251,6 +253,7 @@ class _Samples:
     times: list[int] = field(default_factory=list)
     states: list[str] = field(default_factory=list)
     lost: list[bool] = field(default_factory=list)
+    memory: list[float] = field(default_factory=list)
     counters: dict[str, list[float]] = field(
         default_factory=lambda: {name: [] for name in _COUNTER_NAMES}
     )
@@ -276,6 +279,8 @@ def _write_gpu(fleet: SyntheticFleet, host: int, gpu: int, writer: _Writer, trut
     writer.series("gpuwatch_gpu_idle_cost_usd", "counter", base, c["idle_cost"], stamps)
     writer.series("gpuwatch_gpu_held_cost_usd", "counter", base, c["held_cost"], stamps)
     writer.series("gpuwatch_gpu_energy_joules", "counter", base, c["energy"], stamps)
+    writer.series("gpuwatch_gpu_memory_used_bytes", "gauge", base,
+                  [repr(s.memory[i]) for i in kept], kept_stamps)  # fmt: skip
     writer.series("gpuwatch_gpu_idle_seconds", "counter", base,
                   [c["idle_seconds"][i] for i in kept], kept_stamps)  # fmt: skip
     for state in STATES:
@@ -317,6 +322,7 @@ def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samp
             state = "pending" if in_run < PENDING_SECONDS else block_state[block]
             lost = _lost(fleet, host, gpu, t)
             day = _day_of(fleet, t)
+            memory = memory_used_bytes(state, t)
             first = t == run.first
             if not first:
                 cost += step_cost
@@ -333,6 +339,8 @@ def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samp
                 if first_seen is None:
                     first_seen = day
                 _account(truth, fleet, (instance, uuid, day), name, state, lost, first, step_cost)
+                if not lost:
+                    _peak(truth, (instance, uuid, day), memory)
                 if gpu == 0:
                     tt = truth.token_days.setdefault((instance, "vllm", day), TokenTruth())
                     if not first:
@@ -343,6 +351,7 @@ def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samp
             out.times.append(t)
             out.states.append(state)
             out.lost.append(lost)
+            out.memory.append(memory)
             for column, value in zip(
                 columns, (cost, idle_cost, held_cost, idle_seconds, energy, prompt, generation),
                 strict=True,
@@ -352,6 +361,18 @@ def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samp
         days_left = fleet.days - (first_seen - fleet.start.date()).days
         truth.expected_gpu_seconds += days_left * DAY_SECONDS
     return out
+
+
+def memory_used_bytes(state: str, t: int) -> float:
+    """Frame-buffer memory in use at `t`: by state, plus a wobble so peaks are unique."""
+    return float(MEMORY_GIB[state] * 2**30 + (t // 60 % 997) * 4096)
+
+
+def _peak(truth: Truth, key: tuple[str, str, date], memory: float) -> None:
+    day = truth.gpu_days[key]
+    day.memory_peak_bytes = (
+        memory if day.memory_peak_bytes is None else max(day.memory_peak_bytes, memory)
+    )
 
 
 def _account(  # noqa: PLR0917
