@@ -14,6 +14,11 @@ prometheus on the blocks with no scrape target, then times
   instant queries, with the same parallelism: what Prometheus itself takes to read the
   counters over the month, so the ratio says what the report's exact method costs.
 
+For each timed run it also reads Prometheus's own `prometheus_engine_query_duration_seconds`
+sums (slices `prepare_time`, the sample selection, and `inner_eval`, the evaluation)
+before and after: the server's share of the work, summed over concurrent queries, apart
+from the client's HTTP, JSON and Python.
+
     .venv/bin/python bench/report_prometheus.py [--hosts 250] [--gpus 4] [--interval 300]
                                                 [--rules]
 
@@ -29,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +54,21 @@ from benchlib import machine_info
 from gpuwatch.report.model import Period
 from gpuwatch.report.prometheus import COUNTERS, Client, PrometheusOptions, load
 from gpuwatch.report.synthetic import DAY_SECONDS, SyntheticFleet, write_fleet
+
+ENGINE_SLICES = ("prepare_time", "inner_eval")
+
+
+def engine_seconds(url: str) -> float:
+    """Prometheus's summed query engine time so far (selection + evaluation), seconds."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("prometheus_engine_query_duration_seconds_sum{") and any(
+            f'slice="{s}"' in line for s in ENGINE_SLICES
+        ):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def main() -> None:
@@ -102,20 +123,24 @@ def main() -> None:
             report_times: list[float] = []
             rules_times: list[float] = []
             baseline_times: list[float] = []
+            server: dict[str, list[float]] = {"report": [], "rules": [], "baseline": []}
             for _ in range(args.repeat):  # alternated, so a noisy neighbour hits all
-                began = time.perf_counter()
+                engine, began = engine_seconds(url), time.perf_counter()
                 data = load(options, period)
                 report_times.append(time.perf_counter() - began)
+                server["report"].append(engine_seconds(url) - engine)
                 if args.rules:
-                    began = time.perf_counter()
+                    engine, began = engine_seconds(url), time.perf_counter()
                     ruled = load(with_rules, period)
                     rules_times.append(time.perf_counter() - began)
+                    server["rules"].append(engine_seconds(url) - engine)
                     if ruled.gpu_days != data.gpu_days or ruled.token_days != data.token_days:
                         raise SystemExit("the report with rules differs from the raw report")
-                began = time.perf_counter()
+                engine, began = engine_seconds(url), time.perf_counter()
                 with ThreadPoolExecutor(args.parallel) as pool:
                     list(pool.map(lambda q: client.vector(*q), queries))
                 baseline_times.append(time.perf_counter() - began)
+                server["baseline"].append(engine_seconds(url) - engine)
         finally:
             stop(proc)
     gpus = args.hosts * args.gpus
@@ -139,6 +164,9 @@ def main() -> None:
         runs = ", ".join(f"{t:.2f}" for t in rules_times)
         print(f"report (recording rules): median {rules_s:.2f} s ({runs}), "
               f"ratio {rules_s / baseline_s:.2f}x, identical to the raw report")  # fmt: skip
+    for name, seconds in server.items():
+        if seconds:
+            print(f"Prometheus engine time, {name}: median {statistics.median(seconds):.2f} s")
 
 
 if __name__ == "__main__":
