@@ -15,15 +15,19 @@ from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.clock import ManualClock
 from gpuwatch.export.attribution_families import attribution_families
 from gpuwatch.export.collector import SnapshotCollector
+from gpuwatch.export.cost_families import pod_cost_families
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.history import HistoryWriter
 from gpuwatch.snapshot import (
     Attribution,
+    CostSummary,
     DriverInfo,
     FleetSnapshot,
     GpuAttribution,
+    GpuUnattributedCost,
     PodAllocationSample,
+    PodCost,
     PodRef,
 )
 from gpuwatch.store import SnapshotStore
@@ -76,9 +80,16 @@ def attribution_metric_names() -> set[str]:
         ((pod, 2),),
     )
     snapshot = FleetSnapshot(
-        0.0, DriverInfo(None, None, None), (), attribution=Attribution(1.0, 1, (gpu,))
+        0.0,
+        DriverInfo(None, None, None),
+        (),
+        attribution=Attribution(1.0, 1, (gpu,)),
+        cost=CostSummary(
+            pods=(PodCost("ns", "pod", 1.0, 0.5),),
+            unattributed=(GpuUnattributedCost(0, "GPU-x", 0.25),),
+        ),
     )
-    return family_names(attribution_families(snapshot))
+    return family_names(attribution_families(snapshot)) | family_names(pod_cost_families(snapshot))
 
 
 def alert_metric_names(tmp_path: Path) -> set[str]:

@@ -229,7 +229,15 @@ class Agent:
             log.info("%s", line)
         cost, cost_result = self._stage(
             "cost",
-            lambda: self.cost.observe(now, gpus, verdicts, self.prices(gpus), self._token_totals()),
+            lambda: self.cost.observe(
+                now,
+                gpus,
+                verdicts,
+                self.prices(gpus),
+                self._token_totals(),
+                attribution=attribution,
+                kubernetes=self.attribution is not None,
+            ),
             CostSummary,
         )
         snapshot = FleetSnapshot(

@@ -295,6 +295,53 @@ class RentVsBuyPosition:
 
 
 @dataclass(frozen=True, slots=True)
+class PodCostShare:
+    """One pod's part of one GPU's cost in one tick, in USD (see gpuwatch.cost.pods)."""
+
+    namespace: str
+    pod: str
+    busy_cost_usd: float  # its processes' share of the GPU's active fraction
+    idle_cost_usd: float  # its share of the GPU's unused fraction, as an allocation holder
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCostSplit:
+    """One GPU's cost of one tick split among pods; the parts sum to `tick_cost_usd`
+    exactly (bit for bit, in any order)."""
+
+    gpu_index: int
+    uuid: str
+    tick_cost_usd: float
+    pods: tuple[PodCostShare, ...]
+    unattributed_cost_usd: float  # busy part of processes in no pod
+    unallocated_idle_cost_usd: float  # idle part no pod holds (charged to nobody)
+
+    def parts(self) -> tuple[float, ...]:
+        """Every part of the split: each pod's busy and idle, then the GPU's own two."""
+        pods = tuple(x for s in self.pods for x in (s.busy_cost_usd, s.idle_cost_usd))
+        return (*pods, self.unattributed_cost_usd, self.unallocated_idle_cost_usd)
+
+
+@dataclass(frozen=True, slots=True)
+class PodCost:
+    """One pod's cost since the agent started (or since the pod appeared), in USD."""
+
+    namespace: str
+    pod: str
+    cost_usd_total: float  # busy and idle
+    idle_cost_usd_total: float  # the idle part of the GPUs it holds
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUnattributedCost:
+    """The part of one GPU's cost charged to no pod since the agent started, in USD."""
+
+    gpu_index: int
+    uuid: str
+    cost_usd_total: float
+
+
+@dataclass(frozen=True, slots=True)
 class CostSummary:
     """Everything the cost engine derived from one tick."""
 
@@ -304,6 +351,9 @@ class CostSummary:
     rent_vs_buy: tuple[RentVsBuyPosition, ...] = ()
     rent_vs_buy_host_monthly_delta_usd: float | None = None  # the sum over its GPUs
     token_sources: tuple[TokenSourceCost, ...] = ()
+    splits: tuple[GpuCostSplit, ...] = ()  # this tick's per-pod split; () without attribution
+    pods: tuple[PodCost, ...] = ()  # pods present now, with their totals
+    unattributed: tuple[GpuUnattributedCost, ...] = ()  # per GPU, with attribution on
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,10 @@ Declared in the config (`[[workloads]]`) or in a simulated scenario; `declared_w
 turns one into the sizing model's `Workload`. The config (which validates declarations
 against the model catalog) and the analysis (which sizes them) both import this module;
 it imports neither of them, only the sizing model and the snapshot. A declaration
-matches a GPU by index, uuid, or a glob on a process name (Kubernetes namespace/pod
-patterns come with attribution), and names the model (a catalog name or a parameter
-count), precision, mode, the longest context and the largest batch it serves.
+matches a GPU by index, uuid, a glob on a process name, or globs on the Kubernetes
+namespace and pod of the GPU's holder or of a process on it (attribution on); every key
+set must match. It names the model (a catalog name or a parameter count), precision,
+mode, the longest context and the largest batch it serves.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpuwatch.sizing import Mode as SizingMode
 from gpuwatch.sizing import ModelCatalog, ModelSpec, Workload, parse_param_count
 from gpuwatch.sizing import Precision as SizingPrecision
-from gpuwatch.snapshot import GpuSample
+from gpuwatch.snapshot import GpuSample, PodRef
 from gpuwatch.values import Text
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -34,6 +35,8 @@ class WorkloadDeclaration(BaseModel):
     gpu_index: int | None = Field(default=None, ge=0, le=1023)
     gpu_uuid: str | None = Field(default=None, pattern=r"^(GPU|MIG)-[0-9a-fA-F-]+$")
     process_name: Text | None = Field(default=None, max_length=256)  # glob
+    namespace: Text | None = Field(default=None, max_length=256)  # glob, Kubernetes
+    pod: Text | None = Field(default=None, max_length=256)  # glob, Kubernetes
     model: Text | None = None  # a catalog name: "llama-3.1-8b"
     params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
     precision: Precision | None = None  # None: the mode's default (fp16 inference, ...)
@@ -50,8 +53,11 @@ class WorkloadDeclaration(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> WorkloadDeclaration:
-        if self.gpu_index is None and self.gpu_uuid is None and self.process_name is None:
-            raise ValueError("set at least one of gpu_index, gpu_uuid, process_name")
+        keys = (self.gpu_index, self.gpu_uuid, self.process_name, self.namespace, self.pod)
+        if all(key is None for key in keys):
+            raise ValueError(
+                "set at least one of gpu_index, gpu_uuid, process_name, namespace, pod"
+            )
         if (self.model is None) == (self.params is None):
             raise ValueError("set exactly one of model and params")
         return self
@@ -70,8 +76,18 @@ class WorkloadDeclaration(BaseModel):
             return False
         if self.process_name is not None:
             names = [p.name for p in gpu.processes or ()]
-            return any(fnmatch.fnmatchcase(name, self.process_name) for name in names)
+            if not any(fnmatch.fnmatchcase(name, self.process_name) for name in names):
+                return False
+        if self.namespace is not None or self.pod is not None:
+            pods = [gpu.pod, *(p.pod for p in gpu.processes or ())]
+            return any(self._matches_pod(pod) for pod in pods if pod is not None)
         return True
+
+    def _matches_pod(self, pod: PodRef) -> bool:
+        """True when the namespace and pod globs that are set match `pod`."""
+        if self.namespace is not None and not fnmatch.fnmatchcase(pod.namespace, self.namespace):
+            return False
+        return self.pod is None or fnmatch.fnmatchcase(pod.pod, self.pod)
 
 
 def find_declaration(

@@ -65,6 +65,9 @@ def test_demo_at_speed_120_alerts_idle_and_held_gpus_only(slack: FakeSlack, tmp_
     bodies = json.dumps([p.body for p in slack.delivered()])
     assert "$6.88/h" in bodies, "alerts carry the GPU's price (the demo's static price)"
     assert "Cost so far" in bodies
+    # the simulated node's pods: GPU 1 held by team-b's eval pod, GPU 2 by team-a's notebook
+    assert "`team-b/batch-eval-7f9c` (holds it, runs nothing)" in bodies
+    assert "`team-a/notebook-alice`" in bodies
     assert slack.url.rsplit("/", 1)[-1].encode() not in err, "the webhook secret leaked to logs"
 
 

@@ -6,6 +6,7 @@ Regenerate the documented example after an intended change with:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -20,7 +21,14 @@ from gpuwatch.alerts.messages import (
 )
 from gpuwatch.alerts.policy import AlertEvent, decide
 from gpuwatch.clock import ManualClock
-from gpuwatch.snapshot import ProcessSample, Recommendation
+from gpuwatch.snapshot import (
+    Attribution,
+    GpuAttribution,
+    PodAllocationSample,
+    PodRef,
+    ProcessSample,
+    Recommendation,
+)
 from tests.alerts.conftest import GIB, HELD_PROCESSES, HOSTNAME, START, gpu, snapshot, verdict
 from tests.conftest import REPO_ROOT
 
@@ -128,6 +136,33 @@ def test_mention_and_escaping() -> None:
     assert "&lt;script&gt;&amp; ? GiB" in section
     assert "A&lt;B&gt;" in section
     assert escape("a<b>&c") == "a&lt;b&gt;&amp;c"
+
+
+def test_pods_holding_the_gpu_are_named_and_escaped() -> None:
+    clock = ManualClock(START)
+    runner = PodRef("team-a", "nb<!channel>", "c")
+    holder = PodRef("team\nb", "eval&<x>", "c")
+    processes = (ProcessSample(7, "python", "compute", GIB, pod=runner),)
+    sample = gpu(0, processes)
+    held = (
+        PodAllocationSample(0, sample.identity.uuid, None, runner, "nvidia.com/gpu", ("a",), (7,)),
+        PodAllocationSample(0, sample.identity.uuid, None, holder, "nvidia.com/gpu", ("b",), ()),
+    )
+    snap = snapshot(clock, [verdict(0, "held", START)], [sample])
+    snap = dataclasses.replace(
+        snap, attribution=Attribution(START, 2, (GpuAttribution(0, sample.identity.uuid, held),))
+    )
+    decision = decide(snap, {}, states=("held",), cooldown_seconds=3600.0)
+    message = build_alert_message(
+        hostname=HOSTNAME, events=list(decision.events), message_id=1, now_seconds=START
+    )
+    _, section = section_texts(message)
+    pods_line = next(line for line in section.split("\n") if line.startswith("Pods: "))
+    assert pods_line == (
+        "Pods: `team-a/nb&lt;!channel&gt;`, `team\\nb/eval&amp;&lt;x&gt;` (holds it, runs nothing)"
+    )
+    assert "(pods team-a/nb&lt;!channel&gt;, team\\nb/eval&amp;&lt;x&gt;)" in message["text"]
+    assert "<!channel>" not in json.dumps(message)
 
 
 NEWLINES = ["\n", "\r\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\t", "\x1b[2J"]

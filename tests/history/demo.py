@@ -22,7 +22,15 @@ def history_config(state_dir: Path, **history: object) -> Config:
 class HistoryRun:
     """One agent run on `state_dir`, starting at the manual clock's time."""
 
-    def __init__(self, state_dir: Path, clock: ManualClock, config: Config | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        clock: ManualClock,
+        config: Config | None = None,
+        *,
+        kubernetes: bool = False,
+    ) -> None:
+        """`kubernetes`: attribution on the demo's simulated node (pods, per-pod cost)."""
         nv, self.clock = simulated("demo", clock)
         self.services = ScenarioServices(nv, self.clock)
         self.services.start()
@@ -34,6 +42,7 @@ class HistoryRun:
             extra_token_sources=self.services.token_sources(),
             extra_static_prices=nv.scenario.prices,
             environ={},
+            kubernetes=self.services.kubernetes_config() if kubernetes else None,
         )
         self.agent.open()
         assert self.agent.open_history()
@@ -44,6 +53,7 @@ class HistoryRun:
         for _ in range(round(seconds / step)):
             self.clock.advance(step)
             self.agent.tokens.scrape_due()
+            self.agent.refresh_attribution()
             snapshot = self.agent.tick()
         assert snapshot is not None
         return snapshot

@@ -41,7 +41,7 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         conn.executescript(V1_FILE)
     store = HistoryStore(path)
     try:
-        assert store.version() == SCHEMA_VERSION == 3
+        assert store.version() == SCHEMA_VERSION == 4
         (row,) = store.gpu_hours(0.0)
         assert row["idle_seconds"] == 3600
         assert row["cost_usd"] == 6.88
@@ -49,11 +49,12 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         assert row["energy_joules"] is None
         assert row["dram_peak_ratio"] is None
         assert store.token_hours(0.0) == []
+        assert store.pod_hours(0.0) == []
     finally:
         store.close()
     reopened = HistoryStore(path)  # a migrated file opens as it is
     try:
-        assert reopened.version() == 3
+        assert reopened.version() == 4
     finally:
         reopened.close()
 

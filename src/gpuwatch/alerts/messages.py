@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gpuwatch.alerts.policy import AlertEvent
+from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
 from gpuwatch.snapshot import GpuSample, ProcessSample
 
 CostHook = Callable[[str], tuple[float | None, float | None]]
@@ -22,6 +22,7 @@ CostHook = Callable[[str], tuple[float | None, float | None]]
 
 MAX_GPU_SECTIONS = 20  # Slack allows 50 blocks: header, summary, 2 per GPU, "more", context
 MAX_PROCESSES = 5
+MAX_PODS = 5
 MAX_NAME_CHARS = 80
 HEADER_MAX_CHARS = 150
 TEXT_MAX_CHARS = 3000
@@ -117,6 +118,25 @@ def _process_line(gpu: GpuSample | None) -> str | None:
     return "Processes holding memory: " + ", ".join(parts)
 
 
+def pod_name(pod: PodOnGpu) -> str:
+    """`namespace/pod` on one line, shortened, escaped."""
+    return f"{name_text(pod.pod.namespace, 60)}/{name_text(pod.pod.pod, 100)}"
+
+
+def _pods_line(pods: Sequence[PodOnGpu]) -> str | None:
+    """The Kubernetes pods holding or using the GPU (None without attribution)."""
+    if not pods:
+        return None
+    parts = [
+        f"`{pod_name(p)}`" + ("" if p.running else " (holds it, runs nothing)")
+        for p in pods[:MAX_PODS]
+    ]
+    more = len(pods) - MAX_PODS
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "Pods: " + ", ".join(parts)
+
+
 def _cost_line(cost: GpuCost | None) -> str | None:
     # Cost so far and $/h come from the (later) pricing hook; absent until it gives them.
     if cost is None:
@@ -156,9 +176,9 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
         lines.append(f"Mean activity over the window: {verdict.activity_mean_ratio:.1%}")
     if verdict.workload:
         lines.append(f"Workload: {name_text(verdict.workload)}")
-    process_line = _process_line(event.gpu)
-    if process_line:
-        lines.append(process_line)
+    for line in (_pods_line(event.pods), _process_line(event.gpu)):
+        if line:
+            lines.append(line)
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
         lines.append(
@@ -182,6 +202,8 @@ def _fallback_line(event: AlertEvent, now_seconds: float) -> str:
         text = f"{head} {event.condition} for {since}"
     else:
         text = f"{head} {event.condition} ({verdict.state} for {since})"
+    if event.pods:
+        text += " (pods " + ", ".join(pod_name(p) for p in event.pods[:MAX_PODS]) + ")"
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
         text += f", {name_text(rec.gpu_id)} would save {_usd(rec.savings_usd_per_hour)}/h"

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, GpuVerdict
+from gpuwatch.snapshot import FleetSnapshot, GpuSample, GpuVerdict, PodRef
 
 EventKind = Literal["new", "changed", "reminder", "resolved"]
 
@@ -25,6 +25,14 @@ class AlertMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class PodOnGpu:
+    """A pod that holds an allocation of the GPU or runs a process on it."""
+
+    pod: PodRef
+    running: bool  # runs a process on the GPU this tick (False: holds it, runs nothing)
+
+
+@dataclass(frozen=True, slots=True)
 class AlertEvent:
     """One GPU's news in one evaluation."""
 
@@ -33,6 +41,22 @@ class AlertEvent:
     previous: str | None  # for "changed": the condition before
     verdict: GpuVerdict
     gpu: GpuSample | None  # None when the snapshot has no sample for the GPU
+    pods: tuple[PodOnGpu, ...] = ()  # Kubernetes attribution on: who holds or uses it
+
+
+def pods_on_gpu(snapshot: FleetSnapshot, uuid: str, gpu: GpuSample | None) -> tuple[PodOnGpu, ...]:
+    """The pods holding or running on one GPU (by namespace, pod), running ones first."""
+    running = {p.pod for p in (gpu.processes or ()) if p.pod is not None} if gpu else set()
+    holders = set()
+    if snapshot.attribution is not None:
+        for attributed in snapshot.attribution.gpus:
+            if attributed.uuid == uuid:
+                holders |= {a.pod for a in attributed.allocations}
+    if gpu is not None and gpu.pod is not None:
+        holders.add(gpu.pod)
+    pods = {(p.namespace, p.pod): PodOnGpu(p, False) for p in holders}
+    pods |= {(p.namespace, p.pod): PodOnGpu(p, True) for p in running}
+    return tuple(sorted(pods.values(), key=lambda p: (not p.running, p.pod.namespace, p.pod.pod)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +112,16 @@ def decide(
             if last is not None:
                 updates[uuid] = None
                 if resolve:
-                    events.append(AlertEvent("resolved", last.condition, None, verdict, gpu))
+                    events.append(
+                        AlertEvent(
+                            "resolved",
+                            last.condition,
+                            None,
+                            verdict,
+                            gpu,
+                            pods_on_gpu(snapshot, uuid, gpu),
+                        )
+                    )
             continue
         if last is None:
             kind: EventKind = "new"
@@ -99,6 +132,7 @@ def decide(
         else:
             continue
         previous = last.condition if last is not None and kind == "changed" else None
-        events.append(AlertEvent(kind, condition, previous, verdict, gpu))
+        pods = pods_on_gpu(snapshot, uuid, gpu)
+        events.append(AlertEvent(kind, condition, previous, verdict, gpu, pods))
         updates[uuid] = AlertMemory(condition, now)
     return Decision(tuple(events), updates)

@@ -76,7 +76,7 @@ class _GpuAnalysis:
         self.first_seen: float | None = None
         self.previous_t: float | None = None
         self.next_evaluation = 0.0
-        self.process_key: tuple[int, ...] | None = None
+        self.process_key: tuple[object, ...] | None = None
         self.declaration: WorkloadDeclaration | None = None
         self.declared_bytes: int | None = None
         self.theoretical_tokens_per_second: float | None = None
@@ -152,8 +152,8 @@ class AnalysisEngine:
         bandwidth_ratio = dram_bandwidth_ratio_of(gpu)
         if bandwidth_ratio is not None and dt > 0:
             a.dram_peak.add(t, bandwidth_ratio, dt)
-        key = tuple(p.pid for p in processes)
-        if key != a.process_key:  # match declarations only when the process set changes
+        key = (gpu.pod, *((p.pid, p.pod) for p in processes))
+        if key != a.process_key:  # match declarations only when processes or pods change
             a.process_key = key
             a.declaration = find_declaration(self._declarations, gpu)
             declared = self._declared(a.declaration)

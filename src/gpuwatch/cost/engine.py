@@ -24,12 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuwatch.cost.history import CheckpointHistory
-from gpuwatch.cost.ledger import WINDOWS, CostLedger
+from gpuwatch.cost.ledger import WINDOWS, CostLedger, tick_cost_usd
+from gpuwatch.cost.pods import PodLedger, split_gpu_cost, unattributed_split
 from gpuwatch.sizing import GpuCatalog
 from gpuwatch.snapshot import (
     TOKEN_KINDS,
+    Attribution,
     CostSummary,
     GpuCost,
+    GpuCostSplit,
     GpuPrice,
     GpuSample,
     GpuVerdict,
@@ -167,6 +170,7 @@ class CostEngine:
         self._names: dict[str, str] = {}
         self._token_accounts: dict[str, _TokenAccount] = {}
         self._gpu_charged: dict[str, tuple[float, float]] = {}  # uuid: (cost seen, seconds)
+        self._pods = PodLedger()
 
     @property
     def ledger(self) -> CostLedger:
@@ -200,9 +204,16 @@ class CostEngine:
         verdicts: tuple[GpuVerdict, ...],
         prices: dict[str, GpuPrice],
         tokens: Sequence[TokenTotals] = (),
+        *,
+        attribution: Attribution | None = None,
+        kubernetes: bool = False,
     ) -> CostSummary:
-        """One tick at epoch time `t`; `prices` is keyed by GPU uuid."""
+        """One tick at epoch time `t`; `prices` is keyed by GPU uuid. With `kubernetes`
+        on, each GPU's tick cost is split among pods (`attribution`: None when the pod
+        view failed this tick, which charges the tick to no pod)."""
         costs = self._ledger.observe(t, verdicts, prices)
+        splits = self._split(gpus, verdicts, prices, attribution) if kubernetes else ()
+        self._pods.observe(splits, attribution)
         every_gpu = self._ledger.totals(t)  # a GPU down this tick keeps its totals in the sums
         self._names.update((g.identity.uuid, g.identity.name) for g in gpus)
         positions = self._rent_vs_buy_positions(every_gpu)
@@ -216,7 +227,32 @@ class CostEngine:
                 sum(p.monthly_delta_usd for p in positions) if positions else None
             ),
             token_sources=token_sources,
+            splits=splits,
+            pods=self._pods.pods() if kubernetes else (),
+            unattributed=self._pods.unattributed() if kubernetes else (),
         )
+
+    def _split(
+        self,
+        gpus: tuple[GpuSample, ...],
+        verdicts: tuple[GpuVerdict, ...],
+        prices: dict[str, GpuPrice],
+        attribution: Attribution | None,
+    ) -> tuple[GpuCostSplit, ...]:
+        """Each sampled GPU's tick cost (as the ledger charged it) split among pods."""
+        samples = {g.identity.uuid: g for g in gpus}
+        holders = {} if attribution is None else {g.uuid: g for g in attribution.gpus}
+        splits = []
+        for verdict in verdicts:
+            gpu = samples.get(verdict.uuid)
+            if gpu is None:
+                continue
+            cost = tick_cost_usd(prices.get(verdict.uuid), verdict.tick_seconds)
+            if attribution is None:
+                splits.append(unattributed_split(gpu, cost))
+            else:
+                splits.append(split_gpu_cost(gpu, holders.get(verdict.uuid), cost))
+        return tuple(splits)
 
     def _charged_seconds(self, costs: tuple[GpuCost, ...]) -> dict[str, float]:
         """Seconds each GPU has been charged for since first seen, by uuid: its cost

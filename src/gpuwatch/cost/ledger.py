@@ -207,7 +207,7 @@ class CostLedger:
                 account = self._accounts[verdict.uuid] = _Account()
             price = prices.get(verdict.uuid)
             dt = verdict.tick_seconds
-            cost = 0.0 if price is None else price.usd_per_hour / 3600.0 * dt
+            cost = tick_cost_usd(price, dt)
             account.cost += cost
             account.observed += dt
             if dt > 0:
@@ -255,6 +255,11 @@ class CostLedger:
                 account.last_t = t
             out.append(account.last)
         return tuple(out)
+
+
+def tick_cost_usd(price: GpuPrice | None, seconds: float) -> float:
+    """What `seconds` of a GPU at `price` cost (USD; 0 without a price)."""
+    return 0.0 if price is None else price.usd_per_hour / 3600.0 * seconds
 
 
 def _gpu_cost(verdict: GpuVerdict, price: GpuPrice | None, account: _Account, t: float) -> GpuCost:

@@ -115,6 +115,7 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
             theoretical.add_metric(
                 [str(verdict.gpu_index), verdict.uuid], verdict.theoretical_tokens_per_second
             )
+    yield from pod_cost_families(snapshot)
     for family in (
         price,
         cost,
@@ -129,5 +130,37 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         host_delta,
         theoretical,
     ):
+        if family.samples:
+            yield family
+
+
+def pod_cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
+    """Per-pod cost and idle cost, and each GPU's part charged to no pod (Kubernetes
+    attribution on); a pod that left the node has no series."""
+    summary = snapshot.cost
+    pod_cost = CounterMetricFamily(
+        "gpuwatch_pod_cost_usd",
+        "Cost charged to the pod since the agent started (or the pod appeared), in USD: "
+        "its processes' share of its GPUs' active time plus its idle cost.",
+        labels=("namespace", "pod"),
+    )
+    pod_idle = CounterMetricFamily(
+        "gpuwatch_pod_idle_cost_usd",
+        "The idle part of the pod's cost, in USD: the unused fraction of the GPUs it holds "
+        "an allocation of, split among their holders by device IDs held.",
+        labels=("namespace", "pod"),
+    )
+    for pod in summary.pods:
+        pod_cost.add_metric([pod.namespace, pod.pod], pod.cost_usd_total)
+        pod_idle.add_metric([pod.namespace, pod.pod], pod.idle_cost_usd_total)
+    unattributed = CounterMetricFamily(
+        "gpuwatch_gpu_unattributed_cost_usd",
+        "The part of the GPU's cost charged to no pod since the agent started, in USD: the "
+        "idle part of a GPU no pod holds and the share of processes in no pod.",
+        labels=GPU_LABELS,
+    )
+    for gpu in summary.unattributed:
+        unattributed.add_metric([str(gpu.gpu_index), gpu.uuid], gpu.cost_usd_total)
+    for family in (pod_cost, pod_idle, unattributed):
         if family.samples:
             yield family

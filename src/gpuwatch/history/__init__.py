@@ -68,7 +68,7 @@ def open_history(
     try:
         restored = restore(store, analysis, cost, now, config.analysis.window_seconds)
         since = hour_of(now) - HOUR_SECONDS  # this run can only touch hours from its start
-        rollup = Rollup(store.gpu_hours(since), store.token_hours(since))
+        rollup = Rollup(store.gpu_hours(since), store.token_hours(since), store.pod_hours(since))
     except Exception as exc:
         store.close()
         raise HistoryStoreError(f"cannot read {store.path}: {exc}") from exc

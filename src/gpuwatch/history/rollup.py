@@ -1,4 +1,4 @@
-"""Snapshots in, per GPU-hour and per token-source-hour rows out (pure, no I/O).
+"""Snapshots in, per GPU-hour, token-source-hour and pod-hour rows out (pure, no I/O).
 
 Every row is *base + this run*: `base` is the row as stored when this run first touched
 the hour (an agent restarted within an hour continues that hour's figures), and this
@@ -11,8 +11,9 @@ run's part is
 - for the others, sums over the snapshots taken here: seconds by analysis state
   (`tick_seconds` of the verdict's state), energy (increase of the GPU's energy counter
   between two snapshots), memory (peak, and byte-seconds for the mean), the peak DRAM
-  bandwidth ratio, and per token
-  source the increase of its token counts and of the cost charged to it.
+  bandwidth ratio, per token source the increase of its token counts and of the cost
+  charged to it, and per Kubernetes pod the increase of its cost and idle cost (a pod
+  that appears, or reappears after it left, starts from 0).
 
 Prices and recommendations are the latest seen in the hour. Because a row is always
 written whole and absolute, writing it twice never counts anything twice.
@@ -111,6 +112,27 @@ class _TokenHour:
         }
 
 
+@dataclass(slots=True)
+class _PodHour:
+    base: dict[str, Any]
+    cost: float = 0.0
+    idle: float = 0.0
+    host: str = ""
+    last: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        base = self.base
+        return {
+            "namespace": base["namespace"],
+            "pod": base["pod"],
+            "hour_start": base["hour_start"],
+            "host": self.host or base.get("host", ""),
+            "cost_usd": (base.get("cost_usd") or 0.0) + self.cost,
+            "idle_cost_usd": (base.get("idle_cost_usd") or 0.0) + self.idle,
+            "last_seconds": max(base.get("last_seconds") or 0.0, self.last),
+        }
+
+
 class Rollup:
     """This run's hours, on top of the stored rows it was given as bases."""
 
@@ -118,9 +140,16 @@ class Rollup:
         self,
         gpu_bases: Sequence[Mapping[str, Any]] = (),
         token_bases: Sequence[Mapping[str, Any]] = (),
+        pod_bases: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self._gpu_bases = {(r["uuid"], int(r["hour_start"])): dict(r) for r in gpu_bases}
         self._token_bases = {(r["source"], int(r["hour_start"])): dict(r) for r in token_bases}
+        self._pod_bases = {
+            (r["namespace"], r["pod"], int(r["hour_start"])): dict(r) for r in pod_bases
+        }
+        self._pods: dict[tuple[str, str, int], _PodHour] = {}
+        self._pod_totals: dict[tuple[str, str], tuple[float, float]] = {}  # at the last snapshot
+        self.dirty_pods: set[tuple[str, str, int]] = set()
         self._gpus: dict[tuple[str, int], _GpuHour] = {}
         self._tokens: dict[tuple[str, int], _TokenHour] = {}
         self._energy: dict[str, float] = {}  # uuid: energy counter at the last snapshot
@@ -202,6 +231,39 @@ class Rollup:
                     "last_seconds": t,
                 }
         self._add_tokens(snapshot, readings)
+        self._add_pods(snapshot)
+
+    def _add_pods(self, snapshot: FleetSnapshot) -> None:
+        """Each pod's cost increase since the last snapshot, into the snapshot's hour."""
+        t = snapshot.timestamp_seconds
+        totals = {}
+        for pod in snapshot.cost.pods:
+            key = (pod.namespace, pod.pod)
+            totals[key] = (pod.cost_usd_total, pod.idle_cost_usd_total)
+            cost, idle = self._pod_totals.get(key, (0.0, 0.0))
+            hour_key = (pod.namespace, pod.pod, hour_of(t))
+            hour = self._pods.get(hour_key)
+            if hour is None:
+                base = self._pod_bases.pop(hour_key, None) or dict(
+                    zip(("namespace", "pod", "hour_start"), hour_key, strict=True)
+                )
+                hour = self._pods[hour_key] = _PodHour(base)
+            hour.cost += max(pod.cost_usd_total - cost, 0.0)
+            hour.idle += max(pod.idle_cost_usd_total - idle, 0.0)
+            hour.host = snapshot.hostname
+            hour.last = max(hour.last, t)
+            self.dirty_pods.add(hour_key)
+        self._pod_totals = totals  # a pod gone is forgotten: back, it starts from 0
+
+    def take_dirty_pods(self) -> list[dict[str, Any]]:
+        """Pod-hour rows changed since the last call; `untake_pods` them on a failed write."""
+        rows = [self._pods[k].row() for k in sorted(self.dirty_pods)]
+        self.dirty_pods = set()
+        return rows
+
+    def untake_pods(self, rows: Sequence[Row]) -> None:
+        """Mark pod-hour rows of a failed write as changed again."""
+        self.dirty_pods.update((r["namespace"], r["pod"], int(r["hour_start"])) for r in rows)
 
     def _add_tokens(self, snapshot: FleetSnapshot, readings: Sequence[TokenReadingTotals]) -> None:
         t = snapshot.timestamp_seconds
@@ -267,11 +329,13 @@ class Rollup:
             del self._gpus[key]
         for key in [k for k in self._tokens if k[1] < hour_start and k not in self.dirty_tokens]:
             del self._tokens[key]
+        for pod in [k for k in self._pods if k[2] < hour_start and k not in self.dirty_pods]:
+            del self._pods[pod]
 
     @property
     def pending_rows(self) -> int:
         """Rows changed and not yet written."""
-        return len(self.dirty_gpus) + len(self.dirty_tokens)
+        return len(self.dirty_gpus) + len(self.dirty_tokens) + len(self.dirty_pods)
 
 
 Row = Mapping[str, Any]

@@ -6,7 +6,8 @@ old version. Never edit a shipped migration: append one.
 
 Version 1 held the per GPU-hour classes and costs and the per-GPU state; version 2 adds
 the analysis-state seconds, energy, memory, price and recommendation columns, and the
-per token source hours.
+per token source hours; version 3 the hour's peak DRAM bandwidth ratio; version 4 the
+per Kubernetes pod hours (cost and idle cost charged to each pod).
 """
 
 from __future__ import annotations
@@ -98,6 +99,20 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE gpu_hours ADD COLUMN dram_peak_ratio REAL;
     """,
+    # 4: each Kubernetes pod's share of the GPUs' cost per hour (gpuwatch.cost.pods)
+    """
+    CREATE TABLE pod_hours (
+        namespace TEXT NOT NULL,
+        pod TEXT NOT NULL,
+        hour_start INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        idle_cost_usd REAL NOT NULL DEFAULT 0,
+        last_seconds REAL NOT NULL,
+        PRIMARY KEY (namespace, pod, hour_start)
+    ) WITHOUT ROWID;
+    CREATE INDEX pod_hours_by_hour ON pod_hours (hour_start);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -132,6 +147,16 @@ TOKEN_COLUMNS = (
     "prompt_tokens",
     "generation_tokens",
     "cost_usd",
+    "last_seconds",
+)
+
+POD_COLUMNS = (
+    "namespace",
+    "pod",
+    "hour_start",
+    "host",
+    "cost_usd",
+    "idle_cost_usd",
     "last_seconds",
 )
 

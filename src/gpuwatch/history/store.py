@@ -17,6 +17,7 @@ from typing import Any
 from gpuwatch.history.schema import (
     GPU_COLUMNS,
     MIGRATIONS,
+    POD_COLUMNS,
     SCHEMA_VERSION,
     STATE_TABLE_COLUMNS,
     TOKEN_COLUMNS,
@@ -97,6 +98,7 @@ class HistoryStore:
         token_rows: Sequence[Row] = (),
         states: Sequence[Row] = (),
         prune_before: float | None = None,
+        pod_rows: Sequence[Row] = (),
     ) -> None:
         """Upsert every row (absolute values) in one transaction; sqlite3.Error on failure
         (nothing written then)."""
@@ -108,12 +110,22 @@ class HistoryStore:
                     self._conn, "token_hours", TOKEN_COLUMNS, ("source", "hour_start"), token_rows
                 )
                 _upsert(self._conn, "gpu_state", STATE_TABLE_COLUMNS, ("uuid",), states)
+                _upsert(
+                    self._conn,
+                    "pod_hours",
+                    POD_COLUMNS,
+                    ("namespace", "pod", "hour_start"),
+                    pod_rows,
+                )
                 if prune_before is not None:
                     self._conn.execute(
                         "DELETE FROM gpu_hours WHERE hour_start < ?", (prune_before,)
                     )
                     self._conn.execute(
                         "DELETE FROM token_hours WHERE hour_start < ?", (prune_before,)
+                    )
+                    self._conn.execute(
+                        "DELETE FROM pod_hours WHERE hour_start < ?", (prune_before,)
                     )
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -127,6 +139,10 @@ class HistoryStore:
     def token_hours(self, since: float, until: float = float("inf")) -> list[dict[str, Any]]:
         """Rows of token_hours with since <= hour_start < until, by source then hour."""
         return self._select("token_hours", "source", since, until)
+
+    def pod_hours(self, since: float, until: float = float("inf")) -> list[dict[str, Any]]:
+        """Rows of pod_hours with since <= hour_start < until, by namespace, pod, hour."""
+        return self._select("pod_hours", "namespace, pod", since, until)
 
     def states(self) -> list[dict[str, Any]]:
         """Every GPU's last stored analysis state."""

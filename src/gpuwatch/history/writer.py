@@ -92,10 +92,14 @@ class HistoryWriter:
             if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECONDS:
                 prune = float(hour_of(now - self._retention_seconds))
             gpu_rows, token_rows, states = self._rollup.take_dirty()
+            pod_rows = self._rollup.take_dirty_pods()
             try:
-                self.store.write(gpu_rows, token_rows, states, prune_before=prune)
+                self.store.write(
+                    gpu_rows, token_rows, states, prune_before=prune, pod_rows=pod_rows
+                )
             except sqlite3.Error as exc:
                 self._rollup.untake(gpu_rows, token_rows)
+                self._rollup.untake_pods(pod_rows)
                 self.failures += 1
                 if self.up:
                     log.error(

@@ -185,6 +185,17 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class NamespaceLine:
+    """One Kubernetes namespace's chargeback over the period (USD)."""
+
+    namespace: str
+    pods: int  # distinct pods charged in the period
+    cost_usd: float  # busy and idle charged to its pods
+    idle_cost_usd: float  # the unused part of the GPUs its pods held
+    share_ratio: float | None  # of the period's GPU cost; None when that is 0
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """Every figure of one report; formats only render these."""
 
@@ -202,6 +213,7 @@ class Report:
     hosts: tuple[HostLine, ...]
     gpus: tuple[GpuLine, ...]
     top_waste: tuple[WasteItem, ...]
+    namespaces: tuple[NamespaceLine, ...]  # by cost, largest first; () without pods
     changes: tuple[Change, ...]  # empty without a previous period
     previous_label: str | None
     price_sources: Mapping[str, int]  # price source -> GPU-days priced by it
@@ -323,6 +335,23 @@ def _token_lines(data: ReportData) -> tuple[TokenLine, tuple[TokenLine, ...]]:
     return line("", "", total), per_source
 
 
+def _namespace_lines(data: ReportData, total_cost_usd: float) -> tuple[NamespaceLine, ...]:
+    """Pods' days summed per namespace; the share is of all GPU cost in the period (the
+    rest is the GPUs' cost charged to no pod)."""
+    sums: dict[str, list[float]] = {}
+    pods: dict[str, set[str]] = defaultdict(set)
+    for row in data.pod_days:
+        line = sums.setdefault(row.namespace, [0.0, 0.0])
+        line[0] += row.cost_usd
+        line[1] += row.idle_cost_usd
+        pods[row.namespace].add(row.pod)
+    lines = [
+        NamespaceLine(name, len(pods[name]), cost, idle, _ratio(cost, total_cost_usd))
+        for name, (cost, idle) in sums.items()
+    ]
+    return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.namespace)))
+
+
 def _notes(data: ReportData, totals: Totals, coverage: float | None) -> tuple[str, ...]:
     notes = list(data.notes)
     if data.expected_gpu_seconds is None:
@@ -393,6 +422,7 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
         hosts=_host_lines(rows, gpus),
         gpus=gpus,
         top_waste=_top_waste(gpus, data.period.seconds),
+        namespaces=_namespace_lines(data, totals.cost_usd),
         changes=(),
         previous_label=None,
         price_sources=dict(sorted(price_sources.items())),

@@ -249,6 +249,9 @@ def _sections(report: Report) -> list[str]:
         out.append(_shared(tables.tokens(report)))
     else:
         out.append(_nodata("Tokens"))
+    if report.namespaces:
+        out.append("<h2>Namespaces</h2>")
+        out.append(_shared(tables.namespaces(report)))
     out.extend(_appendix(report))
     return out
 

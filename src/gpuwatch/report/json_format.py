@@ -111,6 +111,16 @@ def report_document(report: Report) -> dict[str, Any]:
             }
             for t in report.token_sources
         ],
+        "namespaces": [
+            {
+                "namespace": n.namespace,
+                "pods": n.pods,
+                "cost_usd": n.cost_usd,
+                "idle_cost_usd": n.idle_cost_usd,
+                "share_ratio": n.share_ratio,
+            }
+            for n in report.namespaces
+        ],
         "previous_period": report.previous_label,
         "changes": [
             {

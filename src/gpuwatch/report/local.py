@@ -1,9 +1,10 @@
 """The local report source: the host's history store reduced to `ReportData`.
 
 One `GpuDay` per GPU per UTC day from the stored GPU-hours whose hour starts in the
-period, one `TokenDay` per token source per UTC day. Coverage: each GPU is expected
-from the start of its first stored hour (or the period's start, when later) to the
-period's end, so a GPU added mid-month is not blamed for the days before it existed.
+period, one `TokenDay` per token source and one `PodDay` per Kubernetes pod per UTC
+day. Coverage: each GPU is expected from the start of its first stored hour (or the
+period's start, when later) to the period's end, so a GPU added mid-month is not blamed
+for the days before it existed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from gpuwatch.config import Config
 from gpuwatch.history.schema import STATE_COLUMNS
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
-from gpuwatch.report.model import TIME_CLASSES, GpuDay, Period, ReportData, TokenDay
+from gpuwatch.report.model import TIME_CLASSES, GpuDay, Period, PodDay, ReportData, TokenDay
 
 
 class HistoryMissingError(Exception):
@@ -35,6 +36,7 @@ def load(config: Config, period: Period) -> ReportData:
         start, end = period.start_epoch, period.end_epoch
         gpu_rows = store.gpu_hours(start, end)
         token_rows = store.token_hours(start, end)
+        pod_rows = store.pod_hours(start, end)
         # each GPU's first sample: its first hour's last sample less the seconds observed
         first_hours = {
             r["uuid"]: max(float(r["hour_start"]), float(r["last_seconds"]) - r["observed_seconds"])
@@ -50,6 +52,7 @@ def load(config: Config, period: Period) -> ReportData:
         period=period,
         gpu_days=tuple(_gpu_days(gpu_rows)),
         token_days=tuple(_token_days(token_rows)),
+        pod_days=tuple(_pod_days(pod_rows)),
         expected_gpu_seconds=expected if first_hours else None,
         source="local",
         notes=tuple(notes),
@@ -128,6 +131,23 @@ def _token_days(rows: Iterable[dict[str, Any]]) -> list[TokenDay]:
             cost_usd=_sum(hours, "cost_usd"),
         )
         for (source, day), hours in sorted(days.items(), key=lambda item: (item[0][1], item[0][0]))
+    ]
+
+
+def _pod_days(rows: Iterable[dict[str, Any]]) -> list[PodDay]:
+    days: dict[tuple[str, str, date], list[dict[str, Any]]] = {}
+    for row in rows:
+        days.setdefault((row["namespace"], row["pod"], _day(row["hour_start"])), []).append(row)
+    return [
+        PodDay(
+            host=str(hours[-1]["host"]),
+            namespace=namespace,
+            pod=pod,
+            day=day,
+            cost_usd=_sum(hours, "cost_usd"),
+            idle_cost_usd=_sum(hours, "idle_cost_usd"),
+        )
+        for (namespace, pod, day), hours in sorted(days.items(), key=lambda i: (i[0][2], i[0][:2]))
     ]
 
 

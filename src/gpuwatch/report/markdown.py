@@ -114,6 +114,9 @@ def render_markdown(report: Report, generated: str = "") -> str:
     if report.token_sources:
         out += ["", "## Tokens", ""]
         out += _shared(tables.tokens(report))
+    if report.namespaces:
+        out += ["", "## Namespaces", ""]
+        out += _shared(tables.namespaces(report))
     sources = ", ".join(f"{n} ({d} GPU-days)" for n, d in report.price_sources.items())
     out += [
         "",

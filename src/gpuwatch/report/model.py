@@ -9,6 +9,8 @@ rows, so every figure of a report is computed once, by `build.py`, whatever the 
   end of the day;
 - `TokenDay`: one token source on one UTC day — tokens by kind and the cost charged to
   the source (a GPU named by n sources charges each 1/n);
+- `PodDay`: one Kubernetes pod on one UTC day — the cost and idle cost the per-pod
+  split charged it;
 - `Period`: the UTC interval [start, end) the report covers; a month in progress ends at
   the last sample (month to date).
 
@@ -92,6 +94,19 @@ class TokenDay:
 
 
 @dataclass(frozen=True, slots=True)
+class PodDay:
+    """One Kubernetes pod on one UTC day: what the per-pod cost split charged it
+    (gpuwatch.cost.pods), in USD."""
+
+    host: str
+    namespace: str
+    pod: str
+    day: date
+    cost_usd: float  # busy and idle
+    idle_cost_usd: float  # the unused part of the GPUs it held
+
+
+@dataclass(frozen=True, slots=True)
 class ReportData:
     """Everything a source found for a period; `build.py` computes the report from it.
 
@@ -103,6 +118,7 @@ class ReportData:
     period: Period
     gpu_days: tuple[GpuDay, ...]
     token_days: tuple[TokenDay, ...] = ()
+    pod_days: tuple[PodDay, ...] = ()  # empty without Kubernetes attribution
     expected_gpu_seconds: float | None = None
     rent_vs_buy_monthly_delta_usd: float | None = None
     source: str = "local"  # "local" or the Prometheus-compatible URL (no credentials)

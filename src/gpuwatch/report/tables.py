@@ -132,3 +132,20 @@ def tokens(report: Report) -> Table:
         ),
         text_columns=2,
     )
+
+
+def namespaces(report: Report) -> Table:
+    """Chargeback: one row per Kubernetes namespace, largest cost first."""
+    return Table(
+        ("namespace", "pods", "cost", "idle cost", "share of GPU cost"),
+        tuple(
+            (
+                Name(n.namespace),
+                str(n.pods),
+                f.usd(n.cost_usd),
+                f.usd(n.idle_cost_usd),
+                f.percent(n.share_ratio),
+            )
+            for n in report.namespaces
+        ),
+    )
