@@ -20,11 +20,14 @@ SCHEMA_VERSION = 39  # Grafana 10.x; Grafana 11 migrates it on load
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
 # Selector fragments. `host` is the scrape target (`instance`): the agent puts no host label on
-# its series. `namespace` matches every series while it is All (`.*` also matches a series
-# without the label); it narrows only once pod attribution adds the label (issue 11).
+# its series. GPU series carry no pod labels (pods join through gpuwatch_gpu_pod_info on
+# uuid), so `namespace` filters only the pod panels (NS, POD_GPU); per-GPU panels ignore it.
 HOST = 'job=~"$job", instance=~"$host"'
-GPU = HOST + ', gpu=~"$gpu", namespace=~"$namespace"'
+GPU = HOST + ', gpu=~"$gpu"'
+NS = HOST + ', namespace=~"$namespace"'
+POD_GPU = GPU + ', namespace=~"$namespace"'
 ON_GPU = "on(job, instance, gpu)"
+ON_UUID = "on(job, instance, uuid)"
 
 Json = dict[str, Any]
 
@@ -155,6 +158,15 @@ UP_DOWN = (
         },
     },
 )
+YES_NO = (
+    {
+        "type": "value",
+        "options": {
+            "0": {"text": "no", "color": "green", "index": 0},
+            "1": {"text": "yes", "color": "orange", "index": 1},
+        },
+    },
+)
 STATES = ("pending", "busy", "underutilized", "idle", "held")
 STATE_COLORS = {
     "pending": "text",
@@ -180,9 +192,14 @@ def fleet_panels() -> list[Panel]:
     price = f"max by (job, instance, gpu) (gpuwatch_gpu_price_usd_per_hour{{{GPU}}})"
     by_gpu = "max by (instance, gpu"
     wasteful = (
-        f"{ON_GPU} group_left() (\n"
-        f"  max by (job, instance, gpu) (gpuwatch_gpu_state{{{GPU}, {waste_states}}}) == 1\n"
-        f"  or max by (job, instance, gpu) (gpuwatch_gpu_overprovisioned{{{GPU}}}) == 1\n)"
+        f"{ON_UUID} group_left() (\n"
+        f"    max by (job, instance, uuid) (gpuwatch_gpu_state{{{GPU}, {waste_states}}}) == 1\n"
+        f"    or max by (job, instance, uuid) (gpuwatch_gpu_overprovisioned{{{GPU}}}) == 1\n  )"
+    )
+    # GPUs (distinct uuids) held by a pod of the selected namespaces; 0 rather than no data.
+    held_gpus = f"count by (job, instance, uuid) (gpuwatch_gpu_pod_info{{{POD_GPU}}})"
+    unused_gpus = (
+        f"min by (job, instance, uuid) (gpuwatch_gpu_pod_allocated_idle{{{POD_GPU}}}) == 1"
     )
     return [
         stat(
@@ -285,12 +302,15 @@ def fleet_panels() -> list[Panel]:
         ),
         ts(
             "Allocated vs total GPUs",
-            "Total GPUs (gpuwatch_gpu_info), GPUs with at least one process "
-            "(gpuwatch_gpu_processes > 0) and GPUs the analysis calls busy or underutilized. "
-            "Allocation to Kubernetes pods replaces 'with processes' once pod attribution exists.",
+            "Total GPUs (gpuwatch_gpu_info); GPUs a pod of the selected namespaces holds "
+            "(distinct GPUs in gpuwatch_gpu_pod_info, so a shared or MIG GPU counts once); "
+            "those whose every holder runs nothing on them (gpuwatch_gpu_pod_allocated_idle); "
+            "and GPUs the analysis calls busy or underutilized. Total and busy ignore the "
+            "namespace variable; the allocated lines follow it (0 without pod attribution).",
             "none",
             Target(f"count(gpuwatch_gpu_info{{{GPU}}})", legend="total"),
-            Target(f"count(gpuwatch_gpu_processes{{{GPU}}} > 0)", legend="with processes"),
+            Target(f"count({held_gpus}) or vector(0)", legend="allocated to pods"),
+            Target(f"count({unused_gpus}) or vector(0)", legend="allocated, running nothing"),
             Target(
                 f'sum(gpuwatch_gpu_state{{{GPU}, state=~"busy|underutilized"}})',
                 legend="busy or underutilized",
@@ -302,8 +322,9 @@ def fleet_panels() -> list[Panel]:
             "the dashboard range: how long they have been in their state (idle and held count "
             "from the start of the confirmed inactivity), what that time cost at the GPU's "
             "price, the idle $ over the dashboard range, the cheaper GPU the sizing model "
-            "recommends and its $/h saving, and the namespace and pod of the GPU's processes "
-            "when per-process metrics and pod attribution are on.",
+            "recommends and its $/h saving, and the namespace and pod holding the GPU "
+            "(gpuwatch_gpu_pod_info, with pod attribution on; a GPU shared by several pods "
+            "shows a row per pod). Ignores the namespace variable.",
             "currencyUSD",
             instant(f"{by_gpu}, state) (gpuwatch_gpu_state{{{GPU}, {waste_states}}} == 1)"),
             instant(f"{by_gpu}) (gpuwatch_gpu_state_seconds{{{GPU}}} * {in_waste_state})"),
@@ -320,8 +341,7 @@ def fleet_panels() -> list[Panel]:
             ),
             instant(f"{by_gpu}) (gpuwatch_gpu_potential_savings_usd_per_hour{{{GPU}}})"),
             instant(
-                f"{by_gpu}, namespace, pod) (\n"
-                f"  gpuwatch_process_memory_used_bytes{{{GPU}}}\n  * {wasteful}\n)"
+                f"{by_gpu}, namespace, pod) (\n  gpuwatch_gpu_pod_info{{{GPU}}}\n  * {wasteful}\n)"
             ),
             columns={
                 "instance": "host",
@@ -337,6 +357,150 @@ def fleet_panels() -> list[Panel]:
             },
             overrides=(column_unit("since (duration)", "s"),),
             sort_by="Value #C",
+        ),
+        *namespace_panels(),
+    ]
+
+
+def namespace_panels() -> list[Panel]:
+    """By namespace: the pod counters and holders, filtered by the namespace variable."""
+    per_holder = "max by (instance, gpu, namespace, pod, container"
+    holders = f"gpuwatch_gpu_pod_info{{{POD_GPU}}}"
+    return [
+        ts(
+            "Cost per hour by namespace",
+            "USD per hour charged to the pods of each selected namespace "
+            "(rate of gpuwatch_pod_cost_usd_total times 3600): their processes' share of their "
+            "GPUs' active time plus the idle part of the GPUs they hold.",
+            "currencyUSD",
+            Target(
+                "sum by (namespace) "
+                f"(rate(gpuwatch_pod_cost_usd_total{{{NS}}}[$__rate_interval])) * 3600",
+                legend="{{namespace}}",
+            ),
+            stack=True,
+        ),
+        ts(
+            "Idle cost per hour by namespace",
+            "The idle part of each selected namespace's cost per hour "
+            "(rate of gpuwatch_pod_idle_cost_usd_total times 3600): GPU time its pods hold and "
+            "do not use.",
+            "currencyUSD",
+            Target(
+                "sum by (namespace) "
+                f"(rate(gpuwatch_pod_idle_cost_usd_total{{{NS}}}[$__rate_interval])) * 3600",
+                legend="{{namespace}}",
+            ),
+            stack=True,
+        ),
+        stat(
+            "Unattributed $ in range",
+            "GPU cost charged to no pod over the dashboard range "
+            "(gpuwatch_gpu_unattributed_cost_usd_total): idle GPUs no pod holds and processes "
+            "outside pods. A GPU panel: it ignores the namespace variable.",
+            "currencyUSD",
+            Target(
+                f"sum(increase(gpuwatch_gpu_unattributed_cost_usd_total{{{GPU}}}[$__range]))",
+                instant=True,
+            ),
+            decimals=2,
+        ),
+        table(
+            "Cost by namespace",
+            "Per selected namespace over the dashboard range: cost, idle cost and its share "
+            "(gpuwatch_pod_cost_usd_total, gpuwatch_pod_idle_cost_usd_total), and how many "
+            "GPUs its pods hold now (gpuwatch_gpu_pod_info).",
+            "currencyUSD",
+            instant(
+                f"sum by (namespace) (increase(gpuwatch_pod_cost_usd_total{{{NS}}}[$__range]))"
+            ),
+            instant(
+                f"sum by (namespace) (increase(gpuwatch_pod_idle_cost_usd_total{{{NS}}}[$__range]))"
+            ),
+            instant(
+                "sum by (namespace) "
+                f"(increase(gpuwatch_pod_idle_cost_usd_total{{{NS}}}[$__range]))\n/ "
+                "sum by (namespace) "
+                f"(increase(gpuwatch_pod_cost_usd_total{{{NS}}}[$__range]))"
+            ),
+            instant(
+                "count by (namespace) "
+                f"(count by (job, instance, uuid, namespace) (gpuwatch_gpu_pod_info{{{NS}}}))"
+            ),
+            columns={
+                "namespace": "namespace",
+                "Value #A": "cost $",
+                "Value #B": "idle $",
+                "Value #C": "idle share",
+                "Value #D": "GPUs held",
+            },
+            overrides=(column_unit("idle share", "percentunit"), column_unit("GPUs held", "none")),
+            sort_by="Value #A",
+            width=8,
+        ),
+        table(
+            "Cost by pod",
+            "Per pod of the selected namespaces over the dashboard range: cost and idle cost "
+            "(gpuwatch_pod_cost_usd_total, gpuwatch_pod_idle_cost_usd_total). A pod that left "
+            "the node keeps its cost up to when it left.",
+            "currencyUSD",
+            instant(
+                "sum by (instance, namespace, pod) "
+                f"(increase(gpuwatch_pod_cost_usd_total{{{NS}}}[$__range]))"
+            ),
+            instant(
+                "sum by (instance, namespace, pod) "
+                f"(increase(gpuwatch_pod_idle_cost_usd_total{{{NS}}}[$__range]))"
+            ),
+            columns={
+                "instance": "host",
+                "namespace": "namespace",
+                "pod": "pod",
+                "Value #A": "cost $",
+                "Value #B": "idle $",
+            },
+            sort_by="Value #B",
+            width=12,
+        ),
+        table(
+            "Pods and their GPUs",
+            "Which container of the selected namespaces holds which GPU now "
+            "(gpuwatch_gpu_pod_info), through which resource, the GPU's state and $/h, and "
+            "whether the container runs nothing on it (allocated-idle: "
+            "gpuwatch_gpu_pod_allocated_idle). A shared GPU has a row per holder.",
+            "currencyUSD",
+            instant(f"{per_holder}, resource) ({holders})"),
+            instant(
+                f"{per_holder}, state) (\n  {holders}\n"
+                f"  * {ON_UUID} group_left(state) (gpuwatch_gpu_state{{{GPU}}} == 1)\n)"
+            ),
+            instant(f"{per_holder}) (gpuwatch_gpu_pod_allocated_idle{{{POD_GPU}}})"),
+            instant(
+                f"{per_holder}) (\n  {holders}\n  * {ON_UUID} group_left()\n"
+                "  max by (job, instance, uuid) "
+                f"(gpuwatch_gpu_price_usd_per_hour{{{GPU}}})\n)"
+            ),
+            columns={
+                "instance": "host",
+                "gpu": "GPU",
+                "namespace": "namespace",
+                "pod": "pod",
+                "container": "container",
+                "resource": "resource",
+                "state": "GPU state",
+                "Value #C": "runs nothing",
+                "Value #D": "GPU $/h",
+            },
+            overrides=(
+                {
+                    "matcher": {"id": "byName", "options": "runs nothing"},
+                    "properties": [
+                        {"id": "unit", "value": "none"},
+                        {"id": "mappings", "value": list(YES_NO)},
+                    ],
+                },
+            ),
+            sort_by="Value #D",
         ),
     ]
 
@@ -543,7 +707,8 @@ def gpu_panels() -> list[Panel]:
         table(
             "Processes",
             "Processes on the selected GPUs: memory used and the newest per-process SM share "
-            "(only with agent.per_process_metrics on; namespace and pod once attributed).",
+            "(only with agent.per_process_metrics on; namespace and pod from the process's "
+            "cgroup with pod attribution on). Ignores the namespace variable.",
             "bytes",
             instant(
                 f"max by (instance, gpu, pid, process_name, namespace, pod) "
@@ -638,7 +803,7 @@ def variables() -> list[Json]:
         variable(
             "namespace",
             "Namespace",
-            f'label_values({{__name__=~"gpuwatch_.+", {HOST}}}, namespace)',
+            f"label_values(gpuwatch_gpu_pod_info{{{HOST}}}, namespace)",
         ),
     ]
 

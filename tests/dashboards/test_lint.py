@@ -35,7 +35,7 @@ SAMPLE_VALUES = {
     "job": "gpuwatch",
     "host": "127\\\\.0\\\\.0\\\\.1:9842",
     "gpu": "(0|1)",
-    "namespace": ".*",
+    "namespace": "team-a",
     "datasource": "prometheus",
 }
 # The panels issue 10 asks for, by dashboard, in order.
@@ -51,6 +51,12 @@ EXPECTED_TITLES = {
         "Cost per hour by state",
         "Allocated vs total GPUs",
         "Most wasteful GPUs",
+        "Cost per hour by namespace",
+        "Idle cost per hour by namespace",
+        "Unattributed $ in range",
+        "Cost by namespace",
+        "Cost by pod",
+        "Pods and their GPUs",
     ],
     "gpuwatch-cost.json": [
         "Spend month to date",

@@ -117,6 +117,30 @@ def test_recording_rules_produce_series(prometheus_url: str) -> None:
     assert sorted(s["metric"]["state"] for s in classes) == ["held", "idle", "other"]
 
 
+def test_namespace_rules_follow_the_demo_pods(prometheus_url: str) -> None:
+    """The demo node: team-a holds GPUs 0 and 2, team-b GPU 1 and the shared GPU 3."""
+
+    def both_teams() -> bool:
+        result = query(prometheus_url, "namespace:gpuwatch_pod_cost_usd:increase5m > 0")
+        return sorted(s["metric"]["namespace"] for s in result) == ["team-a", "team-b"]
+
+    wait_for("cost increases of both demo namespaces", both_teams)
+    held = query(prometheus_url, "namespace:gpuwatch_gpus_allocated:count")
+    assert {s["metric"]["namespace"]: float(s["value"][1]) for s in held} == {
+        "team-a": 2.0,
+        "team-b": 2.0,
+    }
+    pods = query(
+        prometheus_url, 'namespace_pod:gpuwatch_pod_idle_cost_usd:increase1h{namespace="team-b"}'
+    )
+    assert sorted(s["metric"]["pod"] for s in pods) == [
+        "batch-eval-7f9c",
+        "vllm-llama-8b-0",
+        "vllm-llama-8b-canary",
+    ]
+    assert query(prometheus_url, "job:gpuwatch_gpu_unattributed_cost_usd:increase1h")
+
+
 def test_idle_spend_counts_the_idle_and_the_held_gpu(prometheus_url: str) -> None:
     def two_gpus() -> bool:
         result = query(prometheus_url, 'job:gpuwatch_idle_spend_usd_per_hour:sum{job="gpuwatch"}')
@@ -143,5 +167,8 @@ def test_idle_and_held_gpus_fire_and_busy_ones_never_do(prometheus_url: str) -> 
     assert waste == {("GpuwatchGpuIdle", "1"), ("GpuwatchGpuHeld", "2")}
     idle = seen[("GpuwatchGpuIdle", "1")]
     assert "It costs $6.88/h; idle for" in idle["annotations"]["description"]
+    assert idle["annotations"]["description"].endswith(" Pods holding it: team-b/batch-eval-7f9c.")
+    held = seen[("GpuwatchGpuHeld", "2")]
+    assert held["annotations"]["description"].endswith(" Pods holding it: team-a/notebook-alice.")
     assert idle["annotations"]["runbook_url"] == "docs/alerts.md#gpuwatchgpuidle"
     assert idle["labels"]["severity"] == "warning"
