@@ -189,7 +189,16 @@ def chart_schema() -> Schema:
             "config": {"$ref": "#/definitions/Config"},
             "serviceMonitor": monitor(),
             "podMonitor": monitor(),
-            "prometheusRule": obj({"enabled": BOOL, "labels": string_map()}),
+            "prometheusRule": obj(
+                {
+                    "enabled": BOOL,
+                    "labels": string_map(),
+                    "fleetIdleSpendThresholdUsdPerHour": {
+                        "type": ["number", "null"],
+                        "exclusiveMinimum": 0,
+                    },
+                }
+            ),
             "dashboards": obj(
                 {"enabled": BOOL, "labels": string_map(), "annotations": string_map()}
             ),

@@ -24,6 +24,7 @@ def test_every_rule_file_becomes_a_prometheus_rule_unchanged(
     objects = {
         o["metadata"]["annotations"]["gpuwatch.io/source"].rsplit("/", 1)[1]: o
         for o in rendered["full-values"].of_kind("PrometheusRule")
+        if "gpuwatch.io/source" in o["metadata"].get("annotations", {})
     }
     assert set(objects) == set(sources)
     promtool = shutil.which("promtool")
@@ -69,3 +70,61 @@ def test_sources_are_the_repository_files(chart: Path) -> None:
             assert {n: p.read_bytes() for n, p in found.items()} == real
         else:
             assert len(found) == 1
+
+
+def test_the_idle_spend_threshold_value_overrides_the_rule_files_default(
+    chart: Path, rendered: dict[str, Rendered], tmp_path: Path
+) -> None:
+    """`prometheusRule.fleetIdleSpendThresholdUsdPerHour: 250.5` (ci/full-values.yaml) adds
+    one rule; evaluated by promtool with the shipped alert rules, the threshold is 250.5,
+    and without it (ci/default-values.yaml renders no override) the file's 100."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool (Debian prometheus) is installed by `make test`"
+    rules = rendered["full-values"].of_kind("PrometheusRule")
+    (override,) = [o for o in rules if o["metadata"]["name"].endswith("-overrides")]
+    assert not [
+        o
+        for o in rendered["default-values"].of_kind("PrometheusRule")
+        if o["metadata"]["name"].endswith("-overrides")
+    ]
+    alerts = next(
+        o for o in rules
+        if o["metadata"].get("annotations", {}).get("gpuwatch.io/source", "").endswith(
+            "gpuwatch-alerts.rules.yml"
+        )
+    )  # fmt: skip
+    files = []
+    for name, groups in (
+        ("override.yml", override["spec"]["groups"]),
+        ("alerts.yml", alerts["spec"]["groups"]),
+    ):
+        (tmp_path / name).write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+        files.append(name)
+    test = {
+        "rule_files": files,
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [],
+                "promql_expr_test": [
+                    {
+                        "expr": "gpuwatch:fleet_idle_spend_threshold_usd_per_hour",
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {
+                                "labels": "gpuwatch:fleet_idle_spend_threshold_usd_per_hour",
+                                "value": 250.5,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test), encoding="utf-8")
+    result = subprocess.run(
+        [promtool, "test", "rules", "test.yml"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
