@@ -1,0 +1,131 @@
+"""Peak memory of the agent configured as the Helm chart runs it, for the chart's limits.
+
+The chart's DaemonSet runs `gpuwatch run` with the history on (a hostPath state
+directory) and, with attribution, the kubelet pod-resources client. This runs the real
+CLI the same way on the simulated fleets — history on, `per_process_metrics = true`,
+`--speed 60` (one simulated hour per real minute, a sample every 50 ms real, twenty
+times the sampling work of speed 1) — while a scraper fetches `/metrics` and
+`/status.json` once a second, and reads the peak resident memory (`VmHWM`,
+/proc/PID/status) at the end:
+
+- `demo`: 4 GPUs with the simulated node (two teams' pods: the attribution collector
+  lists a real gRPC kubelet on a unix socket every 5 s) and a token server; the simulated
+  kubelet and token server run inside the agent's process, so their memory counts too:
+  an upper bound for a node of four GPUs;
+- `dgx-h100`: 8 GPUs, 64 processes, no pods.
+
+The baseline is `baseline_exporter.py` serving the demo agent's /metrics text with
+prometheus-client, run and scraped the same way right after: what the Python runtime and
+prometheus-client alone take, so the ratio says what gpuwatch adds.
+
+    python bench/daemonset_memory.py [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from agent_resources import Process, _serving, _start_baseline
+from benchlib import MIB, format_table, free_port, machine_info
+
+CONFIG = """\
+[agent]
+per_process_metrics = true
+state_dir = "{state_dir}"
+
+[history]
+enabled = true
+
+[logging]
+level = "warning"
+"""
+
+SPEED = 60.0
+SCENARIOS = ("demo", "dgx-h100")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """VmHWM of `pid`: the largest resident set it has had, bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+def _fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        body: bytes = response.read()
+        return body
+
+
+def run_and_scrape(process: Process, port: int, seconds: float, status: bool) -> tuple[int, bytes]:
+    """Scrape `process` once a second for `seconds`; (its peak RSS, the last /metrics)."""
+    ready = _serving(process, port)
+    metrics = b""
+    for second in range(int(seconds)):
+        delay = ready + second - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        metrics = _fetch(f"http://127.0.0.1:{port}/metrics")
+        if status:
+            _fetch(f"http://127.0.0.1:{port}/status.json")
+    process.check_alive()
+    return peak_rss_bytes(process.pid), metrics
+
+
+def measure(seconds: float) -> dict[str, int]:
+    """Peak RSS of each scenario's agent and of the baseline, bytes."""
+    peaks: dict[str, int] = {}
+    demo_metrics = b""
+    with tempfile.TemporaryDirectory(prefix="gpuwatch-daemonset-") as name:
+        tmp = Path(name)
+        for scenario in SCENARIOS:
+            work = tmp / scenario
+            work.mkdir()
+            config = work / "gpuwatch.toml"
+            config.write_text(CONFIG.format(state_dir=work / "state"), encoding="utf-8")
+            port = free_port()
+            argv = [sys.executable, "-m", "gpuwatch", "run", "--simulate", scenario]
+            argv += ["--config", str(config), "--listen", f"127.0.0.1:{port}"]
+            argv += ["--speed", f"{SPEED:g}"]
+            agent = Process(f"agent-{scenario}", argv, work)
+            try:
+                peaks[scenario], metrics = run_and_scrape(agent, port, seconds, status=True)
+            finally:
+                agent.stop()
+            if scenario == "demo":
+                demo_metrics = metrics
+        metrics_file = tmp / "demo-metrics.txt"
+        metrics_file.write_bytes(demo_metrics)
+        port = free_port()
+        baseline = _start_baseline(tmp, metrics_file, port, "baseline")
+        try:
+            peaks["baseline"], _ = run_and_scrape(baseline, port, seconds, status=False)
+        finally:
+            baseline.stop()
+    return peaks
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="real seconds per run")
+    args = parser.parse_args()
+    peaks = measure(args.seconds)
+    info = machine_info()
+    print(f"machine: {info['cpu_model']}, {info['cpu_cores']} cores, {info['date']}")
+    print(f"{args.seconds:g} real s at --speed {SPEED:g}, scraped once a second")
+    rows = [
+        [name, f"{peak / MIB:.1f}", f"{peak / peaks['baseline']:.2f}x"]
+        for name, peak in peaks.items()
+    ]
+    print(format_table(["process", "peak RSS MiB", "vs baseline"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
