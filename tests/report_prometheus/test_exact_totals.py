@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gpuwatch.report.build import build_report
 from gpuwatch.report.model import Period, ReportData
 from gpuwatch.report.prometheus import PrometheusOptions, load
 from tests.report_prometheus.conftest import Month
@@ -127,3 +128,15 @@ def test_pod_events_are_in_the_month(month: Month) -> None:
     assert all(p.cost_usd > p.idle_cost_usd > 0 for p in pods.values())
     gpu_cost = month.truth.total("cost_usd")
     assert 0 < math.fsum(p.cost_usd for p in pods.values()) < gpu_cost
+
+
+def test_namespaces_table(report: ReportData, month: Month) -> None:
+    """The report's Namespaces table from the fleet: pods and cost per namespace."""
+    want: dict[str, float] = {}
+    for (_, namespace, _, _), pod in month.truth.pod_days.items():
+        want[namespace] = want.get(namespace, 0.0) + pod.cost_usd
+    lines = {n.namespace: n for n in build_report(report).namespaces}
+    assert lines.keys() == want.keys() == {"ml-train", "ml-serve"}
+    assert (lines["ml-serve"].pods, lines["ml-train"].pods) == (2, 1)
+    for namespace, cost in want.items():
+        assert abs(lines[namespace].cost_usd - cost) < CENT, namespace

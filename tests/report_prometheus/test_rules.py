@@ -18,8 +18,18 @@ from tests.report_prometheus.conftest import Month
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-HEARTBEAT = (("offset", "5m"), ("overlap", "5m"), ("version", "2"), ("window", "1h"))
-OLD_HEARTBEAT = (("offset", "5m"), ("overlap", "5m"), ("version", "1"), ("window", "1h"))
+HEARTBEAT: tuple[tuple[str, str], ...] = (
+    ("offset", "5m"),
+    ("overlap", "5m"),
+    ("version", "2"),
+    ("window", "1h"),
+)
+OLD_HEARTBEAT: tuple[tuple[str, str], ...] = (
+    ("offset", "5m"),
+    ("overlap", "5m"),
+    ("version", "1"),
+    ("window", "1h"),
+)
 
 
 def period_of(month: Month) -> Period:
