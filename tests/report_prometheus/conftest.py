@@ -172,12 +172,15 @@ def rules_prometheus(  # noqa: PLR0917
     workdir: Path,
     spans: list[tuple[int, int]],
     name: str,
+    files: list[Path] | None = None,
 ) -> tuple[str, subprocess.Popen[bytes]]:
-    """A Prometheus serving the raw blocks and the shipped rules backfilled over `spans`."""
+    """A Prometheus serving the raw blocks and the shipped rules (or `files`, one per span)
+    backfilled over `spans`."""
     promtool = require_binary("promtool")
     outs = []
     for n, (start, end) in enumerate(spans):
-        backfill_rules(promtool, raw_url, RULES_FILE, start, end, workdir / f"rules-{n}", name)
+        rules = RULES_FILE if files is None else files[n]
+        backfill_rules(promtool, raw_url, rules, start, end, workdir / f"rules-{n}", name)
         outs.append(workdir / f"rules-{n}")
     data = join_blocks([raw_blocks, *outs], workdir / "data")
     return start_prometheus(data, workdir)
@@ -223,6 +226,40 @@ def partial_rules_url(
     workdir = tmp_path_factory.mktemp("prometheus-partial-rules")
     url, proc = rules_prometheus(month, prometheus_url, prometheus_blocks, workdir, spans,
                                  PARTIAL_RULES_NAME)  # fmt: skip
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+VERSION_1_HEARTBEAT = """groups:
+  - name: gpuwatch-report
+    interval: 1h
+    rules:
+      - record: gpuwatch:report_window:heartbeat
+        expr: vector(1)
+        labels: {window: 1h, offset: 5m, overlap: 5m, version: "1"}
+"""
+"""The heartbeat of the rule file before the pod counters' rules (version 1): the report
+must read the days it alone covers raw, whatever else that group recorded."""
+
+
+@pytest.fixture(scope="session")
+def upgraded_rules_url(
+    month: Month,
+    prometheus_url: str,
+    prometheus_blocks: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """The month with a version-1 rule file's heartbeat until 05:00 on day two and the
+    current rules from then on: a server upgraded mid-month."""
+    s = month.fleet.start_epoch
+    workdir = tmp_path_factory.mktemp("prometheus-upgraded-rules")
+    old = workdir / "version-1.rules.yml"
+    old.write_text(VERSION_1_HEARTBEAT)
+    spans = [(s - 3600, s + 29 * 3600), (s + 29 * 3600, month.fleet.end_epoch + 3600)]
+    url, proc = rules_prometheus(month, prometheus_url, prometheus_blocks, workdir, spans,
+                                 "gpuwatch-report.rules.yml", [old, RULES_FILE])  # fmt: skip
     try:
         yield url
     finally:

@@ -3,16 +3,19 @@ from the real Debian Prometheus (backfilled by promtool) and VictoriaMetrics (im
 and from Prometheus with the report's recording rules backfilled (`--prometheus-rules on`).
 
 The month holds an agent restart mid-day, one across midnight (no sample near the day
-boundary, counters reset), a host that joins on day two and a GPU lost for three hours.
+boundary, counters reset), a host that joins on day two and a GPU lost for three hours;
+and Kubernetes pods: two namespaces sharing one GPU, a pod on two GPUs whose counters
+reset at its agent's restart, and a pod that appears on day two.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gpuwatch.report.build import build_report
 from gpuwatch.report.model import Period, ReportData
 from gpuwatch.report.prometheus import PrometheusOptions, load
 from tests.report_prometheus.conftest import Month
@@ -93,3 +96,47 @@ def test_coverage_and_identity(report: ReportData, month: Month) -> None:
     assert {g.recommended_gpu for g in report.gpu_days if g.gpu_index == 0} == {None}
     assert {g.savings_usd_per_hour for g in report.gpu_days if g.gpu_index == 1} == {1.75}
     assert {g.price_source for g in report.gpu_days} == {"static"}
+
+
+def test_pod_totals_to_the_cent(report: ReportData, month: Month) -> None:
+    pods = month.truth.pod_days.values()
+    for attr in ("cost_usd", "idle_cost_usd"):
+        got = math.fsum(getattr(p, attr) for p in report.pod_days)
+        assert abs(got - math.fsum(getattr(p, attr) for p in pods)) < CENT, attr
+
+
+def test_every_pod_day_exact(report: ReportData, month: Month) -> None:
+    rows = {(p.host, p.namespace, p.pod, p.day): p for p in report.pod_days}
+    assert rows.keys() == month.truth.pod_days.keys()
+    for key, want in month.truth.pod_days.items():
+        assert rows[key].cost_usd == pytest.approx(want.cost_usd, abs=1e-6), key
+        assert rows[key].idle_cost_usd == pytest.approx(want.idle_cost_usd, abs=1e-6), key
+
+
+def test_pod_events_are_in_the_month(month: Month) -> None:
+    """Two namespaces on one host, a pod that appears on day two (no row on day one), a pod
+    charged less on the day of its agent's restart, and pods charged less than their GPUs."""
+    pods = month.truth.pod_days
+    first, second = month.fleet.start.date(), month.fleet.start.date() + timedelta(days=1)
+    host0 = {ns for host, ns, _, _ in pods if host == "host-000:9842"}
+    assert host0 == {"ml-train", "ml-serve"}
+    vllm1 = {day for _, _, pod, day in pods if pod == "vllm-1"}
+    assert first not in vllm1
+    assert second in vllm1
+    trainer = {day: p.cost_usd for (_, _, pod, day), p in pods.items() if pod == "trainer-0"}
+    assert trainer[first] < trainer[second]  # 20 minutes down, counters reset
+    assert all(p.cost_usd > p.idle_cost_usd > 0 for p in pods.values())
+    gpu_cost = month.truth.total("cost_usd")
+    assert 0 < math.fsum(p.cost_usd for p in pods.values()) < gpu_cost
+
+
+def test_namespaces_table(report: ReportData, month: Month) -> None:
+    """The report's Namespaces table from the fleet: pods and cost per namespace."""
+    want: dict[str, float] = {}
+    for (_, namespace, _, _), pod in month.truth.pod_days.items():
+        want[namespace] = want.get(namespace, 0.0) + pod.cost_usd
+    lines = {n.namespace: n for n in build_report(report).namespaces}
+    assert lines.keys() == want.keys() == {"ml-train", "ml-serve"}
+    assert (lines["ml-serve"].pods, lines["ml-train"].pods) == (2, 1)
+    for namespace, cost in want.items():
+        assert abs(lines[namespace].cost_usd - cost) < CENT, namespace

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -18,7 +18,18 @@ from tests.report_prometheus.conftest import Month
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-HEARTBEAT = (("offset", "5m"), ("overlap", "5m"), ("version", "1"), ("window", "1h"))
+HEARTBEAT: tuple[tuple[str, str], ...] = (
+    ("offset", "5m"),
+    ("overlap", "5m"),
+    ("version", "2"),
+    ("window", "1h"),
+)
+OLD_HEARTBEAT: tuple[tuple[str, str], ...] = (
+    ("offset", "5m"),
+    ("overlap", "5m"),
+    ("version", "1"),
+    ("window", "1h"),
+)
 
 
 def period_of(month: Month) -> Period:
@@ -33,6 +44,7 @@ def raw(month: Month, prometheus_url: str) -> ReportData:
 def assert_same_figures(got: ReportData, want: ReportData) -> None:
     assert got.gpu_days == want.gpu_days  # every field, floats bit for bit
     assert got.token_days == want.token_days
+    assert got.pod_days == want.pod_days
     assert got.expected_gpu_seconds == want.expected_gpu_seconds
     assert got.rent_vs_buy_monthly_delta_usd == want.rent_vs_buy_monthly_delta_usd
 
@@ -40,6 +52,7 @@ def assert_same_figures(got: ReportData, want: ReportData) -> None:
 def test_rules_give_the_raw_figures_exactly(month: Month, rules_url: str, raw: ReportData) -> None:
     data = load(PrometheusOptions(rules_url, rules="on"), period_of(month))
     assert_same_figures(data, raw)
+    assert data.pod_days, "the month has pods: equal pod rows mean something"
     assert any("used for 3 of 3 days" in note for note in data.notes), data.notes
     assert not any(note.startswith("raw queries for") for note in data.notes)
     assert {g.memory_peak_bytes is not None for g in data.gpu_days} == {True}
@@ -53,6 +66,31 @@ def test_a_broken_chain_falls_back_per_day(
     day_two = month.fleet.start.date().replace(day=month.fleet.start.day + 1)
     assert any("used for 2 of 3 days" in note for note in data.notes), data.notes
     assert f"raw queries for {day_two}: recording-rule heartbeat chain broken" in data.notes
+
+
+def test_an_older_rule_version_is_read_raw(
+    month: Month, upgraded_rules_url: str, raw: ReportData
+) -> None:
+    """Days covered only by a version-1 heartbeat (no pod `resets` rules) are read raw with
+    a note naming the version; the days after the upgrade use the current rules."""
+    data = load(PrometheusOptions(upgraded_rules_url), period_of(month))
+    assert_same_figures(data, raw)
+    day_one = month.fleet.start.date()
+    assert any("used for 2 of 3 days" in note for note in data.notes), data.notes
+    assert (
+        f"raw queries for {day_one}: recording-rule heartbeat of version 1, not 2 "
+        "(load the current gpuwatch-report.rules.yml)"
+    ) in data.notes
+
+
+def test_rules_on_with_only_an_older_version_is_one_line(
+    month: Month, upgraded_rules_url: str
+) -> None:
+    """The heartbeats are read up to a day past the period: four hours of day one see the
+    version-1 heartbeat only."""
+    hours = Period(month.fleet.start, month.fleet.start + timedelta(hours=4), "h")
+    with pytest.raises(PrometheusError, match=r"^--prometheus-rules on: .* of version 1 only,"):
+        load(PrometheusOptions(upgraded_rules_url, rules="on"), hours)
 
 
 def test_the_partial_phase_puts_a_window_edge_in_a_restart_gap(
@@ -103,6 +141,10 @@ def test_plan_day_takes_an_unbroken_chain_inside_the_day() -> None:
             "several recording-rule heartbeat series",
         ),
         ({(("version", "2"), ("window", "1h")): [3 * HOUR_MS]}, "no recording-rule heartbeat"),
+        (
+            {OLD_HEARTBEAT: [t * HOUR_MS + 300_000 for t in range(30)]},
+            "recording-rule heartbeat of version 1, not 2 (load the current",
+        ),
     ],
 )
 def test_plan_day_refuses(beats: dict[tuple[tuple[str, str], ...], list[int]], why: str) -> None:

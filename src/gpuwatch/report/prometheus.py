@@ -3,7 +3,8 @@
 `load(options, period, progress)` reads what every host's agent exported (scraped by
 Prometheus, VictoriaMetrics, Thanos Query, Mimir ...) through `/api/v1/query` and returns
 `ReportData`: one `GpuDay` per GPU (host = the `host`, else `hostname`, else `instance`
-label) per UTC day, one `TokenDay` per host and token source per day.
+label) per UTC day, one `TokenDay` per host and token source per day, one `PodDay` per
+host and Kubernetes pod (`namespace`, `pod` labels) per day.
 
 Every query is an instant query pinned with the `@` modifier to a day boundary, so a
 report of a past period is the same whenever it runs. Counters are read exactly, not
@@ -66,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.report import prometheus_rules as rules
-from gpuwatch.report.model import GpuDay, Period, ReportData, TokenDay
+from gpuwatch.report.model import GpuDay, Period, PodDay, ReportData, TokenDay
 
 DAY_SECONDS = 86400
 LOOKBACK_MS = 300_000  # Prometheus's default lookback delta (5 minutes)
@@ -80,8 +81,13 @@ COUNTERS = {
     "energy": "gpuwatch_gpu_energy_joules_total",
     "tokens": "gpuwatch_tokens_total",
     "token_cost": "gpuwatch_token_source_cost_usd_total",
+    "pod_cost": "gpuwatch_pod_cost_usd_total",
+    "pod_idle_cost": "gpuwatch_pod_idle_cost_usd_total",
 }
 """The counters a report reads, by role."""
+
+GPU_ROLES = ("cost", "idle_cost", "held_cost", "idle_seconds", "energy")
+"""The counters of `COUNTERS` labelled per GPU (uuid)."""
 
 RULE_MODES = ("auto", "on", "off")
 """--prometheus-rules: use the recording rules when found, require them, never use them."""
@@ -509,6 +515,7 @@ def load(
         gpu_days.extend(row)
     expected = sum(period.end_epoch - days[i].start for i in first_seen.values())
     token_days = _token_rows(days, deltas)
+    pod_days = _pod_rows(days, deltas)
     delta = client.vector(
         "sum(last_over_time(gpuwatch_rent_vs_buy_host_monthly_delta_usd[1d] @ "
         f"{_at(period.end_epoch)}))",
@@ -518,6 +525,7 @@ def load(
         period=period,
         gpu_days=tuple(gpu_days),
         token_days=tuple(token_days),
+        pod_days=tuple(pod_days),
         expected_gpu_seconds=float(expected) if first_seen else None,
         rent_vs_buy_monthly_delta_usd=next(iter(delta.values()), None),
         source=options.display_url,
@@ -536,6 +544,13 @@ def _plan_days(client: Client, mode: str, days: list[_Day]) -> tuple[Plans, list
         raise PrometheusError(
             f"--prometheus-rules on: no {rules.HEARTBEAT} samples in the period "
             "(load deploy/prometheus/gpuwatch-report.rules.yml)"
+        )
+    if mode == "on" and not rules.current(beats):
+        found = sorted({rules.version_of(key) or "(none)" for key in beats})
+        raise PrometheusError(
+            f"--prometheus-rules on: {rules.HEARTBEAT} samples of version {', '.join(found)} "
+            f"only, this report reads version {rules.RULES_VERSION} "
+            "(load the current deploy/prometheus/gpuwatch-report.rules.yml)"
         )
     planned = [(d.day.isoformat(), *rules.plan_day(beats, _ms(d.start), _ms(d.end))) for d in days]
     notes = rules.describe(planned) if beats else []
@@ -561,7 +576,7 @@ def _gpu_rows(
     recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
     savings = _by_gpu(results[f"savings@{i}"])
     memory = _max_by_gpu(results[f"memory@{i}"])
-    role = {r: _by_gpu(deltas[(r, i)]) for r in COUNTERS if r not in ("tokens", "token_cost")}
+    role = {r: _by_gpu(deltas[(r, i)]) for r in GPU_ROLES}
     gpus = set(up_count) | set(role["cost"])
     rows: list[GpuDay] = []
     for gpu in sorted(gpus):
@@ -634,6 +649,25 @@ def _token_rows(
                     cost_usd=cost.get((host, source), 0.0),
                 )
             )
+    return rows
+
+
+def _pod_rows(
+    days: list[_Day], deltas: Mapping[tuple[str, int], dict[LabelKey, float]]
+) -> list[PodDay]:
+    """One row per (host, namespace, pod) per day from the pod counters' growth."""
+    rows: list[PodDay] = []
+    for i, d in enumerate(days):
+        sums: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for column, role in enumerate(("pod_cost", "pod_idle_cost")):
+            for labels, value in deltas[(role, i)].items():
+                found = dict(labels)
+                if "namespace" in found and "pod" in found:
+                    sums[(host_of(labels), found["namespace"], found["pod"])][column] += value
+        rows.extend(
+            PodDay(host, namespace, pod, d.day, cost, idle)
+            for (host, namespace, pod), (cost, idle) in sorted(sums.items())
+        )
     return rows
 
 

@@ -16,6 +16,11 @@ build one instant query per figure that returns the three parts, each tagged wit
 `gpuwatch_part` label (a, b, c); `merge_parts` folds them back into one value per series.
 Counts and sums of 0/1 samples are whole numbers, so the folded figures are the same,
 bit for bit, as one raw query over the day.
+
+The heartbeat's `version` names the rule set: version 2 added the pod counters' `resets`
+rules. A heartbeat of another version is never used (its group lacks rules the report
+reads, and a missing `resets` sample reads as "no reset"), so the days it alone covers
+are read raw, with a note naming the version found.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 HEARTBEAT = "gpuwatch:report_window:heartbeat"
-RULES_VERSION = "1"
+RULES_VERSION = "2"
+"""The heartbeat `version` this report reads (1: before the pod counters' rules)."""
 PART_LABEL = "gpuwatch_part"
 OVERLAP_MS = 300_000  # the slivers' reset overlap: Prometheus's default lookback (5 min)
 
@@ -62,9 +68,14 @@ class Window:
     @staticmethod
     def of(labels: LabelKey) -> Window | None:
         """The window a heartbeat's labels describe; None if they do not (other version)."""
-        found = dict(labels)
-        if found.get("version") != RULES_VERSION:
+        if version_of(labels) != RULES_VERSION:
             return None
+        return Window.described(labels)
+
+    @staticmethod
+    def described(labels: LabelKey) -> Window | None:
+        """The window the labels describe, whatever their version; None if malformed."""
+        found = dict(labels)
         window, offset, overlap = (
             parse_duration_ms(found.get(name, "")) for name in ("window", "offset", "overlap")
         )
@@ -97,6 +108,11 @@ class DayPlan:
         return (self.last_ms - self.first_ms) // self.window.window_ms + 1
 
 
+def version_of(labels: LabelKey) -> str:
+    """A heartbeat's `version` label ("" without one)."""
+    return dict(labels).get("version", "")
+
+
 Heartbeats = Mapping[LabelKey, list[int]]
 """Heartbeat series (labels without __name__) -> sorted evaluation times in ms."""
 
@@ -119,6 +135,12 @@ def plan_day(beats: Heartbeats, start_ms: int, end_ms: int) -> tuple[DayPlan | N
         if inside:
             found.append((key, window, inside))
     if not found:
+        older = sorted(_other_versions(beats, start_ms, end_ms))
+        if older:
+            return None, (
+                f"recording-rule heartbeat of version {', '.join(older)}, not {RULES_VERSION} "
+                "(load the current gpuwatch-report.rules.yml)"
+            )
         return None, "no recording-rule heartbeat"
     if len(found) > 1:
         return None, "several recording-rule heartbeat series"
@@ -134,6 +156,24 @@ def plan_day(beats: Heartbeats, start_ms: int, end_ms: int) -> tuple[DayPlan | N
     if first > last:
         return None, "recording-rule heartbeat chain too short"
     return DayPlan(window, first, last), ""
+
+
+def _other_versions(beats: Heartbeats, start_ms: int, end_ms: int) -> set[str]:
+    """Versions other than RULES_VERSION whose heartbeats fall in the day's evaluations."""
+    out: set[str] = set()
+    for key, times in beats.items():
+        window = Window.described(key)
+        if window is None or version_of(key) == RULES_VERSION:
+            continue
+        lo = start_ms + window.window_ms + window.offset_ms
+        if any(lo <= t <= end_ms + window.offset_ms for t in times):
+            out.add(version_of(key) or "(none)")
+    return out
+
+
+def current(beats: Heartbeats) -> bool:
+    """Whether any heartbeat series is of the version this report reads."""
+    return any(version_of(key) == RULES_VERSION for key in beats)
 
 
 def _at(ms: int) -> str:

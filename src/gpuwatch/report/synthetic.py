@@ -22,11 +22,20 @@ How the synthetic agents behave, so the truth is exact by construction:
 With `events=True` (and at least 3 hosts) the month also holds what breaks naive sums:
 host 0 restarts mid-day, host 1 is down across a midnight and comes back restarted,
 host 2 joins on the second day, and GPU 1 of host 0 is lost (gpu_up 0) for three hours.
+
+Kubernetes pods (`pods=True`, at least 2 hosts and 2 GPUs per host; `POD_SHARES`): on
+host 0, `ml-train/trainer-0` holds half of GPUs 0 and 1 and `ml-serve/vllm-0` a quarter
+of GPU 0 (two namespaces on one GPU; the rest is charged to no pod); on host 1,
+`ml-serve/vllm-1` holds all of GPU 0 from noon of the second day (a pod that appears
+mid-month). A pod is charged its share of each interval's cost, and of its idle cost,
+on the GPUs it holds; its counters start at 0 when it appears and reset with its agent
+(host 0's restart), like the GPU's.
 This module is test and benchmark tooling: the agent never imports it.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 import sys
@@ -45,6 +54,13 @@ WATTS = {"pending": 120.0, "busy": 650.0, "underutilized": 300.0, "idle": 70.0, 
 PROMPT_TOKENS_PER_SECOND = 2000
 GENERATION_TOKENS_PER_SECOND = 500
 SAVINGS_USD_PER_HOUR = 1.75
+POD_SHARES: dict[int, tuple[tuple[str, str, dict[int, float], int], ...]] = {
+    0: (("ml-train", "trainer-0", {0: 0.5, 1: 0.5}, 0),
+        ("ml-serve", "vllm-0", {0: 0.25}, 0)),
+    1: (("ml-serve", "vllm-1", {0: 1.0}, DAY_SECONDS + 12 * 3600),),
+}  # fmt: skip
+"""Per host: (namespace, pod, {GPU index: share of its cost}, appears this many seconds
+after the period starts (0: before it))."""
 
 Format = Literal["openmetrics", "prometheus"]
 _COUNTER_NAMES = ("cost", "idle_cost", "held_cost", "idle_seconds", "energy", "prompt",
@@ -61,6 +77,7 @@ class SyntheticFleet:
     days: int = 3
     interval_seconds: int = 60
     events: bool = True
+    pods: bool = True
     seed: int = 9
 
     @property
@@ -99,11 +116,20 @@ class TokenTruth:
 
 
 @dataclass(slots=True)
+class PodTruth:
+    """One pod on one day: what the cost split charged it, in USD."""
+
+    cost_usd: float = 0.0
+    idle_cost_usd: float = 0.0
+
+
+@dataclass(slots=True)
 class Truth:
     """Exact figures of the generated period, keyed like the report's rows."""
 
     gpu_days: dict[tuple[str, str, date], DayTruth] = field(default_factory=dict)
     token_days: dict[tuple[str, str, date], TokenTruth] = field(default_factory=dict)
+    pod_days: dict[tuple[str, str, str, date], PodTruth] = field(default_factory=dict)
     expected_gpu_seconds: float = 0.0
     samples: int = 0
 
@@ -231,9 +257,10 @@ def write_fleet(fleet: SyntheticFleet, out: TextIO, fmt: Format = "openmetrics")
     with tempfile.TemporaryDirectory(prefix="gpuwatch-synthetic-") as tmp:
         writer = _Writer(Path(tmp), fmt)
         for host in range(fleet.hosts):
-            for gpu in range(fleet.gpus_per_host):
-                _write_gpu(fleet, host, gpu, writer, truth)
+            samples = [_write_gpu(fleet, host, gpu, writer, truth)
+                       for gpu in range(fleet.gpus_per_host)]  # fmt: skip
             _write_host(fleet, host, writer)
+            _write_pods(fleet, host, samples, writer, truth)
         writer.join(out)
     return truth
 
@@ -254,12 +281,15 @@ class _Samples:
     states: list[str] = field(default_factory=list)
     lost: list[bool] = field(default_factory=list)
     memory: list[float] = field(default_factory=list)
+    charged: list[tuple[float, float]] = field(default_factory=list)  # cost, idle cost
     counters: dict[str, list[float]] = field(
         default_factory=lambda: {name: [] for name in _COUNTER_NAMES}
     )
 
 
-def _write_gpu(fleet: SyntheticFleet, host: int, gpu: int, writer: _Writer, truth: Truth) -> None:
+def _write_gpu(
+    fleet: SyntheticFleet, host: int, gpu: int, writer: _Writer, truth: Truth
+) -> _Samples:
     s = _simulate(fleet, host, gpu, truth)
     instance = host_name(host)
     uuid = gpu_uuid(host, gpu)
@@ -297,6 +327,59 @@ def _write_gpu(fleet: SyntheticFleet, host: int, gpu: int, writer: _Writer, trut
         writer.series("gpuwatch_tokens", "counter", f'{tok},kind="generation"',
                       c["generation"], stamps)  # fmt: skip
         writer.series("gpuwatch_token_source_cost_usd", "counter", tok, c["cost"], stamps)
+    return s
+
+
+def pods_of(fleet: SyntheticFleet, host: int) -> tuple[tuple[str, str, dict[int, float], int], ...]:
+    """The pods on `host` (see POD_SHARES), their appearance as Unix seconds (0: with
+    the agent)."""
+    if not fleet.pods or fleet.hosts < 2 or fleet.gpus_per_host < 2:
+        return ()
+    last = (fleet.days - 1) * DAY_SECONDS  # a short fleet: the pod appears on its last day
+    return tuple(
+        (namespace, pod, shares, fleet.start_epoch + min(after, last) if after else 0)
+        for namespace, pod, shares, after in POD_SHARES.get(host, ())
+    )
+
+
+def _write_pods(
+    fleet: SyntheticFleet, host: int, samples: list[_Samples], writer: _Writer, truth: Truth
+) -> None:
+    """Each pod's cost and idle cost counters: its shares of its GPUs' charges per sample
+    (every GPU of a host samples at the same times), reset with each agent run."""
+    instance = host_name(host)
+    times = samples[0].times if samples else []
+    for namespace, pod, shares, since in pods_of(fleet, host):
+        labels = f'instance="{instance}",job="gpuwatch",namespace="{namespace}",pod="{pod}"'
+        kept: list[int] = []
+        cost_values: list[str] = []
+        idle_values: list[str] = []
+        cost = idle = 0.0
+        starts = {run.first for run in _runs(fleet, host)} | {since}
+        for i, t in enumerate(times):
+            if t < since:
+                continue
+            if t in starts or (t > since and not kept):
+                cost = idle = 0.0  # the pod appears, or its agent restarted
+            else:
+                step = math.fsum(samples[g].charged[i][0] * share for g, share in shares.items())
+                step_idle = math.fsum(
+                    samples[g].charged[i][1] * share for g, share in shares.items()
+                )
+                cost += step
+                idle += step_idle
+                if (day := _day_of(fleet, t)) is not None:
+                    pt = truth.pod_days.setdefault((instance, namespace, pod, day), PodTruth())
+                    pt.cost_usd += step
+                    pt.idle_cost_usd += step_idle
+            if (day := _day_of(fleet, t)) is not None:
+                truth.pod_days.setdefault((instance, namespace, pod, day), PodTruth())
+            kept.append(i)
+            cost_values.append(repr(cost))
+            idle_values.append(repr(idle))
+        stamps = writer.stamps(times[i] for i in kept)
+        writer.series("gpuwatch_pod_cost_usd", "counter", labels, cost_values, stamps)
+        writer.series("gpuwatch_pod_idle_cost_usd", "counter", labels, idle_values, stamps)
 
 
 def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samples:
@@ -352,6 +435,8 @@ def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samp
             out.states.append(state)
             out.lost.append(lost)
             out.memory.append(memory)
+            idle_step = step_cost if state in ("idle", "held") and not lost else 0.0
+            out.charged.append((0.0, 0.0) if first else (step_cost, idle_step))
             for column, value in zip(
                 columns, (cost, idle_cost, held_cost, idle_seconds, energy, prompt, generation),
                 strict=True,
