@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -17,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.agent_process import fetch, start_agent
-from tests.conftest import free_port, require_binary
+from tests.conftest import free_port
+from tests.prometheus_process import running_prometheus, scrape_config
 
 QUERY_TIMEOUT_SECONDS = 40
 
@@ -33,33 +33,9 @@ def agent_port() -> Iterator[int]:
 
 @pytest.fixture(scope="module")
 def prometheus_url(agent_port: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = require_binary("prometheus")
     workdir: Path = tmp_path_factory.mktemp("prometheus")
-    config = workdir / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: gpuwatch\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{agent_port}']\n"
-    )
-    port = free_port()
-    log = (workdir / "prometheus.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with running_prometheus(workdir, scrape_config([agent_port])) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
 
 
 def query(prometheus_url: str, promql: str) -> list[dict[str, object]]:

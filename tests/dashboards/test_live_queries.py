@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -25,8 +24,9 @@ from typing import Any
 import pytest
 
 from tests.agent_process import fetch, start_agent
-from tests.conftest import REPO_ROOT, free_port, require_binary
+from tests.conftest import REPO_ROOT, free_port
 from tests.dashboards.lint import expand, legend_labels, table_label_columns
+from tests.prometheus_process import running_prometheus, scrape_config
 
 DASHBOARDS = REPO_ROOT / "dashboards"
 FILES = ("gpuwatch-fleet.json", "gpuwatch-cost.json", "gpuwatch-gpu.json")
@@ -50,11 +50,8 @@ Json = dict[str, Any]
 @pytest.fixture(scope="module")
 def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Prometheus scraping the demo agent and the MIG/XID agent (job `gpuwatch`)."""
-    binary = require_binary("prometheus")
     workdir: Path = tmp_path_factory.mktemp("dashboards")
     agents = []
-    proc: subprocess.Popen[bytes] | None = None
-    log = (workdir / "prometheus.log").open("wb")
     try:
         ports = []
         for name, scenario in (("demo", "demo"), ("mig", str(MIG_XID_SCENARIO))):
@@ -70,32 +67,12 @@ def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 )
             )
             ports.append(port)
-        targets = ", ".join(f"'127.0.0.1:{p}'" for p in ports)
-        (workdir / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: gpuwatch\n"
-            f"    static_configs:\n      - targets: [{targets}]\n"
-        )
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={workdir / 'prometheus.yml'}",
-                f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        yield f"http://127.0.0.1:{port}"
+        with running_prometheus(workdir, scrape_config(ports)) as url:
+            yield url
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
         for agent in agents:
             agent.send_signal(signal.SIGTERM)
             agent.communicate(timeout=10)
-        log.close()
 
 
 def api(url: str, path: str, **params: str) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -20,7 +19,8 @@ from typing import Any
 import pytest
 
 from tests.agent_process import fetch, start_agent
-from tests.conftest import free_port, require_binary
+from tests.conftest import free_port
+from tests.prometheus_process import running_prometheus, scrape_config
 from tests.rules.rulefiles import ALERTS_FILE, RECORDING_FILE
 
 DEADLINE_SECONDS = 45
@@ -37,37 +37,15 @@ def fast_copy(source: Path, target: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = require_binary("prometheus")
     workdir = tmp_path_factory.mktemp("rules-prometheus")
     rules = fast_copy(RECORDING_FILE, workdir / "gpuwatch.rules.yml")
     alerts = fast_copy(ALERTS_FILE, workdir / "gpuwatch-alerts.rules.yml")
     agent_port = free_port()
     agent = start_agent(["--simulate", "demo", "--speed", "120"], agent_port)
-    config = workdir / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"rule_files:\n  - {rules}\n  - {alerts}\n"
-        "scrape_configs:\n  - job_name: gpuwatch\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{agent_port}']\n"
-    )
-    port = free_port()
-    log = (workdir / "prometheus.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     try:
-        yield f"http://127.0.0.1:{port}"
+        with running_prometheus(workdir, scrape_config([agent_port], [rules, alerts])) as url:
+            yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
         agent.send_signal(signal.SIGTERM)
         agent.communicate(timeout=10)
 
