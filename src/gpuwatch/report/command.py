@@ -128,9 +128,10 @@ def add_report_parser(
     api.add_argument(
         "--prometheus-rules",
         choices=("auto", "on", "off"),
-        default="auto",
+        default="off",
         help="the report's recording rules (deploy/prometheus/gpuwatch-report.rules.yml): "
-        "use them where found (auto), require them (on) or read raw series only (off)",
+        "read raw series only (off, the default: faster on every fleet measured), use the "
+        "rules where found (auto) or require them (on)",
     )
     report.add_argument("--config", type=Path, help="TOML config file")
     report.add_argument(
@@ -173,7 +174,7 @@ def prometheus_options(args: argparse.Namespace) -> Any:
             insecure_skip_verify=bool(getattr(args, "prometheus_insecure", False)),
             timeout_seconds=float(getattr(args, "prometheus_timeout", 60.0)),
             scrape_interval_seconds=getattr(args, "prometheus_scrape_interval", None),
-            rules=str(getattr(args, "prometheus_rules", "auto")),
+            rules=str(getattr(args, "prometheus_rules", "off")),
         )
     except ValueError as exc:
         raise ReportUsageError(str(exc)) from None

@@ -42,7 +42,8 @@ Options (`PrometheusOptions`), the CLI flags they come from:
   --prometheus-scrape-interval S     skip measuring the scrape interval
   --prometheus-rules auto|on|off     the report's recording rules (prometheus_rules.py):
                                      used for the days their heartbeat chain covers,
-                                     with the same figures bit for bit (default auto)
+                                     with the same figures bit for bit (default off:
+                                     measured slower than raw, docs/benchmarks.md)
 
 The memory peak of a GPU-day is `max_over_time(gpuwatch_gpu_memory_used_bytes)` over it.
 """
@@ -135,7 +136,7 @@ class PrometheusOptions:
     timeout_seconds: float = 60.0
     scrape_interval_seconds: float | None = None
     parallel_queries: int = 4
-    rules: str = "auto"  # recording rules: auto (when found), on (required), off
+    rules: str = "off"  # recording rules: off (default: faster), auto (when found), on (required)
 
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
