@@ -12,18 +12,22 @@ import functools
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
 
+from gpuwatch.agent_setup import (
+    MIN_REAL_INTERVAL_SECONDS,
+    check_token_source_gpus,
+    with_gap_limit,
+)
 from gpuwatch.alerts import AlertDispatcher, OutboxError, build_dispatcher
 from gpuwatch.alerts.dispatcher import outbox_up_family, slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
-from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
+from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.attribution import AttributionCollector
@@ -33,7 +37,8 @@ from gpuwatch.config import Config
 from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
-from gpuwatch.export.server import BasicAuth, MetricsServer, TlsFiles
+from gpuwatch.export.serve import metrics_server
+from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import (
     HistoryStoreError,
@@ -51,21 +56,18 @@ from gpuwatch.snapshot import (
     CollectorResult,
     CostSummary,
     FleetSnapshot,
-    GpuIdentity,
     GpuPrice,
     GpuSample,
     GpuVerdict,
 )
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
-from gpuwatch.values import parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MIN_REAL_INTERVAL_SECONDS = 0.05
 BILLING_REFRESH_SECONDS = 60.0
 """How often the price tiers are asked whether they are due (each has its own TTL)."""
 
@@ -102,7 +104,7 @@ class Agent:
         self.hostname = config.agent.hostname or socket.gethostname()
         self.catalog = build_gpu_catalog(config.sizing.gpus)
         self.analysis = AnalysisEngine(
-            _with_gap_limit(analysis_settings(config.analysis), config, speed),
+            with_gap_limit(analysis_settings(config.analysis), config, speed),
             (*config.workloads, *extra_workloads),
             self.catalog,
             build_model_catalog(config.sizing.models),
@@ -186,7 +188,7 @@ class Agent:
         """Initialise NVML (raises NvmlNotFoundError when there is no driver) and billing."""
         self.sampler.open()
         identities = self.sampler.identities
-        _check_token_source_gpus(self.tokens.sources, identities)
+        check_token_source_gpus(self.tokens.sources, identities)
         name = identities[0].name if identities else ""
         spec = self.catalog.match_nvml_name(name)
         self.billing = BillingCollector(
@@ -409,28 +411,15 @@ class Agent:
             self._schedule_report(scheduler)
         scheduler.start()
         self._scheduler = scheduler
-        exporter = self.config.exporter
-        host, port = parse_listen_address(exporter.listen)
-        tls = None
-        if exporter.tls_cert_file and exporter.tls_key_file:
-            tls = TlsFiles(exporter.tls_cert_file, exporter.tls_key_file)
-        auth = None
-        if exporter.basic_auth_username and exporter.basic_auth_password_file:
-            auth = BasicAuth.from_file(
-                exporter.basic_auth_username, exporter.basic_auth_password_file
-            )
-        self._server = MetricsServer(
-            host,
-            port,
+        self._server = metrics_server(
+            self.config.exporter,
             self.registry,
             self.readiness,
-            tls=tls,
-            auth=auth,
             version=self.store.latest,
             status=self.status_body,
         )
         self._server.start()
-        log.info("serving metrics on %s:%d", host, self._server.port)
+        log.info("serving metrics on %s (port %d)", self.config.exporter.listen, self._server.port)
 
     def _schedule_report(self, scheduler: BackgroundScheduler) -> None:
         """The previous month's local report on the 1st (wall-clock UTC, [report])."""
@@ -486,41 +475,3 @@ class Agent:
 
 def _no_verdicts() -> tuple[GpuVerdict, ...]:
     return ()
-
-
-GAP_TICKS = 3
-"""A gap between samples counts as sampled time up to this many tick intervals."""
-
-
-def _with_gap_limit(settings: AnalysisSettings, config: Config, speed: float) -> AnalysisSettings:
-    """`settings` whose sample-gap limit is at least GAP_TICKS ticks of simulated time.
-
-    Under `--speed X` the scheduler cannot fire faster than every 50 ms of real time, so
-    a tick spans up to 0.05 x X simulated seconds (150 s at --speed 3000): a fixed 60 s
-    limit would count every tick as a gap and charge nothing.
-    """
-    tick = max(config.agent.interval_seconds, MIN_REAL_INTERVAL_SECONDS * speed)
-    states = settings.states
-    limit = max(states.max_sample_gap_seconds, GAP_TICKS * tick)
-    return replace(settings, states=replace(states, max_sample_gap_seconds=limit))
-
-
-def _check_token_source_gpus(
-    sources: tuple[TokenSourceConfig, ...], identities: Sequence[GpuIdentity]
-) -> None:
-    """Say once, at start, which token sources can have no $/1M tokens and why."""
-    known: set[int | str] = {i.index for i in identities} | {i.uuid for i in identities}
-    for source in sources:
-        if not source.gpus:
-            log.info(
-                "token source %r names no GPU: tokens are counted, no $/1M tokens", source.name
-            )
-            continue
-        missing = [gpu for gpu in source.gpus if gpu not in known]
-        if missing:
-            log.warning(
-                "token source %r names GPU(s) %s that this host does not have: "
-                "its $/1M tokens stays absent (MIG instances: name their GPU)",
-                source.name,
-                ", ".join(repr(gpu) for gpu in missing),
-            )
