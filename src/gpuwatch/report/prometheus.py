@@ -653,6 +653,16 @@ def _token_rows(
     return rows
 
 
+def pod_of(labels: LabelKey) -> tuple[str, str] | None:
+    """(namespace, pod) a pod counter series names; the agent's own labels win when a
+    scrape without `honor_labels: true` renamed them `exported_namespace`/`exported_pod`
+    (the unprefixed ones then name the agent's pod). None without both."""
+    found = dict(labels)
+    namespace = found.get("exported_namespace", found.get("namespace"))
+    pod = found.get("exported_pod", found.get("pod"))
+    return None if namespace is None or pod is None else (namespace, pod)
+
+
 def _pod_rows(
     days: list[_Day], deltas: Mapping[tuple[str, int], dict[LabelKey, float]]
 ) -> list[PodDay]:
@@ -662,9 +672,9 @@ def _pod_rows(
         sums: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         for column, role in enumerate(("pod_cost", "pod_idle_cost")):
             for labels, value in deltas[(role, i)].items():
-                found = dict(labels)
-                if "namespace" in found and "pod" in found:
-                    sums[(host_of(labels), found["namespace"], found["pod"])][column] += value
+                pod = pod_of(labels)
+                if pod is not None:
+                    sums[(host_of(labels), *pod)][column] += value
         rows.extend(
             PodDay(host, namespace, pod, d.day, cost, idle)
             for (host, namespace, pod), (cost, idle) in sorted(sums.items())
