@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prometheus_client.metrics_core import Metric
 
+from gpuwatch.agent import Agent
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.clock import ManualClock
@@ -108,6 +109,29 @@ def alert_metric_names(tmp_path: Path) -> set[str]:
 SCENARIOS = ("demo", "faults", str(REPO_ROOT / "tests" / "scenarios" / "h100-mig.toml"))
 
 
+XIDS_DUE_TICK = 130
+"""By the faults scenario's t = 130 s both its XIDs (t = 60 and 120 s) are due."""
+XID_WAIT_SECONDS = 60.0
+
+
+def _wait_for_xids(agent: Agent) -> list[FleetSnapshot]:
+    """Tick on the spot until a snapshot carries an XID (at most XID_WAIT_SECONDS real).
+
+    XIDs reach the sample through the event thread, which waits in real time. The faults
+    scenario's driver error window (t = 300 to 330 s, then a re-initialisation) ends that
+    thread's event set, and a new set only gets XIDs raised after it registered, as with
+    real NVML: so the XIDs must be read before the manual clock runs past t = 300 s, or a
+    loaded machine loses them (seen with a 1,900-tick run and a 10 s wait at the end)."""
+    taken = []
+    deadline = time.monotonic() + XID_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        taken.append(agent.tick())
+        if any(g.xid_errors_total for g in taken[-1].gpus):
+            break
+        time.sleep(0.05)
+    return taken
+
+
 @functools.cache
 def snapshots(scenarios: tuple[str, ...] = SCENARIOS) -> list[FleetSnapshot]:
     """Fleets run past the analysis window, so every kind of series has appeared."""
@@ -115,19 +139,11 @@ def snapshots(scenarios: tuple[str, ...] = SCENARIOS) -> list[FleetSnapshot]:
     for scenario in scenarios:
         agent, clock = make_agent(scenario)
         try:
-            for _ in range(1900):
+            for tick in range(1900):
                 clock.advance(1.0)
                 taken.append(agent.tick())
-            # XIDs reach the sample through the event thread, which waits in real time:
-            # under load the 1900 ticks can outrun it (faults has XIDs at 60 and 120 s).
-            # The wait ends at the first XID; 60 s only bounds a machine under heavy load
-            # (10 s was seen to run out with a benchmark and two test runs on 2 cores).
-            deadline = time.monotonic() + 60
-            while scenario == "faults" and time.monotonic() < deadline:
-                if any(g.xid_errors_total for g in taken[-1].gpus):
-                    break
-                time.sleep(0.05)
-                taken.append(agent.tick())
+                if scenario == "faults" and tick == XIDS_DUE_TICK:
+                    taken += _wait_for_xids(agent)
         finally:
             agent.stop()
     return taken
