@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.conftest import scenario_agent
+
 from benchlib import format_table
-from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
 from gpuwatch.history import HISTORY_FILE, HistoryStore
@@ -45,15 +49,7 @@ def demo_hour(state_dir: Path, ticks: int) -> tuple[list[FleetSnapshot], float]:
         agent=AgentConfig(hostname="bench", state_dir=state_dir),
         history=HistoryConfig(enabled=False),
     )
-    agent = Agent(
-        config,
-        nv,
-        clock,
-        extra_workloads=nv.scenario.workloads,
-        extra_static_prices=nv.scenario.prices,
-        environ={},
-    )
-    agent.open()
+    agent = scenario_agent(config, nv, clock)
     snapshots = []
     started = time.perf_counter()
     for _ in range(ticks):

@@ -6,7 +6,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,9 @@ import pytest
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.tokens import TokenSourceConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +40,31 @@ def simulated(scenario: str, clock: ManualClock | None = None) -> tuple[Any, Man
     return nv, clock
 
 
+def scenario_agent(
+    config: Config,
+    nv: Any,
+    clock: ManualClock,
+    *,
+    environ: Mapping[str, str] | None = None,
+    token_sources: tuple[TokenSourceConfig, ...] = (),
+    kubernetes: KubernetesConfig | None = None,
+) -> Agent:
+    """An opened agent on the stand-in `nv` with its scenario's workloads and prices (as
+    `gpuwatch run --simulate` adds them), no environment unless given; not yet sampled."""
+    agent = Agent(
+        config,
+        nv,
+        clock,
+        extra_workloads=nv.scenario.workloads,
+        extra_token_sources=token_sources,
+        extra_static_prices=nv.scenario.prices,
+        environ={} if environ is None else environ,
+        kubernetes=kubernetes,
+    )
+    agent.open()
+    return agent
+
+
 def make_agent(
     scenario: str = "demo",
     *,
@@ -51,16 +78,7 @@ def make_agent(
         agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics),
         exporter=ExporterConfig(dcgm_compat=dcgm_compat),
     )
-    agent = Agent(
-        config,
-        nv,
-        clock,
-        extra_workloads=nv.scenario.workloads,
-        extra_static_prices=nv.scenario.prices,
-        environ={},
-    )
-    agent.open()
-    return agent, clock
+    return scenario_agent(config, nv, clock), clock
 
 
 @pytest.fixture

@@ -173,13 +173,22 @@ def _with_listen(config: Config, listen: str | None) -> Config:
 def _run(args: argparse.Namespace) -> int:
     config = check_config(args.config, listen=args.listen)
     configure_logging(config.logging.level, config.logging.format)
-    nv, clock, workloads = _nvml(args.simulate, args.speed)
-    services = _scenario_services(nv, clock) if args.simulate else None
     try:
-        return _serve(config, nv, clock, args, workloads=workloads, services=services)
+        lock = _lock_state_dir(config, simulated=bool(args.simulate))
+    except StateDirBusyError as exc:
+        print(f"gpuwatch: agent.state_dir: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        nv, clock, workloads = _nvml(args.simulate, args.speed)
+        services = _scenario_services(nv, clock) if args.simulate else None
+        try:
+            return _serve(config, nv, clock, args, workloads=workloads, services=services)
+        finally:
+            if services is not None:
+                services.stop()
     finally:
-        if services is not None:
-            services.stop()
+        if lock is not None:
+            lock.release()
 
 
 def _scenario_services(nv: Any, clock: Clock) -> Any:
@@ -188,27 +197,6 @@ def _scenario_services(nv: Any, clock: Clock) -> Any:
     services = ScenarioServices(nv, clock)
     services.start()
     return services
-
-
-def _serve(
-    config: Config,
-    nv: Any,
-    clock: Clock,
-    args: argparse.Namespace,
-    *,
-    workloads: tuple[WorkloadDeclaration, ...],
-    services: Any,
-) -> int:
-    try:
-        lock = _lock_state_dir(config, simulated=services is not None)
-    except StateDirBusyError as exc:
-        print(f"gpuwatch: agent.state_dir: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        return _serve_agent(config, nv, clock, args, workloads=workloads, services=services)
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def _lock_state_dir(config: Config, *, simulated: bool) -> StateDirLock | None:
@@ -226,7 +214,7 @@ def _lock_state_dir(config: Config, *, simulated: bool) -> StateDirLock | None:
         return None
 
 
-def _serve_agent(
+def _serve(
     config: Config,
     nv: Any,
     clock: Clock,

@@ -16,7 +16,7 @@ from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox
 from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, AnalysisConfig, Config
 from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
-from tests.conftest import simulated
+from tests.conftest import scenario_agent, simulated
 
 WINDOW_SECONDS = 120.0
 START = 1_767_225_600.0
@@ -29,16 +29,7 @@ def _agent(state_dir: Path, slack: FakeSlack, clock: ManualClock) -> Agent:
         analysis=AnalysisConfig(window_seconds=WINDOW_SECONDS),
         alerts=AlertsConfig(slack=SlackConfig(timeout_seconds=2.0, cooldown_seconds=86400.0)),
     )
-    agent = Agent(
-        config,
-        nv,
-        clock,
-        extra_workloads=nv.scenario.workloads,
-        extra_static_prices=nv.scenario.prices,
-        environ={"GPUWATCH_SLACK_WEBHOOK_URL": slack.url},
-    )
-    agent.open()
-    return agent
+    return scenario_agent(config, nv, clock, environ={"GPUWATCH_SLACK_WEBHOOK_URL": slack.url})
 
 
 def _run(agent: Agent, clock: ManualClock, seconds: float) -> None:

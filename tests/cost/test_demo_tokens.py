@@ -28,7 +28,7 @@ from gpuwatch.config import AgentConfig, Config
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.tokens import TokenSourceConfig
 from tests.agent_process import Samples, fetch, samples
-from tests.conftest import free_port, require_binary, simulated
+from tests.conftest import free_port, require_binary, scenario_agent, simulated
 
 SOURCE = "simulated-vllm-gpu3"
 
@@ -54,16 +54,12 @@ class DemoRun:
         self.services.start()
         sources = self.services.token_sources()
         more = () if extra is None else extra(nv, sources[0].url)
-        self.agent = Agent(
+        self.agent = scenario_agent(
             Config(agent=AgentConfig(hostname="test-host")),
             nv,
             self.clock,
-            extra_workloads=nv.scenario.workloads,
-            extra_token_sources=(*sources, *more),
-            extra_static_prices=nv.scenario.prices,
-            environ={},
+            token_sources=(*sources, *more),
         )
-        self.agent.open()
 
     def tick(self) -> Samples:
         """One agent tick, then /metrics as a scrape would render it."""

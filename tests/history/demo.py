@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.snapshot import FleetSnapshot
-from tests.conftest import simulated
+from tests.conftest import scenario_agent, simulated
 
 
 def history_config(state_dir: Path, **history: object) -> Config:
@@ -34,17 +33,13 @@ class HistoryRun:
         nv, self.clock = simulated("demo", clock)
         self.services = ScenarioServices(nv, self.clock)
         self.services.start()
-        self.agent = Agent(
+        self.agent = scenario_agent(
             config or history_config(state_dir),
             nv,
             self.clock,
-            extra_workloads=nv.scenario.workloads,
-            extra_token_sources=self.services.token_sources(),
-            extra_static_prices=nv.scenario.prices,
-            environ={},
+            token_sources=self.services.token_sources(),
             kubernetes=self.services.kubernetes_config() if kubernetes else None,
         )
-        self.agent.open()
         assert self.agent.open_history()
 
     def run(self, seconds: float, step: float = 10.0) -> FleetSnapshot:

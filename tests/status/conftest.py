@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.status.local import replay
+from tests.conftest import scenario_agent
 
 HOSTILE_NAME = "\x1b[31mEVIL\x1b[0m\x1b]0;pwned\x07 [bold]markup[/bold] \u202eevil\nline2 :smile:"
 LONG_COMMAND = (
@@ -59,15 +59,7 @@ def replayed_document(scenario: str | Path, at: float, *, hostname: str = "test-
         load_scenario(scenario), clock=clock, sleep=lambda s: time.sleep(min(s, 0.01))
     )
     config = Config(agent=AgentConfig(hostname=hostname))
-    agent = Agent(
-        config,
-        nv,
-        clock,
-        extra_workloads=nv.scenario.workloads,
-        extra_static_prices=nv.scenario.prices,
-        environ={},
-    )
-    agent.open()
+    agent = scenario_agent(config, nv, clock)
     try:
         snapshot = replay(agent, clock, at)
     finally:

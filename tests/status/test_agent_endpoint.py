@@ -17,7 +17,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import FORMAT
-from tests.conftest import simulated
+from tests.conftest import scenario_agent, simulated
 from tests.test_nvml_sampler import CountingNvml
 
 
@@ -27,16 +27,7 @@ def counting_agent(*, per_process_metrics: bool = False) -> tuple[Agent, ManualC
     config = Config(
         agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics)
     )
-    agent = Agent(
-        config,
-        counting,
-        clock,
-        extra_workloads=nv.scenario.workloads,
-        extra_static_prices=nv.scenario.prices,
-        environ={},
-    )
-    agent.open()
-    return agent, clock, counting
+    return scenario_agent(config, counting, clock), clock, counting
 
 
 @contextlib.contextmanager

@@ -41,6 +41,15 @@ class HttpResult:
     detail: str = ""  # the exception's text when no answer came
 
 
+def describe_answer(result: HttpResult | None) -> str:
+    """A URL-free summary of Slack's last answer, for log lines."""
+    if result is None:
+        return "no attempt"
+    if result.status is None:
+        return f"{result.error}: {result.detail}" if result.detail else str(result.error)
+    return f"HTTP {result.status} {result.body}".strip()
+
+
 @functools.cache
 def _quiet_logger() -> logging.Logger:
     """A logger for slack_sdk that drops everything: its debug lines contain the URL."""

@@ -21,11 +21,11 @@ from prometheus_client.metrics_core import Metric
 
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.alerts.delivery import (
-    HttpResult,
     RetryPolicy,
     SendResult,
     Transport,
     WebhookTransport,
+    describe_answer,
     send_with_retries,
 )
 from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message
@@ -255,7 +255,7 @@ class AlertDispatcher:
             log.error(
                 "Slack refused alert #%d (%s), dropped it: %s",
                 message.id,
-                _answer(result.last),
+                describe_answer(result.last),
                 "a bug in gpuwatch's message, please report it",
             )
             return True
@@ -264,7 +264,7 @@ class AlertDispatcher:
             log.error(
                 "Slack webhook is gone (%s): alerts stop until gpuwatch restarts with a "
                 "working webhook; %d message(s) stay queued",
-                _answer(result.last),
+                describe_answer(result.last),
                 self._outbox.pending_count,
             )
             return False
@@ -277,7 +277,7 @@ class AlertDispatcher:
         if not self._failing:
             log.warning(
                 "Slack alert delivery failing (%s); %d message(s) queued, retrying in %.0f s",
-                _answer(result.last),
+                describe_answer(result.last),
                 self._outbox.pending_count,
                 result.defer_seconds,
             )
@@ -389,15 +389,6 @@ def outbox_up_family(up: bool) -> GaugeMetricFamily:
     )
     family.add_metric([], 1.0 if up else 0.0)
     return family
-
-
-def _answer(result: HttpResult | None) -> str:
-    """A URL-free summary of Slack's last answer, for log lines."""
-    if result is None:
-        return "no attempt"
-    if result.status is None:
-        return f"{result.error}: {result.detail}" if result.detail else str(result.error)
-    return f"HTTP {result.status} {result.body}".strip()
 
 
 def build_dispatcher(

@@ -18,10 +18,10 @@ from typing import Any
 
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.alerts.delivery import (
-    HttpResult,
     RetryPolicy,
     Transport,
     WebhookTransport,
+    describe_answer,
     send_with_retries,
 )
 from gpuwatch.alerts.messages import escape, name_text
@@ -151,7 +151,7 @@ def send_summary(
                 before_attempt=lambda: outbox.begin_attempt(message.id),
                 after_failed_attempt=lambda: outbox.end_attempt(message.id),
             )
-            answer = _answer(result.last)
+            answer = describe_answer(result.last)
             if result.outcome == "sent":
                 outbox.remove(message.id, success_seconds=now())
                 sent += 1
@@ -165,11 +165,3 @@ def send_summary(
         return SendOutcome(sent, outbox.pending_count, url.scrub(line), refused)
     finally:
         outbox.close()
-
-
-def _answer(result: HttpResult | None) -> str:
-    if result is None:
-        return "no attempt"
-    if result.status is None:
-        return f"{result.error}: {result.detail}" if result.detail else str(result.error)
-    return f"HTTP {result.status} {result.body}".strip()
