@@ -14,7 +14,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
@@ -30,7 +30,6 @@ from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
-from gpuwatch.collectors.attribution import AttributionCollector
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config
@@ -63,6 +62,9 @@ from gpuwatch.snapshot import (
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.workloads import WorkloadDeclaration
+
+if TYPE_CHECKING:
+    from gpuwatch.collectors.attribution import AttributionCollector
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +116,11 @@ class Agent:
         self.kubernetes = kube
         # under --speed X a scheduled job fires at most every 50 ms of real time
         list_every = max(kube.list_interval_seconds, MIN_REAL_INTERVAL_SECONDS * speed)
-        self.attribution = (
-            AttributionCollector(kube, clock, list_interval_seconds=list_every)
-            if kube.enabled
-            else None
-        )
+        self.attribution: AttributionCollector | None = None
+        if kube.enabled:  # grpc and protobuf only where attribution is on
+            from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
+
+            self.attribution = AttributionCollector(kube, clock, list_interval_seconds=list_every)
         self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
         self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
         self._billing_config = config.billing.model_copy(

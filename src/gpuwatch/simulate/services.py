@@ -10,12 +10,16 @@ kubelet's pod-resources socket, cgroup files, pod-log folders), and the agent's
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpuwatch.clock import Clock
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.simulate.stand_in import SimulatedNvml
 from gpuwatch.simulate.vllm_server import SimulatedVllmServer, activity_rate
 from gpuwatch.tokens import TokenSourceConfig
+
+if TYPE_CHECKING:
+    from gpuwatch.simulate.cluster import SimulatedCluster
 
 
 class ScenarioServices:
@@ -39,7 +43,11 @@ class ScenarioServices:
             )
             for entry in self._entries
         ]
-        self.cluster = SimulatedCluster(nv) if nv.scenario.pods else None
+        self.cluster: SimulatedCluster | None = None
+        if nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
+            from gpuwatch.simulate.cluster import SimulatedCluster  # noqa: PLC0415
+
+            self.cluster = SimulatedCluster(nv)
 
     def start(self) -> None:
         """Start every server on a free loopback port, and the simulated kubelet."""
