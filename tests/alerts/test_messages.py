@@ -77,11 +77,11 @@ def section_texts(message: dict[str, Any]) -> list[str]:
 def test_each_gpu_section_carries_the_gpus_facts() -> None:
     message = example_message()
     _summary, held, idle, over = section_texts(message)
-    assert "*GPU 0 · NVIDIA H100 80GB HBM3*" in held
+    assert "*GPU 0* `NVIDIA H100 80GB HBM3`" in held
     assert "*held*" in held
     assert "Since 2026-01-01 00:00 UTC (2 h 5 min)" in held
-    assert "`4242` python train.py 71.0 GiB" in held
-    assert "`777` jupyter-kernel 0.5 GiB" in held
+    assert "`python train.py` (pid 4242, 71.0 GiB)" in held
+    assert "`jupyter-kernel` (pid 777, 0.5 GiB)" in held
     assert held.index("4242") < held.index("777")  # largest holder first
     assert "Cost so far: $8.61 · $4.10/h" in held
     assert "Since 2026-01-01 01:00 UTC (1 h 5 min)" in idle
@@ -90,7 +90,7 @@ def test_each_gpu_section_carries_the_gpus_facts() -> None:
     assert "*overprovisioned*" in over
     assert "`L4-24GB` would do, saving $3.14/h" in over
     assert "State *busy* since 2026-01-01 00:00 UTC (2 h 5 min)" in over
-    assert "Workload: Qwen2-7B" in over
+    assert "Workload: `Qwen2-7B`" in over
 
 
 def test_header_context_and_plain_text_fallback() -> None:
@@ -103,10 +103,10 @@ def test_header_context_and_plain_text_fallback() -> None:
     assert context["type"] == "context"
     assert "alert #17" in context["elements"][0]["text"]
     text = message["text"]
-    assert text.startswith(f"{HOSTNAME}: 3 GPUs need attention")
-    assert "GPU 0 (NVIDIA H100 80GB HBM3) held for 2 h 5 min" in text
-    assert "GPU 2 (NVIDIA H100 80GB HBM3) overprovisioned (busy for 2 h 5 min)" in text
-    assert "L4-24GB would save $3.14/h" in text
+    assert text.startswith(f"`{HOSTNAME}`: 3 GPUs need attention")
+    assert "GPU 0 (`NVIDIA H100 80GB HBM3`) held for 2 h 5 min" in text
+    assert "GPU 2 (`NVIDIA H100 80GB HBM3`) overprovisioned (busy for 2 h 5 min)" in text
+    assert "`L4-24GB` would save $3.14/h" in text
 
 
 def test_resolved_only_message() -> None:
@@ -133,8 +133,8 @@ def test_mention_and_escaping() -> None:
     summary, section = section_texts(message)
     assert summary.startswith("<!here> ")
     assert message["text"].startswith("<!here> ")
-    assert "&lt;script&gt;&amp; ? GiB" in section
-    assert "A&lt;B&gt;" in section
+    assert "`&lt;script&gt;&amp;` (pid 1, ? GiB)" in section
+    assert "`A&lt;B&gt;`" in section
     assert escape("a<b>&c") == "a&lt;b&gt;&amp;c"
 
 
@@ -161,7 +161,7 @@ def test_pods_holding_the_gpu_are_named_and_escaped() -> None:
     assert pods_line == (
         "Pods: `team-a/nb&lt;!channel&gt;`, `team\\nb/eval&amp;&lt;x&gt;` (holds it, runs nothing)"
     )
-    assert "(pods team-a/nb&lt;!channel&gt;, team\\nb/eval&amp;&lt;x&gt;)" in message["text"]
+    assert "(pods `team-a/nb&lt;!channel&gt;`, `team\\nb/eval&amp;&lt;x&gt;`)" in message["text"]
     assert "<!channel>" not in json.dumps(message)
 
 
@@ -196,7 +196,7 @@ def test_names_with_line_breaks_add_no_lines() -> None:
         assert hostile["text"].splitlines() == [hostile["text"]], repr(breaker)
         assert "\n" not in hostile["blocks"][0]["text"]["text"]
         escaped = breaker.encode("unicode_escape").decode()
-        assert f"evil{escaped}*fake line*" in section
+        assert f"`evil{escaped}*fake line*`" in section
 
 
 def test_many_gpus_stay_within_slacks_block_limit() -> None:
@@ -208,7 +208,7 @@ def test_many_gpus_stay_within_slacks_block_limit() -> None:
     message = build_alert_message(hostname=HOSTNAME, events=events, message_id=1, now_seconds=START)
     assert len(message["blocks"]) <= 50
     assert sum(1 for b in message["blocks"] if b["type"] == "divider") == MAX_GPU_SECTIONS
-    assert "…and 20 more GPUs" in section_texts(message)[-1]
+    assert "… and 20 more GPUs" in section_texts(message)[-1]
     assert all(len(t) <= 3000 for t in section_texts(message))
 
 

@@ -5,6 +5,11 @@ with news (model, condition, since when, processes holding memory, the cheaper G
 overprovisioned ones, cost when known) and a context line carrying the message id
 (`alert #N`, the outbox row id) so duplicates can be recognised. `text` is always set:
 Slack shows it in notifications and where blocks cannot be rendered.
+
+Names (host, GPU model, process, pod, workload, file) are data, never markup: every
+message kind (alert, resolve, reminder, `gpuwatch alert test`, the report summary)
+writes them with `name_text` alone, which puts them in inline code on one line (see
+there). Every text object stays within Slack's limits (`fit_lines`, `clip_text`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,10 @@ class GpuCost:
     price_usd_per_hour: float | None = None  # what the GPU costs per hour, USD
 
 
+BACKTICK_LOOKALIKE = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: cannot end a code span
+EMPTY_NAME = "(no name)"
+
+
 def escape(text: str) -> str:
     """Escape the three characters Slack's mrkdwn treats as control characters."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -64,9 +73,95 @@ def flatten(text: str) -> str:
 
 
 def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
-    """A name (host, GPU model, process, workload) as mrkdwn data: flattened, shortened
-    to `limit` characters, escaped."""
-    return escape(_short(flatten(text), limit))
+    """A name (host, GPU model, process, pod, workload, file) as mrkdwn data, the one
+    escaping every Slack message uses: `` `name` ``, at most `limit` + 2 characters.
+
+    - on one line: control characters, line breaks and lone surrogates (undecodable
+      bytes read with surrogateescape) written as escapes (`flatten`);
+    - in inline code, where Slack renders no formatting (`*bold*`, `_italic_`,
+      `~strike~`), no emoji and no links; a backtick in the name, which would end the
+      code span and let the rest format, is shown as U+02CB (modifier letter grave);
+    - `&`, `<`, `>` escaped, so `<!channel>` or `<@U123>` in a name is text, never a
+      mention;
+    - shortened with "…" so that the escaped text fits `limit` characters.
+
+    An empty name is written `(no name)`.
+    """
+    flat = flatten(text).replace("`", BACKTICK_LOOKALIKE)
+    if not flat.strip():
+        return EMPTY_NAME if not flat else f"`{flat}`"
+    escaped = escape(flat)
+    if len(escaped) > limit:
+        kept = []
+        size = 1  # the "…"
+        for char in flat:
+            piece = escape(char)
+            if size + len(piece) > limit:
+                break
+            kept.append(piece)
+            size += len(piece)
+        escaped = "".join(kept) + "…"
+    return f"`{escaped}`"
+
+
+def plain_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """A name for a `plain_text` object (the header): one line, at most `limit`
+    characters; Slack shows plain text as it is, so nothing else is escaped."""
+    return _short(flatten(text), limit)
+
+
+def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
+    """`text` within `limit` characters, cut at a line break (so no code span or
+    entity is cut in two) with a last line saying how many lines were left out."""
+    if len(text) <= limit:
+        return text
+    return fit_lines(
+        text.split("\n"), limit, lambda n: f"… and {n} more line{'s' if n != 1 else ''}"
+    )
+
+
+def fit_lines(
+    lines: Sequence[str],
+    limit: int,
+    more: Callable[[int], str],
+    separator: str = "\n",
+    left_out: int = 0,
+) -> str:
+    """As many whole `lines` as fit in `limit` characters joined by `separator`, then
+    `more(n)` when n items were left out (those that did not fit, plus `left_out` that
+    were never given). A first line longer than the limit is cut (`_cut`)."""
+    if not lines:
+        return more(left_out) if left_out else ""
+    kept: list[str] = []
+    size = 0
+    for i, line in enumerate(lines):
+        rest = len(lines) - i - 1 + left_out  # left out if the list stopped after this line
+        tail = len(separator) + len(more(rest)) if rest else 0
+        cost = len(line) + (len(separator) if kept else 0)
+        if size + cost + tail > limit:
+            if kept:
+                return separator.join(kept) + separator + more(len(lines) - i + left_out)
+            rest = len(lines) - 1 + left_out
+            if not rest:
+                return _cut(line, limit)
+            return _cut(line, limit - len(separator) - len(more(rest))) + separator + more(rest)
+        kept.append(line)
+        size += cost
+    return separator.join(kept) + (separator + more(left_out) if left_out else "")
+
+
+def _cut(line: str, limit: int) -> str:
+    """`line` in `limit` characters: cut before the last code span or entity that would
+    be broken, so the result has balanced backticks and whole `&...;` entities."""
+    if len(line) <= limit:
+        return line
+    head = line[: max(limit - 1, 0)]
+    if head.count("`") % 2:
+        head = head[: head.rfind("`")]
+    amp = head.rfind("&")
+    if amp >= 0 and ";" not in head[amp:]:
+        head = head[:amp]
+    return head + "…"
 
 
 def format_utc(epoch_seconds: float) -> str:
@@ -95,7 +190,7 @@ def _usd(value: float) -> str:
 
 def _gpu_title(event: AlertEvent) -> str:
     name = name_text(event.gpu.identity.name) if event.gpu is not None else "unknown model"
-    return f"GPU {event.verdict.gpu_index} · {name}"
+    return f"*GPU {event.verdict.gpu_index}* {name}"
 
 
 def _process_line(gpu: GpuSample | None) -> str | None:
@@ -111,16 +206,17 @@ def _process_line(gpu: GpuSample | None) -> str | None:
     parts = []
     for proc in procs[:MAX_PROCESSES]:
         memory = "?" if proc.memory_used_bytes is None else f"{proc.memory_used_bytes / GIB:.1f}"
-        parts.append(f"`{proc.pid}` {name_text(proc.name, 60)} {memory} GiB")
+        parts.append(f"{name_text(proc.name, 60)} (pid {proc.pid}, {memory} GiB)")
     more = len(procs) - MAX_PROCESSES
     if more > 0:
-        parts.append(f"and {more} more")
+        parts.append(f"… and {more} more")
     return "Processes holding memory: " + ", ".join(parts)
 
 
 def pod_name(pod: PodOnGpu) -> str:
-    """`namespace/pod` on one line, shortened, escaped."""
-    return f"{name_text(pod.pod.namespace, 60)}/{name_text(pod.pod.pod, 100)}"
+    """`` `namespace/pod` `` as one name (`name_text`): the namespace shortened to 60
+    characters, the whole to 170."""
+    return name_text(f"{_short(flatten(pod.pod.namespace), 60)}/{flatten(pod.pod.pod)}", 170)
 
 
 def _pods_line(pods: Sequence[PodOnGpu]) -> str | None:
@@ -128,12 +224,11 @@ def _pods_line(pods: Sequence[PodOnGpu]) -> str | None:
     if not pods:
         return None
     parts = [
-        f"`{pod_name(p)}`" + ("" if p.running else " (holds it, runs nothing)")
-        for p in pods[:MAX_PODS]
+        pod_name(p) + ("" if p.running else " (holds it, runs nothing)") for p in pods[:MAX_PODS]
     ]
     more = len(pods) - MAX_PODS
     if more > 0:
-        parts.append(f"and {more} more")
+        parts.append(f"… and {more} more")
     return "Pods: " + ", ".join(parts)
 
 
@@ -150,26 +245,27 @@ def _cost_line(cost: GpuCost | None) -> str | None:
 
 
 def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None) -> str:
-    """The mrkdwn text of one GPU's section."""
+    """The mrkdwn text of one GPU's section (at most TEXT_MAX_CHARS characters)."""
     verdict = event.verdict
     since = verdict.state_since_seconds
     since_text = f"since {format_utc(since)} ({format_duration(now_seconds - since)})"
     if event.kind == "resolved":
         lines = [
-            f"{_EMOJI['resolved']} *{_gpu_title(event)}* is *{escape(verdict.state)}* again "
-            f"(was {event.condition})",
+            f"{_EMOJI['resolved']} {_gpu_title(event)} is *{escape(verdict.state)}* again "
+            f"(was {escape(event.condition)})",
             f"State *{escape(verdict.state)}* {since_text}",
         ]
-        return "\n".join(lines)
-    suffix = {"new": "", "reminder": " (reminder)", "changed": f" (was {event.previous})"}
+        return clip_text("\n".join(lines))
+    previous = escape(event.previous or "")
+    suffix = {"new": "", "reminder": " (reminder)", "changed": f" (was {previous})"}
     state_line = (
         "S" + since_text[1:]
         if verdict.state == event.condition
         else f"State *{escape(verdict.state)}* {since_text}"
     )
     lines = [
-        f"{_EMOJI.get(event.condition, ':warning:')} *{_gpu_title(event)}* is "
-        f"*{event.condition}*{suffix[event.kind]}",
+        f"{_EMOJI.get(event.condition, ':warning:')} {_gpu_title(event)} is "
+        f"*{escape(event.condition)}*{suffix[event.kind]}",
         state_line,
     ]
     if verdict.activity_mean_ratio is not None:
@@ -182,26 +278,27 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
         lines.append(
-            f"Overprovisioned: `{name_text(rec.gpu_id)}` would do, saving "
+            f"Overprovisioned: {name_text(rec.gpu_id)} would do, saving "
             f"{_usd(rec.savings_usd_per_hour)}/h (rents at {_usd(rec.rent_usd_per_hour)}/h)"
         )
     cost_line = _cost_line(cost)
     if cost_line:
         lines.append(cost_line)
-    return "\n".join(lines)
+    return clip_text("\n".join(lines))
 
 
 def _fallback_line(event: AlertEvent, now_seconds: float) -> str:
     verdict = event.verdict
     name = name_text(event.gpu.identity.name) if event.gpu is not None else "unknown model"
     head = f"GPU {verdict.gpu_index} ({name})"
+    state, condition = escape(verdict.state), escape(event.condition)
     if event.kind == "resolved":
-        return f"{head} {verdict.state} again (was {event.condition})"
+        return f"{head} {state} again (was {condition})"
     since = format_duration(now_seconds - verdict.state_since_seconds)
     if verdict.state == event.condition:
-        text = f"{head} {event.condition} for {since}"
+        text = f"{head} {condition} for {since}"
     else:
-        text = f"{head} {event.condition} ({verdict.state} for {since})"
+        text = f"{head} {condition} ({state} for {since})"
     if event.pods:
         text += " (pods " + ", ".join(pod_name(p) for p in event.pods[:MAX_PODS]) + ")"
     rec = verdict.recommendation
@@ -221,6 +318,10 @@ def _summary(events: Sequence[AlertEvent]) -> str:
     return ", ".join(parts)
 
 
+def _more_gpus(count: int) -> str:
+    return f"… and {count} more GPU{'s' if count != 1 else ''}"
+
+
 def build_alert_message(
     *,
     hostname: str,
@@ -230,16 +331,20 @@ def build_alert_message(
     costs: Mapping[str, GpuCost] | None = None,
     mention: str | None = None,
 ) -> dict[str, Any]:
-    """The webhook payload (`text` + `blocks`) for one evaluation's events on one host."""
+    """The webhook payload (`text` + `blocks`) for one evaluation's events on one host.
+
+    `mention` is the one piece of markup from the config (`<!here>`); everything else
+    taken from the host is data (`name_text`).
+    """
     costs = costs or {}
-    host = flatten(hostname)
+    host = name_text(hostname)
     wasted = any(e.kind != "resolved" for e in events)
-    header = f"GPU waste on {host}" if wasted else f"GPUs back to work on {host}"
+    header = f"{'GPU waste' if wasted else 'GPUs back to work'} on {hostname}"
     summary = _summary(events)
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": _short(header, HEADER_MAX_CHARS)},
+            "text": {"type": "plain_text", "text": plain_name(header, HEADER_MAX_CHARS)},
         },
         {
             "type": "section",
@@ -252,35 +357,36 @@ def build_alert_message(
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
     hidden = len(events) - MAX_GPU_SECTIONS
     if hidden > 0:
-        blocks.append(
-            {"type": "section", "text": {"type": "mrkdwn", "text": f"…and {hidden} more GPUs"}}
-        )
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _more_gpus(hidden)}})
     blocks.append(
         {
             "type": "context",
             "elements": [
                 {
                     "type": "mrkdwn",
-                    "text": f"gpuwatch · {escape(host)} · alert #{message_id} · "
-                    f"{format_utc(now_seconds)}",
+                    "text": f"gpuwatch · {host} · alert #{message_id} · {format_utc(now_seconds)}",
                 }
             ],
         }
     )
-    lines = "; ".join(_fallback_line(e, now_seconds) for e in events)
-    text = f"{escape(host)}: {summary}: {lines}"
-    if mention:
-        text = f"{mention} {text}"
-    return {"text": _short(text, TEXT_MAX_CHARS), "blocks": blocks}
+    start = f"{mention} " if mention else ""
+    start += f"{host}: {summary}: "
+    lines = fit_lines(
+        [_fallback_line(e, now_seconds) for e in events],
+        TEXT_MAX_CHARS - len(start),
+        _more_gpus,
+        "; ",
+    )
+    return {"text": start + lines, "blocks": blocks}
 
 
 def build_test_message(hostname: str, now_seconds: float) -> dict[str, Any]:
-    """The payload `gpuwatch alert test` sends."""
-    text = f"gpuwatch on {flatten(hostname)}: test message, Slack alerts reach this channel."
+    """The payload `gpuwatch alert test` sends (the host name as data, `name_text`)."""
+    text = f"gpuwatch on {name_text(hostname)}: test message, Slack alerts reach this channel."
     return {
         "text": text,
         "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": f":wave: {escape(text)}"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": f":wave: {text}"}},
             {
                 "type": "context",
                 "elements": [{"type": "mrkdwn", "text": f"gpuwatch · {format_utc(now_seconds)}"}],

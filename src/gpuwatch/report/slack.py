@@ -5,8 +5,8 @@ items and the file name of the full report. `send_summary` queues it in a SQLite
 outbox of its own (`state_dir/reports.sqlite3`, the alerts' `Outbox` class: an agent's
 alert dispatcher never sees it, so no message goes out twice) and delivers everything
 queued there with the alerts' retry policy; a message Slack could not take stays queued
-for the next report. Names are mrkdwn data (`name_text`); the webhook URL never leaves
-`gpuwatch.alerts`.
+for the next report. Names are mrkdwn data (`name_text`, as in the alerts) and every
+text stays within Slack's limits; the webhook URL never leaves `gpuwatch.alerts`.
 """
 
 from __future__ import annotations
@@ -24,19 +24,47 @@ from gpuwatch.alerts.delivery import (
     describe_answer,
     send_with_retries,
 )
-from gpuwatch.alerts.messages import escape, name_text
+from gpuwatch.alerts.messages import (
+    TEXT_MAX_CHARS,
+    clip_text,
+    escape,
+    fit_lines,
+    name_text,
+    plain_name,
+)
 from gpuwatch.alerts.outbox import Outbox
 from gpuwatch.alerts.secret import WebhookUrl
 from gpuwatch.report import figures as f
-from gpuwatch.report.build import Report
+from gpuwatch.report.build import Report, WasteItem
 
 REPORT_OUTBOX_FILE = "reports.sqlite3"
 SLACK_WASTE_ITEMS = 5
 HEADER_MAX_CHARS = 150
+FIELD_MAX_CHARS = 2000  # Slack: a section's fields, at most 10 of 2,000 characters each
+MAX_FIELDS = 10
+
+
+def _waste_line(item: WasteItem) -> str:
+    """One waste item; every name through `name_text`, the action rebuilt from its parts
+    (its recommended GPU is a name too)."""
+    gpu = item.gpu
+    if item.action == "rightsize" and gpu.recommended_gpu is not None:
+        action = f"move the workload to a {name_text(gpu.recommended_gpu)}"
+    else:
+        action = escape(f.plain_text(item.action_text))
+    return (
+        f"• {name_text(gpu.host)} / {name_text(gpu.name)} {name_text(gpu.uuid, 48)}: "
+        f"{escape(f.usd(item.waste_usd))} idle or held; {action} "
+        f"(saves {escape(f.usd(item.action_usd_per_month))}/month)"
+    )
 
 
 def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict[str, Any]:
-    """The Block Kit summary; `report_files` are the written files' names (may be empty)."""
+    """The Block Kit summary; `report_files` are the written files' names (may be empty).
+
+    Within Slack's limits whatever the names: header <= 150 characters, <= 10 fields of
+    <= 2,000, every text <= 3,000 (lists cut with "… and N more"), 4 blocks.
+    """
     totals = report.totals
     label = f.plain_name(report.period.label)
     fields = [
@@ -48,40 +76,47 @@ def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict
         ("$/1M generated tokens", f.usd(report.usd_per_million_tokens("generation"))),
         ("Data coverage", f.percent(report.coverage_ratio)),
         ("Rent vs buy", f.rent_vs_buy_text(report.rent_vs_buy_monthly_delta_usd)),
-    ]
+    ][:MAX_FIELDS]
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": f"GPU cost report {label}"[:HEADER_MAX_CHARS]},
+            "text": {
+                "type": "plain_text",
+                "text": plain_name(f"GPU cost report {label}", HEADER_MAX_CHARS),
+            },
         },
         {
             "type": "section",
             "fields": [
-                {"type": "mrkdwn", "text": f"*{escape(name)}*\n{escape(value)}"}
+                {
+                    "type": "mrkdwn",
+                    "text": clip_text(f"*{escape(name)}*\n{escape(value)}", FIELD_MAX_CHARS),
+                }
                 for name, value in fields
             ],
         },
     ]
     if report.top_waste:
-        lines = [
-            f"• {name_text(item.gpu.host)} / {name_text(item.gpu.name)} "
-            f"`{name_text(item.gpu.uuid, 48)}`: {escape(f.usd(item.waste_usd))} idle or held; "
-            f"{escape(item.action_text)} (saves {escape(f.usd(item.action_usd_per_month))}"
-            "/month)"
-            for item in report.top_waste[:SLACK_WASTE_ITEMS]
-        ]
-        blocks.append(
-            {
-                "type": "section",
-                "text": {"type": "mrkdwn", "text": "*Most wasteful GPUs*\n" + "\n".join(lines)},
-            }
-        )
-    where = (
-        "Full report: " + ", ".join(f"`{name_text(n, 100)}`" for n in report_files)
-        if report_files
-        else "Full report: not written to a file (run with --out DIR)"
-    )
+        title = "*Most wasteful GPUs*"
+        shown = report.top_waste[:SLACK_WASTE_ITEMS]
+        unlisted = len(report.top_waste) - len(shown)
+
+        def more(count: int) -> str:
+            return f"… and {count} more in the full report"
+
+        lines = [_waste_line(item) for item in shown]
+        listed = fit_lines(lines, TEXT_MAX_CHARS - len(title) - 1, more, left_out=unlisted)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n{listed}"}})
     period = escape(f.period_text(report.period))
+    if report_files:
+        where = "Full report: " + fit_lines(
+            [name_text(n, 100) for n in report_files],
+            TEXT_MAX_CHARS - len("Full report: ") - len(period) - 3,
+            lambda n: f"… and {n} more",
+            ", ",
+        )
+    else:
+        where = "Full report: not written to a file (run with --out DIR)"
     blocks.append(
         {
             "type": "context",
@@ -89,10 +124,10 @@ def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict
         }
     )
     text = (
-        f"GPU cost report {label}: {f.usd(totals.cost_usd)} total, "
+        f"GPU cost report {escape(label)}: {f.usd(totals.cost_usd)} total, "
         f"{f.usd(totals.idle_cost_usd)} idle or held"
     )
-    return {"text": escape(text), "blocks": blocks}
+    return {"text": clip_text(text), "blocks": blocks}
 
 
 @dataclass(frozen=True, slots=True)
