@@ -4,10 +4,18 @@
 ARG PYTHON_IMAGE=python:3.12-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
+# Where pip finds packages, for this stage only and unset unless given: a mirror
+# (--build-arg PIP_INDEX_URL=...) or a proxy's CA bundle mounted into the build
+# (-v /etc/ssl/certs:/etc/ssl/certs:ro --build-arg PIP_CERT=...). Nothing of it reaches the
+# final stage, which copies /opt/gpuwatch alone.
+ARG PIP_INDEX_URL
+ARG PIP_CERT
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
-RUN python -m venv /opt/gpuwatch
+# python3, not python: the official image has both in /usr/local/bin, a base made from
+# Debian's python3 package only /usr/bin/python3.
+RUN python3 -m venv /opt/gpuwatch
 COPY pyproject.toml README.md ./
 COPY src ./src
 RUN /opt/gpuwatch/bin/pip install --no-cache-dir . \

@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LISTEN ?= 127.0.0.1:9842
 
-.PHONY: demo test lint typecheck unit bench prometheus report-tools bindings mutation
+.PHONY: demo test lint typecheck unit bench prometheus report-tools image-tools bindings mutation
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,22 @@ report-tools:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	    poppler-utils libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core >/dev/null; }
 
+# The container image test (tests/image/) builds the Dockerfile and runs it as root with
+# Debian's podman and runc (crun fails on a hybrid cgroup layout), on a Python base that
+# debootstrap makes from Debian's packages; rootful with --network=host, so no uidmap,
+# slirp4netns or fuse-overlayfs.
+image-tools:
+	@command -v podman >/dev/null && command -v debootstrap >/dev/null && [ -x /usr/sbin/runc ] || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends podman runc debootstrap >/dev/null; }
+
 # The old nvidia-ml-py releases the binding tests load side by side (wheels of ~40 KB
 # from PyPI, kept in .cache/nvidia-ml-py; tests/bindings/fetch.py lists them).
 bindings: $(BIN)/python
 	$(BIN)/python -m tests.bindings.fetch
 
-test: $(BIN)/python prometheus report-tools
+test: $(BIN)/python prometheus report-tools image-tools
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m tests.bindings.fetch
 	$(BIN)/ruff check src tests bench dashboards
