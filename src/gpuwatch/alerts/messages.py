@@ -52,6 +52,7 @@ class GpuCost:
 
 BACKTICK_LOOKALIKE = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: cannot end a code span
 EMPTY_NAME = "(no name)"
+_PLAIN_ANGLES = str.maketrans({"<": "\uff1c", ">": "\uff1e"})  # fullwidth < >
 
 
 def escape(text: str) -> str:
@@ -106,8 +107,9 @@ def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
 
 def plain_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
     """A name for a `plain_text` object (the header): one line, at most `limit`
-    characters; Slack shows plain text as it is, so nothing else is escaped."""
-    return _short(flatten(text), limit)
+    characters. Slack shows plain text as it is, but so that no `<!channel>` appears
+    anywhere in a payload, `<` and `>` are shown as their fullwidth look-alikes."""
+    return _short(flatten(text), limit).translate(_PLAIN_ANGLES)
 
 
 def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
