@@ -18,9 +18,11 @@ H100_TICK = {
     "nvmlDeviceGetUtilizationRates": 1,
     "nvmlDeviceGetPowerUsage": 1,
     "nvmlDeviceGetTemperatureV": 1,
+    "nvmlDeviceGetEncoderUtilization": 1,  # DCGM_FI_DEV_ENC_UTIL
+    "nvmlDeviceGetDecoderUtilization": 1,  # DCGM_FI_DEV_DEC_UTIL
     "nvmlDeviceGetClockInfo": 2,
     "nvmlDeviceGetCurrentClocksEventReasons": 1,
-    "nvmlDeviceGetFieldValues": 1,  # energy and NVLink TX/RX together
+    "nvmlDeviceGetFieldValues": 1,  # energy, NVLink TX/RX and memory temperature together
     "nvmlGpmSampleGet": 1,
     "nvmlGpmMetricsGet": 1,
     "nvmlDeviceGetComputeRunningProcesses_v3": 1,
@@ -28,18 +30,19 @@ H100_TICK = {
     "nvmlDeviceGetProcessUtilization": 1,
 }
 H100_SLOW = {
-    "nvmlDeviceGetFieldValues": 1,  # volatile ECC totals and remapped rows together
+    "nvmlDeviceGetFieldValues": 1,  # ECC totals, remapped rows, PCIe replays together
     "nvmlDeviceGetMigMode": 1,
     "nvmlDeviceGetEnforcedPowerLimit": 1,
 }
 
 
-def test_a_plain_h100_costs_13_calls_a_tick_and_3_a_slow_pass() -> None:
+def test_a_plain_h100_costs_15_calls_a_tick_and_3_a_slow_pass() -> None:
     calls = calls_per_tick("dgx-h100")
     assert calls.gpus == 8
     assert dict(calls.tick) == {name: 8 * n for name, n in H100_TICK.items()}
     assert dict(calls.slow) == {name: 8 * n for name, n in H100_SLOW.items()}
-    assert calls.tick_total == 8 * 13  # 14 before energy joined the NVLink fields
+    # 14 before energy joined the NVLink fields; 13 before the encoder and decoder
+    assert calls.tick_total == 8 * 15
     assert calls.slow_total == 8 * 3  # 5 before ECC and remapped rows were batched
 
 

@@ -187,11 +187,15 @@ def test_unsupported_values_are_absent_and_asked_once() -> None:
     assert l4.power_watts is not None
     # NotSupported is remembered: asked once per device, not once per tick. Energy rides
     # in the field-values call; after its first tick the L4 (energy NotSupported, no
-    # NVLink) makes none: 4 GPUs at open's slow pass and on tick 1, then 3 per tick and
-    # per slow pass (the RTX 4090 has neither ECC nor remapped rows).
+    # NVLink, no HBM temperature) makes none: 4 GPUs at open's slow pass and on tick 1,
+    # then 3 per tick; every slow pass asks all 4 (the RTX 4090 has neither ECC nor
+    # remapped rows, but a PCIe replay counter).
     assert counting.calls["nvmlDeviceGetTotalEnergyConsumption"] == 0
     assert counting.calls["nvmlDeviceGetRemappedRows"] == 0
-    assert counting.calls["nvmlDeviceGetFieldValues"] == 4 + 4 + 19 * 3 + 2 * 3
+    assert counting.calls["nvmlDeviceGetPcieReplayCounter"] == 0  # it rides in the fields
+    assert counting.calls["nvmlDeviceGetFieldValues"] == 4 + 4 + 19 * 3 + 2 * 4
+    assert geforce.memory_temperature_celsius is None  # GDDR6X: no memory sensor
+    assert geforce.pcie_replay_errors_total == 0
 
 
 def test_no_permission_on_process_names_leaves_names_empty() -> None:

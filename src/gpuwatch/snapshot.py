@@ -109,6 +109,11 @@ class GpuSample:
     remapped_rows_uncorrectable: int | None = None
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
+    encoder_utilization_ratio: float | None = None  # NVENC busy time (0-1)
+    decoder_utilization_ratio: float | None = None  # NVDEC busy time (0-1)
+    memory_temperature_celsius: float | None = None  # HBM parts only
+    nvlink_bytes_per_second: float | None = None  # TX + RX data, all links, since last tick
+    pcie_replay_errors_total: int | None = None  # PCIe replays since driver load
     mig_enabled: bool | None = None
     power_limit_watts: float | None = None  # enforced limit, re-read on the slow job
     mig_instances: tuple[MigInstanceSample, ...] = ()

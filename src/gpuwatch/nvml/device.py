@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from gpuwatch.clock import Clock
 from gpuwatch.nvml import parse, processes
@@ -57,9 +57,19 @@ class SlowReadings:
     remapped_rows_uncorrectable: int | None = None
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
+    pcie_replay_errors_total: int | None = None
     mig_enabled: bool | None = None
     mig_devices: tuple[MigDevice, ...] = ()
     power_limit_watts: float | None = None  # re-read: `nvidia-smi -pl` changes it
+
+
+class _Counters(NamedTuple):
+    """What the per-tick field-values call read (None: absent or unsupported)."""
+
+    energy_mj: int | None
+    nvlink_tx_bytes: float | None
+    nvlink_rx_bytes: float | None
+    memory_temperature_c: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,7 @@ class NvmlDevice:
         self._mig_ids: dict[str, tuple[int, int]] = {}  # MIG UUID: (GPU, compute instance id)
         self._process_calls: processes.ProcessCalls | None = None
         self._process_calls_known = False
+        self._nvlink_last: tuple[float, float] | None = None  # (monotonic s, TX + RX bytes)
         self.slow = SlowReadings()
 
     # -- the one call helper -------------------------------------------------------
@@ -231,8 +242,12 @@ class NvmlDevice:
         memory = self._read_memory()
         rates = self._optional("utilization", nv.nvmlDeviceGetUtilizationRates, h)
         power_mw = self._optional("power", nv.nvmlDeviceGetPowerUsage, h)
-        energy_mj, nvlink_tx, nvlink_rx = self._read_counters()
+        counters = self._read_counters()
+        nvlink_tx, nvlink_rx = counters.nvlink_tx_bytes, counters.nvlink_rx_bytes
+        energy_mj = counters.energy_mj
         temperature = self._read_temperature()
+        encoder = self._optional("encoder_utilization", nv.nvmlDeviceGetEncoderUtilization, h)
+        decoder = self._optional("decoder_utilization", nv.nvmlDeviceGetDecoderUtilization, h)
         clock_sm = self._optional("clock_sm", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
         clock_mem = self._optional("clock_mem", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)
         reasons = self._first_answer(
@@ -273,12 +288,21 @@ class NvmlDevice:
             pcie_rx_bytes_per_second=pcie_rx,
             nvlink_tx_bytes_total=nvlink_tx,
             nvlink_rx_bytes_total=nvlink_rx,
+            nvlink_bytes_per_second=self._nvlink_rate(now, nvlink_tx, nvlink_rx),
             ecc_uncorrected_errors_total=slow.ecc_uncorrected_errors_total,
             ecc_corrected_errors_total=slow.ecc_corrected_errors_total,
             remapped_rows_correctable=slow.remapped_rows_correctable,
             remapped_rows_uncorrectable=slow.remapped_rows_uncorrectable,
             remapped_rows_pending=slow.remapped_rows_pending,
             remapped_rows_failure=slow.remapped_rows_failure,
+            encoder_utilization_ratio=(
+                None if encoder is None else parse.percent_to_ratio(encoder[0])
+            ),
+            decoder_utilization_ratio=(
+                None if decoder is None else parse.percent_to_ratio(decoder[0])
+            ),
+            memory_temperature_celsius=counters.memory_temperature_c,
+            pcie_replay_errors_total=slow.pcie_replay_errors_total,
             mig_enabled=slow.mig_enabled,
             power_limit_watts=slow.power_limit_watts,
             mig_instances=self._read_mig(now),
@@ -298,18 +322,20 @@ class NvmlDevice:
             )
         return None if value is None else int(value)
 
-    def _read_counters(self) -> tuple[int | None, float | None, float | None]:
-        """Energy (mJ) and NVLink data TX/RX (bytes, all links) in one field-values call.
+    def _read_counters(self) -> _Counters:
+        """Energy (mJ), NVLink data TX/RX (bytes, all links) and the memory temperature
+        (°C, `NVML_FI_DEV_MEMORY_TEMP`: HBM parts) in one field-values call.
 
         Each entry carries its own return code: NotSupported (or NoPermission) for the
-        energy entry, or for both NVLink entries, is remembered and that field is no
-        longer asked for. Without `nvmlDeviceGetFieldValues` at all, energy comes from
-        `nvmlDeviceGetTotalEnergyConsumption` and NVLink is absent.
+        energy entry, the memory temperature, or both NVLink entries, is remembered and
+        that field is no longer asked for. Without `nvmlDeviceGetFieldValues` at all,
+        energy comes from `nvmlDeviceGetTotalEnergyConsumption`; NVLink and the memory
+        temperature (no call of their own answers them) are absent.
         """
         nv = self._nv
         if "field_values" in self.unsupported:
             energy = self._optional("energy", nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
-            return energy, None, None
+            return _Counters(energy, None, None, None)
         fields: list[tuple[str, int, int]] = []
         if "energy" not in self.unsupported:
             fields.append(("energy", nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 0))
@@ -317,6 +343,8 @@ class NvmlDevice:
             # scopeId UINT_MAX: the sum over all links (no scope would be link 0 only)
             fields.append(("nvlink_tx", nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS))
             fields.append(("nvlink_rx", nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS))
+        if "memory_temperature" not in self.unsupported:
+            fields.append(("memory_temperature", nv.NVML_FI_DEV_MEMORY_TEMP, 0))
         got = self._read_fields(fields)
         if "field_values" in self.unsupported:  # just learnt: this tick's energy by its call
             return self._read_counters()
@@ -324,11 +352,28 @@ class NvmlDevice:
             self.unsupported.add("nvlink")
         energy = got.get("energy")
         tx, rx = got.get("nvlink_tx"), got.get("nvlink_rx")
-        return (
+        memory_temperature = got.get("memory_temperature")
+        return _Counters(
             None if energy is None else int(energy),
             None if tx is None else parse.kibibytes_to_bytes(tx),
             None if rx is None else parse.kibibytes_to_bytes(rx),
+            None if memory_temperature is None else float(memory_temperature),
         )
+
+    def _nvlink_rate(self, now: float, tx: float | None, rx: float | None) -> float | None:
+        """NVLink TX + RX data bytes per second since the previous tick's counters.
+
+        None on the first reading, when either counter is missing, when no time passed,
+        and when the sum went down (the driver was reloaded: the next tick has a rate).
+        """
+        if tx is None or rx is None:
+            self._nvlink_last = None
+            return None
+        total = tx + rx
+        last, self._nvlink_last = self._nvlink_last, (now, total)
+        if last is None or now <= last[0] or total < last[1]:
+            return None
+        return (total - last[1]) / (now - last[0])
 
     def _read_fields(self, fields: Sequence[tuple[str, int, int]]) -> dict[str, float | None]:
         """One `nvmlDeviceGetFieldValues` call for (key, field id, scope id) entries.
@@ -519,7 +564,7 @@ class NvmlDevice:
     # -- the slow job ------------------------------------------------------------------
 
     def sample_slow(self) -> None:
-        """Refresh PCIe (a blocking call), ECC, remapped rows and the MIG layout."""
+        """Refresh PCIe (a blocking call), its replay counter, ECC, remapped rows, MIG layout."""
         nv, h = self._nv, self.handle
         pcie_tx = pcie_rx = None
         if not self.identity.gpm_supported or "gpm" in self.unsupported:  # no GPM 20/21
@@ -551,10 +596,12 @@ class NvmlDevice:
         )
 
     def _read_reliability(self) -> SlowReadings:
-        """Volatile ECC totals and remapped rows in one field-values call.
+        """Volatile ECC totals, remapped rows and the PCIe replay counter in one
+        field-values call.
 
-        Falls back to `nvmlDeviceGetTotalEccErrors` and `nvmlDeviceGetRemappedRows`
-        where `nvmlDeviceGetFieldValues` itself is unsupported.
+        Falls back to `nvmlDeviceGetTotalEccErrors`, `nvmlDeviceGetRemappedRows` and
+        `nvmlDeviceGetPcieReplayCounter` where `nvmlDeviceGetFieldValues` itself is
+        unsupported.
         """
         nv = self._nv
         if "field_values" in self.unsupported:
@@ -568,6 +615,8 @@ class NvmlDevice:
             fields.append(("remapped_uncorrectable", nv.NVML_FI_DEV_REMAPPED_UNC, 0))
             fields.append(("remapped_pending", nv.NVML_FI_DEV_REMAPPED_PENDING, 0))
             fields.append(("remapped_failure", nv.NVML_FI_DEV_REMAPPED_FAILURE, 0))
+        if "pcie_replay" not in self.unsupported:
+            fields.append(("pcie_replay", nv.NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0))
         got = self._read_fields(fields)
         if "field_values" in self.unsupported:
             return self._read_reliability_by_calls()
@@ -591,6 +640,7 @@ class NvmlDevice:
             remapped_rows_uncorrectable=count("remapped_uncorrectable"),
             remapped_rows_pending=flag("remapped_pending"),
             remapped_rows_failure=flag("remapped_failure"),
+            pcie_replay_errors_total=count("pcie_replay"),
         )
 
     def _read_reliability_by_calls(self) -> SlowReadings:
@@ -610,6 +660,7 @@ class NvmlDevice:
             nv.NVML_VOLATILE_ECC,
         )
         remapped = self._optional("remapped_rows", nv.nvmlDeviceGetRemappedRows, h)
+        replays = self._optional("pcie_replay", nv.nvmlDeviceGetPcieReplayCounter, h)
         return SlowReadings(
             ecc_uncorrected_errors_total=None if uncorrected is None else int(uncorrected),
             ecc_corrected_errors_total=None if corrected is None else int(corrected),
@@ -617,6 +668,7 @@ class NvmlDevice:
             remapped_rows_uncorrectable=None if remapped is None else int(remapped[1]),
             remapped_rows_pending=None if remapped is None else bool(remapped[2]),
             remapped_rows_failure=None if remapped is None else bool(remapped[3]),
+            pcie_replay_errors_total=None if replays is None else int(replays),
         )
 
     def _mig_mode_changed(self, enabled: bool) -> None:

@@ -48,6 +48,7 @@ class DevicePreset(BaseModel):
     mig_max: int = Field(ge=0, le=7)
     ecc: bool
     remapped_rows: bool
+    memory_temperature: bool
     serial: bool
     source: str
 

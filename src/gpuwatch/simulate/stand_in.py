@@ -91,6 +91,7 @@ _FIELD_FUNCTIONS = {
     pynvml.NVML_FI_DEV_REMAPPED_UNC: "nvmlDeviceGetRemappedRows",
     pynvml.NVML_FI_DEV_REMAPPED_PENDING: "nvmlDeviceGetRemappedRows",
     pynvml.NVML_FI_DEV_REMAPPED_FAILURE: "nvmlDeviceGetRemappedRows",
+    pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER: "nvmlDeviceGetPcieReplayCounter",
 }
 """Field ids that answer what an NVML call answers (faults on that call apply)."""
 _ECC_EVENTS = pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDoubleBitEccError
@@ -98,6 +99,8 @@ _BASE_EVENTS = (
     pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeClock
 )
 _ALL_LINKS = 0xFFFFFFFF  # field-value scopeId: every NVLink summed
+_VIDEO_SAMPLING_PERIOD_US = 167_000  # encoder/decoder utilization: a sixth of a second
+_MEMORY_ABOVE_GPU_C = 4  # HBM runs a few degrees above the GPU's own sensor
 _POLL_SECONDS = 0.1  # real seconds between looks at the simulated clock while waiting
 
 
@@ -553,6 +556,23 @@ class SimulatedNvml:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return device.snapshot(t).temperature_c
 
+    def nvmlDeviceGetEncoderUtilization(self, handle: Any) -> list[int]:
+        """[NVENC utilization %, sampling period µs]; NotSupported with MIG on.
+
+        Scenarios run no video work: 0 % (parts without NVENC, A100 and H100, answer 0 too).
+        """
+        return self._video_utilization(handle, "nvmlDeviceGetEncoderUtilization")
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: Any) -> list[int]:
+        """[NVDEC utilization %, sampling period µs]; NotSupported with MIG on (0 %)."""
+        return self._video_utilization(handle, "nvmlDeviceGetDecoderUtilization")
+
+    def _video_utilization(self, handle: Any, name: str) -> list[int]:
+        device, t = self._device(handle, name)
+        if device.mig_current(t):
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [0, _VIDEO_SAMPLING_PERIOD_US]
+
     def nvmlDeviceGetClockInfo(self, handle: Any, type: int) -> int:
         """Current clock in MHz (NVML_CLOCK_GRAPHICS/SM/MEM/VIDEO)."""
         device, t = self._device(handle, "nvmlDeviceGetClockInfo")
@@ -613,8 +633,14 @@ class SimulatedNvml:
             return round(act.pcie_rx * 1024)
         _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
 
+    def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
+        """PCIe replays since driver load: 0 (no scenario models a bad link)."""
+        self._device(handle, "nvmlDeviceGetPcieReplayCounter")
+        return 0
+
     def nvmlDeviceGetFieldValues(self, handle: Any, fieldIds: Sequence[Any]) -> Any:
-        """`c_nvmlFieldValue_t` array: NVLink throughput, energy, ECC and remapped rows.
+        """`c_nvmlFieldValue_t` array: NVLink throughput, energy, ECC, remapped rows and
+        the memory temperature (°C, HBM parts only) and the PCIe replay counter.
 
         As in nvml.h, the scopeId picks the link: UINT_MAX sums all links, link `i`
         (0 when no scope is given) carries its share of the traffic. Energy (mJ), the
@@ -655,6 +681,10 @@ class SimulatedNvml:
             position, overhead = nvlink
             share = 1.0 if scope == _ALL_LINKS else 1.0 / links
             return pynvml.NVML_SUCCESS, int(device.counters(t)[position] * overhead * share)
+        if field_id == pynvml.NVML_FI_DEV_MEMORY_TEMP:
+            if not device.preset.memory_temperature:
+                return pynvml.NVML_ERROR_NOT_SUPPORTED, None
+            return pynvml.NVML_SUCCESS, device.snapshot(t).temperature_c + _MEMORY_ABOVE_GPU_C
         function = _FIELD_FUNCTIONS.get(field_id)
         if function is None:
             return pynvml.NVML_ERROR_NOT_SUPPORTED, None
@@ -663,6 +693,8 @@ class SimulatedNvml:
             return code, None
         if field_id == pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
             return pynvml.NVML_SUCCESS, device.counters(t)[0]
+        if field_id == pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER:
+            return pynvml.NVML_SUCCESS, 0
         if function == "nvmlDeviceGetTotalEccErrors":
             if not device.preset.ecc:
                 return pynvml.NVML_ERROR_NOT_SUPPORTED, None
