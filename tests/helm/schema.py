@@ -94,6 +94,64 @@ def container_security_context() -> Schema:
     )
 
 
+# Volume sources of a Kubernetes Volume (1.27-1.37): their content is checked by the API
+# server; the schema closes the Volume itself so a misspelt source fails the install.
+VOLUME_SOURCES = (
+    "awsElasticBlockStore",
+    "azureDisk",
+    "azureFile",
+    "cephfs",
+    "cinder",
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "fc",
+    "flexVolume",
+    "flocker",
+    "gcePersistentDisk",
+    "gitRepo",
+    "glusterfs",
+    "hostPath",
+    "image",
+    "iscsi",
+    "nfs",
+    "persistentVolumeClaim",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "projected",
+    "quobyte",
+    "rbd",
+    "scaleIO",
+    "secret",
+    "storageos",
+    "vsphereVolume",
+)
+
+
+def volume() -> Schema:
+    """extraVolumes[]: a Kubernetes Volume (name and one source)."""
+    sources: Schema = {name: {"type": "object"} for name in VOLUME_SOURCES}
+    return obj({"name": STR, **sources}, required=["name"])
+
+
+def volume_mount() -> Schema:
+    """extraVolumeMounts[]: a Kubernetes VolumeMount."""
+    return obj(
+        {
+            "name": STR,
+            "mountPath": {"type": "string", "pattern": "^/"},
+            "subPath": STR,
+            "subPathExpr": STR,
+            "readOnly": BOOL,
+            "recursiveReadOnly": {"enum": ["Disabled", "IfPossible", "Enabled"]},
+            "mountPropagation": {"enum": ["None", "HostToContainer", "Bidirectional"]},
+        },
+        required=["name", "mountPath"],
+    )
+
+
 def monitor() -> Schema:
     """ServiceMonitor / PodMonitor switches."""
     return obj(
@@ -185,7 +243,15 @@ def chart_schema() -> Schema:
                     "credentialsFileKey": STR,
                 }
             ),
+            "driver": obj(
+                {
+                    "hostPath": {"type": "string", "pattern": "^(/.*)?$"},
+                    "mountPath": {"type": "string", "pattern": "^/"},
+                }
+            ),
             "extraEnv": {"type": "array", "items": env_var},
+            "extraVolumes": {"type": "array", "items": volume()},
+            "extraVolumeMounts": {"type": "array", "items": volume_mount()},
             "config": {"$ref": "#/definitions/Config"},
             "serviceMonitor": monitor(),
             "podMonitor": monitor(),

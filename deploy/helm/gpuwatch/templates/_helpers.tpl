@@ -48,6 +48,50 @@ app.kubernetes.io/component: agent
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
+{{/*
+The agent container's securityContext: the values' securityContext, and with attribution
+on runAsUser 0 / runAsNonRoot false under it (the values win where they set either). The
+kubelet makes pod-resources/ root-owned, mode 0750, with a root-owned socket: only its
+owner, uid 0, can reach it without CAP_DAC_OVERRIDE, so root with every capability
+dropped connects and 65532 gets "permission denied".
+*/}}
+{{- define "gpuwatch.agentSecurityContext" -}}
+{{- $context := deepCopy .Values.securityContext -}}
+{{- if .Values.attribution.enabled -}}
+{{- $context = merge $context (dict "runAsUser" 0 "runAsNonRoot" false) -}}
+{{- end -}}
+{{- toYaml $context -}}
+{{- end -}}
+
+{{/* The uid the agent runs as (the container's runAsUser, else the pod's). */}}
+{{- define "gpuwatch.agentUser" -}}
+{{- $context := include "gpuwatch.agentSecurityContext" . | fromYaml -}}
+{{- if hasKey $context "runAsUser" -}}
+{{- int $context.runAsUser -}}
+{{- else -}}
+{{- int .Values.podSecurityContext.runAsUser -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Relabelings of the ServiceMonitor and PodMonitor. The operator gives every target the
+agent's own namespace, service, pod, container and endpoint, and instance = the pod's
+IP:port. With honorLabels the agent's series keep their own pod labels, but a series
+without them (every GPU series, the pod cost counters' container) would take the agent
+pod's, and a rollout would start new series. The node names the agent instead: `node`,
+and `instance` set to it (one agent per node, stable across rollouts).
+*/}}
+{{- define "gpuwatch.relabelings" -}}
+- sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: node
+- sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: instance
+{{- range list "namespace" "service" "pod" "container" "endpoint" }}
+- targetLabel: {{ . }}
+  replacement: ""
+{{- end }}
+{{- end -}}
+
 {{/* Mount paths inside the container (the rendered config points at them). */}}
 {{- define "gpuwatch.stateDir" -}}/var/lib/gpuwatch{{- end -}}
 {{- define "gpuwatch.slackFile" -}}/etc/gpuwatch/slack/webhook-url{{- end -}}
