@@ -14,7 +14,10 @@ from gpuwatch.agent import Agent
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.clock import ManualClock
-from gpuwatch.export.attribution_families import attribution_families
+from gpuwatch.export.attribution_families import (
+    attribution_families,
+    attribution_health_families,
+)
 from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.cost_families import pod_cost_families
 from gpuwatch.export.dcgm import dcgm_families
@@ -90,7 +93,11 @@ def attribution_metric_names() -> set[str]:
             unattributed=(GpuUnattributedCost(0, "GPU-x", 0.25),),
         ),
     )
-    return family_names(attribution_families(snapshot)) | family_names(pod_cost_families(snapshot))
+    return (
+        family_names(attribution_families(snapshot))
+        | family_names(pod_cost_families(snapshot))
+        | family_names(attribution_health_families("permission_denied"))
+    )
 
 
 def alert_metric_names(tmp_path: Path) -> set[str]:

@@ -34,6 +34,7 @@ from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config
 from gpuwatch.cost.engine import CostEngine, TokenTotals
+from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.serve import metrics_server
@@ -152,6 +153,7 @@ class Agent:
                 self._billing_families,
                 self._alert_families,
                 self._history_families,
+                self._attribution_families,
             ],
         )
         self.registry = build_registry(self.collector)
@@ -206,6 +208,10 @@ class Agent:
     def _billing_families(self) -> Iterator[Metric]:
         if self.billing is not None:
             yield from self.billing.families()
+
+    def _attribution_families(self) -> Iterator[Metric]:
+        reason = "disabled" if self.attribution is None else self.attribution.reason
+        yield from attribution_health_families(reason)
 
     def _alert_families(self) -> Iterator[Metric]:
         if self.alerts is not None:

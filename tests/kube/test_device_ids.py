@@ -25,6 +25,10 @@ U = "2fc0195c-3848-d59d-2cca-b96e3887fa21"
             "nvidia1/gi2/vgpu0",
             DeviceRef("nvidia1/gi2/vgpu0", minor=1, gpu_instance_id=2, replica=0),
         ),
+        # the NVIDIA plugin's --device-id-strategy=index: NVML indexes, replicas after ::
+        ("0", DeviceRef("0", index=0)),
+        ("12", DeviceRef("12", index=12)),
+        ("0::1", DeviceRef("0::1", index=0, replica=1)),
     ],
 )
 def test_known_forms(raw: str, expected: DeviceRef) -> None:
@@ -44,6 +48,9 @@ def test_known_forms(raw: str, expected: DeviceRef) -> None:
         "amd.com/gpu0",
         f"GPU-{U}/extra",
         "MIG-short",
+        "0:1",  # the index strategy's MIG form: the MIG slot is not sampled
+        "0::",
+        "-1",
     ],
 )
 def test_unknown_forms_are_none(raw: str) -> None:

@@ -15,7 +15,7 @@ from gpuwatch.kube.podresources import (
     PodResourcesClient,
     PodResourcesError,
 )
-from gpuwatch.simulate.kubelet import SimulatedKubelet
+from gpuwatch.simulate.kubelet import ALLOCATABLE_DISABLED, SimulatedKubelet
 
 U = "2fc0195c-3848-d59d-2cca-b96e3887fa21"
 POD = PodAllocation(
@@ -134,4 +134,23 @@ def test_reply_over_the_receive_limit_fails_cleanly(sock_dir: Path) -> None:
     finally:
         small.close()
         default.close()
+        kubelet.stop()
+
+
+def test_allocatable_gate_off_raises_the_kubelets_message_and_keeps_the_channel(
+    sock_dir: Path,
+) -> None:
+    kubelet = SimulatedKubelet(sock_dir / "kubelet.sock", [POD], allocatable_disabled=True)
+    kubelet.start()
+    client = PodResourcesClient(sock_dir / "kubelet.sock")
+    try:
+        with pytest.raises(PodResourcesError) as caught:
+            client.allocatable()
+        assert caught.value.code == "UNKNOWN"
+        assert caught.value.detail == ALLOCATABLE_DISABLED
+        assert str(caught.value).endswith(f"UNKNOWN: {ALLOCATABLE_DISABLED}")
+        assert client.list() == (POD,)
+        assert client.reconnects == 0  # the kubelet answered: no new channel
+    finally:
+        client.close()
         kubelet.stop()

@@ -5,10 +5,14 @@ Two halves, so the kubelet is never asked on the scrape path or the sampling tic
 - `refresh()` runs on the agent's scheduler every `kubernetes.list_interval_seconds`:
   the kubelet's pod-resources `List` (and `GetAllocatableResources` where it exists)
   and a scan of the pod-log folder (pod UID -> namespace and name). Its outcome is
-  `gpuwatch_collector_success{collector="attribution"}`. A listing older than
-  `STALE_LISTINGS` intervals is dropped: labels never outlive the pods they name.
+  `gpuwatch_collector_success{collector="attribution"}` and `reason` (`ok` or a
+  `FAILURE_REASONS` cause found by probing the socket), one log line per change. A
+  failed `GetAllocatableResources` degrades to `List` alone. A listing older than
+  `STALE_LISTINGS` intervals is dropped: labels never outlive the pods they name
+  (the cost ledger keeps the pods' counters while no fresh listing is in use).
 - `attribute(gpus)` runs in every tick: it joins the newest listing with NVML's
-  processes (device IDs by UUID, MIG UUID, or minor number for GKE's forms;
+  processes (device IDs by UUID, MIG UUID, minor number for GKE's forms, or NVML
+  index for the NVIDIA plugin's index strategy;
   processes by `/proc/<pid>/cgroup` -> pod UID -> name) and returns the GPU samples
   with `pod` set, plus an `Attribution`.
 
@@ -36,6 +40,7 @@ from gpuwatch.kube.podresources import (
     PodAllocation,
     PodResourcesClient,
     PodResourcesError,
+    failure_reason,
 )
 from gpuwatch.snapshot import (
     Attribution,
@@ -52,6 +57,17 @@ log = logging.getLogger(__name__)
 
 STALE_LISTINGS = 3
 """A listing is used for at most this many list intervals after it was taken."""
+
+_HINTS = {
+    "permission_denied": "the kubelet makes pod-resources/ root-only (0750): run the agent "
+    "as uid 0 (every capability may be dropped) or give it CAP_DAC_OVERRIDE",
+    "no_socket": "mount the kubelet's pod-resources folder (hostPath, read-only) and check "
+    "kubernetes.pod_resources_socket",
+    "unavailable": "nothing accepts on the socket: the kubelet is down or restarting",
+    "timeout": "the kubelet did not answer within kubernetes.timeout_seconds",
+    "not_implemented": "the server has no pod-resources v1 List (a kubelet before 1.20?)",
+}
+"""What to do, per failure reason, in the one log line (`error`: the gRPC status says)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +116,9 @@ class AttributionCollector:
         self._lock = threading.Lock()
         self._listing: Listing | None = None
         self._result = CollectorResult(self.name, False, 0.0)
-        self._failing = False
+        self._failure: tuple[str, str] | None = None  # (reason, gRPC code) being logged
+        self._reason: str | None = None
+        self._allocatable_failure: str | None = None  # the kubelet's message, logged once
         self._names_failing = False
         self._cgroups: dict[int, PodCgroup | None] = {}
 
@@ -108,6 +126,12 @@ class AttributionCollector:
     def result(self) -> CollectorResult:
         """How the last refresh went (success 0 before the first)."""
         return self._result
+
+    @property
+    def reason(self) -> str | None:
+        """`ok`, or why the last kubelet call failed (`FAILURE_REASONS`); None before the
+        first refresh."""
+        return self._reason
 
     def refresh(self) -> None:
         """Ask the kubelet and scan the pod-log folder (blocking I/O: the scheduler's)."""
@@ -120,21 +144,48 @@ class AttributionCollector:
     def _list(self) -> Listing:
         try:
             pods = self._client.list()
-            allocatable = self._client.allocatable()
         except PodResourcesError as exc:
-            if not self._failing:
+            reason, probed = failure_reason(exc, self._config.pod_resources_socket)
+            if (reason, exc.code) != self._failure:
                 log.warning(
-                    "kubelet pod-resources at %s: %s; pod labels go after %d intervals",
+                    "kubelet pod-resources at %s: %s (%s; %s): %s; pod labels go after %d "
+                    "intervals, pod counters hold",
                     self._config.pod_resources_socket,
+                    reason,
                     exc,
+                    probed,
+                    _HINTS.get(reason, "see the gRPC status"),
                     STALE_LISTINGS,
                 )
-            self._failing = True
-            raise CollectorFailedError(str(exc)) from exc
-        if self._failing:
+            self._failure = (reason, exc.code)
+            self._reason = reason
+            raise CollectorFailedError(f"{reason}: {exc}") from exc
+        if self._failure is not None:
             log.info("kubelet pod-resources answers again")
-        self._failing = False
-        return Listing(self._clock.time(), pods, allocatable, self._pod_names())
+        self._failure = None
+        self._reason = "ok"
+        return Listing(self._clock.time(), pods, self._allocatable(), self._pod_names())
+
+    def _allocatable(self) -> tuple[ContainerDevices, ...] | None:
+        """`GetAllocatableResources`, or None: any failure degrades to `List` alone,
+        logged once per kubelet message (an old kubelet's gate answers UNKNOWN)."""
+        try:
+            devices = self._client.allocatable()
+        except PodResourcesError as exc:
+            message = f"{exc.code}: {exc.detail}" if exc.detail else exc.code
+            if message != self._allocatable_failure:
+                log.warning(
+                    "kubelet GetAllocatableResources at %s failed (%s): attribution goes "
+                    "on from List alone",
+                    self._config.pod_resources_socket,
+                    message,
+                )
+            self._allocatable_failure = message
+            return None
+        if self._allocatable_failure is not None:
+            log.info("kubelet GetAllocatableResources answers again")
+        self._allocatable_failure = None
+        return devices
 
     def _pod_names(self) -> dict[str, PodName]:
         try:
@@ -208,6 +259,7 @@ def resolve_holds(
     extra = tuple(extra_resources)
     by_uuid = {g.identity.uuid.lower(): g for g in gpus}  # keys and lookups: lower case
     by_minor = {g.identity.minor_number: g for g in gpus if g.identity.minor_number is not None}
+    by_index = gpus_by_index(gpus)
     mig_by_uuid = {m.uuid.lower(): (g, m) for g in gpus for m in g.mig_instances}
     merged: dict[tuple[int, str | None, PodRef, str], list[str]] = {}
     instances: dict[tuple[int, str | None], int | None] = {}
@@ -219,7 +271,9 @@ def resolve_holds(
                 if not is_gpu_resource(devices.resource_name, extra):
                     continue
                 for raw in devices.device_ids:
-                    target = _resolve(parse_device_id(raw), by_uuid, by_minor, mig_by_uuid)
+                    target = _resolve(
+                        parse_device_id(raw), by_uuid, by_minor, by_index, mig_by_uuid
+                    )
                     if target is None:
                         unresolved.add(raw)
                         continue
@@ -230,7 +284,7 @@ def resolve_holds(
     holds = [
         _Hold(
             index,
-            gpus_by_index(gpus)[index].identity.uuid,
+            by_index[index].identity.uuid,
             mig_uuid,
             instances[(index, mig_uuid)],
             ref,
@@ -251,6 +305,7 @@ def _resolve(
     ref: DeviceRef | None,
     by_uuid: dict[str, GpuSample],
     by_minor: dict[int, GpuSample],
+    by_index: dict[int, GpuSample],
     mig_by_uuid: dict[str, tuple[GpuSample, MigInstanceSample]],
 ) -> tuple[GpuSample, str | None, int | None] | None:
     """(GPU, MIG device UUID or None, GPU instance ID or None) a device ID names here."""
@@ -267,6 +322,8 @@ def _resolve(
         gpu = by_uuid.get(ref.uuid.lower())
     elif ref.minor is not None:
         gpu = by_minor.get(ref.minor)
+    elif ref.index is not None:
+        gpu = by_index.get(ref.index)
     if gpu is None:
         return None
     if ref.gpu_instance_id is None:

@@ -20,9 +20,12 @@ C < 2^e, and the GPU's unallocated idle takes what is left. All parts are then m
 of C's own ulp and no partial sum exceeds C, so the parts add up to C bit for bit in any
 order. The rounding is below C x 2^-49 per part and lands in the unallocated idle.
 
-Pods' totals live while the pod does: a pod that leaves the node (no allocation, no
-process) is dropped at once, so its `gpuwatch_pod_*` series disappear; Prometheus keeps
-what it scraped. No I/O here.
+Pods' totals live while the pod does: a pod that leaves the node (a fresh kubelet
+listing without its allocation, and no process of it) is dropped at once, so its
+`gpuwatch_pod_*` series disappear; Prometheus keeps what it scraped. While no fresh
+listing is in use (the kubelet down, restarting or slow; `Attribution.listed_at_seconds`
+None) or the pod view failed, no pod is dropped: its counters hold their value and never
+restart from 0 while the agent runs. No I/O here.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from gpuwatch.snapshot import (
     GpuUnattributedCost,
     PodCost,
     PodCostShare,
+    PodRef,
     ProcessSample,
 )
 
@@ -88,22 +92,40 @@ def unattributed_split(gpu: GpuSample, tick_cost_usd: float) -> GpuCostSplit:
     return GpuCostSplit(identity.index, identity.uuid, tick_cost_usd, (), tick_cost_usd, 0.0)
 
 
-def _process_weights(processes: Sequence[ProcessSample]) -> dict[PodKey | None, float]:
-    """Each pod's (None: no pod's) weight in the busy part: SM, else memory, else count."""
+def _weight_values(processes: Sequence[ProcessSample]) -> Sequence[float | int | None]:
+    """Each process's weight in the busy part: SM, else memory, else 1 each."""
     sm = [p.sm_utilization_ratio for p in processes]
     memory = [p.memory_used_bytes for p in processes]
-    values: Sequence[float | int | None]
     if processes and all(v is not None for v in sm) and sum(v or 0.0 for v in sm) > 0:
-        values = sm
-    elif processes and all(v is not None for v in memory) and sum(v or 0 for v in memory) > 0:
-        values = memory
-    else:
-        values = [1.0] * len(processes)
+        return sm
+    if processes and all(v is not None for v in memory) and sum(v or 0 for v in memory) > 0:
+        return memory
+    return [1.0] * len(processes)
+
+
+def _process_weights(processes: Sequence[ProcessSample]) -> dict[PodKey | None, float]:
+    """Each pod's (None: no pod's) weight in the busy part: SM, else memory, else count."""
     weights: dict[PodKey | None, float] = {}
-    for process, value in zip(processes, values, strict=True):
+    for process, value in zip(processes, _weight_values(processes), strict=True):
         key = None if process.pod is None else (process.pod.namespace, process.pod.pod)
         weights[key] = weights.get(key, 0.0) + float(value or 0.0)
     return weights
+
+
+def container_activity_shares(processes: Sequence[ProcessSample]) -> dict[PodRef | None, float]:
+    """Each container's (None: processes in no pod) share of a GPU's activity, 0-1.
+
+    The busy part's rule, per container: its processes' SM utilization over all the GPU's
+    processes', else their memory, else their count. The shares sum to 1 (empty without
+    processes); the exporter's per-pod DCGM series are the GPU's value times these.
+    """
+    weights: dict[PodRef | None, float] = {}
+    for process, value in zip(processes, _weight_values(processes), strict=True):
+        weights[process.pod] = weights.get(process.pod, 0.0) + float(value or 0.0)
+    total = sum(weights.values())
+    if total <= 0:
+        return {}
+    return {key: weight / total for key, weight in weights.items()}
 
 
 def _holder_weights(holders: GpuAttribution | None) -> dict[PodKey | None, float]:
@@ -146,7 +168,8 @@ class PodLedger:
         self._unattributed: dict[str, tuple[int, float]] = {}  # uuid: (index, USD)
 
     def observe(self, splits: Iterable[GpuCostSplit], attribution: Attribution | None) -> None:
-        """Add one tick's splits; with a pod view, drop the pods gone from it."""
+        """Add one tick's splits; with a fresh pod view, drop the pods gone from it (a
+        failed view, None, or a stale one, without a listing, drops nobody)."""
         charged: set[PodKey] = set()
         for split in splits:
             _, total = self._unattributed.get(split.uuid, (split.gpu_index, 0.0))
@@ -155,7 +178,7 @@ class PodLedger:
             for share in split.pods:
                 charged.add((share.namespace, share.pod))
                 self._charge((share.namespace, share.pod), share)
-        if attribution is not None:
+        if attribution is not None and attribution.listed_at_seconds is not None:
             present = _present_pods(attribution) | charged
             for key in [k for k in self._pods if k not in present]:
                 del self._pods[key]

@@ -4,8 +4,9 @@ No GPU value is copied per pod: who holds a GPU is an info series
 (`gpuwatch_gpu_pod_info`, one per container and GPU or MIG device) to join on `uuid`;
 processes carry their own pod labels (`gpuwatch_process_*`); the DCGM-compatible set
 keeps one series per GPU, with pod labels only when one container holds the whole GPU.
-Absent entirely while attribution is off; a pod gone from the kubelet's listing is gone
-from the next scrape after the next listing.
+Absent entirely while attribution is off (but `gpuwatch_attribution_reason_info` says
+`disabled`); a pod gone from the kubelet's listing is gone from the next scrape after the
+next listing.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     pods.add_metric([], float(attribution.pods_listed))
     yield pods
+    stale = GaugeMetricFamily(
+        "gpuwatch_attribution_stale",
+        "1 while no kubelet listing younger than 3 list intervals is in use (none yet, or "
+        "the kubelet stopped answering): pod labels are gone, pod cost counters hold.",
+    )
+    stale.add_metric([], 1.0 if attribution.listed_at_seconds is None else 0.0)
+    yield stale
     unresolved = GaugeMetricFamily(
         "gpuwatch_attribution_unresolved_devices",
         "GPU device IDs allocated to pods that name no GPU of this host (or an unknown form).",
@@ -86,3 +94,25 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     for family in (info, idle, unowned, stray):
         if family.samples:
             yield family
+
+
+def attribution_health_families(reason: str | None) -> Iterator[Metric]:
+    """The kubelet's health as the attribution collector last saw it: `reason` is `ok`,
+    a cause from `gpuwatch.kube.podresources.FAILURE_REASONS`, `disabled` (attribution
+    off: no `gpuwatch_attribution_up` then) or None (not asked yet: up 0, no reason)."""
+    if reason != "disabled":
+        up = GaugeMetricFamily(
+            "gpuwatch_attribution_up",
+            "1 when the kubelet's pod-resources List last answered, 0 when it failed.",
+        )
+        up.add_metric([], 1.0 if reason == "ok" else 0.0)
+        yield up
+    if reason is not None:
+        info = GaugeMetricFamily(
+            "gpuwatch_attribution_reason_info",
+            "Why attribution works or not, value 1: ok, disabled, permission_denied, "
+            "no_socket, unavailable, timeout, not_implemented or error.",
+            labels=("reason",),
+        )
+        info.add_metric([reason], 1.0)
+        yield info

@@ -10,6 +10,10 @@ Forms (REFERENCE.md, "Kubernetes attribution"):
 | `MIG-GPU-<uuid>/<gi>/<ci>`    | NVIDIA plugin before driver R470         | parent UUID + GI |
 | `nvidia<N>`, `nvidia<N>/vgpu<R>` | GKE (shared: replica R)               | minor number N   |
 | `nvidia<N>/gi<G>[/vgpu<R>]`   | GKE MIG partition G                      | minor number N   |
+| `<i>`, `<i>::<n>`             | NVIDIA plugin `--device-id-strategy=index` | NVML index i   |
+
+The index strategy names MIG devices `<i>:<j>` (j: the MIG handle's slot): that form
+is not resolved (NVML's MIG slot is not sampled) and counts as unresolved.
 
 Pure: no I/O. An ID in no known form parses to None (the collector counts it).
 """
@@ -29,15 +33,17 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _NVIDIA_UUID = re.compile(rf"^(?P<kind>GPU|MIG)-(?P<uuid>{_UUID})(?:::(?P<replica>\d+))?$")
 _OLD_MIG = re.compile(rf"^MIG-(?P<parent>GPU-{_UUID})/(?P<gi>\d+)/(?P<ci>\d+)$")
 _GKE = re.compile(r"^nvidia(?P<minor>\d+)(?:/gi(?P<gi>\d+))?(?:/vgpu(?P<replica>\d+))?$")
+_INDEX = re.compile(r"^(?P<index>\d+)(?:::(?P<replica>\d+))?$")
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceRef:
-    """What one device ID names: a GPU by UUID or minor number, maybe a MIG part, maybe a
-    replica of a shared GPU.
+    """What one device ID names: a GPU by UUID, minor number or NVML index, maybe a MIG
+    part, maybe a replica of a shared GPU.
 
     `uuid` is NVML's spelling (`GPU-...` for a GPU, `MIG-...` for a MIG device);
-    `minor` is the `/dev/nvidia<N>` number (GKE); `gpu_instance_id` a MIG GPU instance
+    `minor` is the `/dev/nvidia<N>` number (GKE); `index` the NVML device index (the
+    NVIDIA plugin's index strategy); `gpu_instance_id` a MIG GPU instance
     of the GPU named by `uuid` (old form) or `minor` (GKE); `replica` the time-slicing
     or MPS replica (several pods may hold replicas of one GPU).
     """
@@ -45,6 +51,7 @@ class DeviceRef:
     raw: str
     uuid: str | None = None
     minor: int | None = None
+    index: int | None = None
     gpu_instance_id: int | None = None
     replica: int | None = None
 
@@ -80,6 +87,14 @@ def parse_device_id(raw: str) -> DeviceRef | None:
             raw=raw,
             minor=int(match.group("minor")),
             gpu_instance_id=None if gi is None else int(gi),
+            replica=None if replica is None else int(replica),
+        )
+    match = _INDEX.match(text)
+    if match:
+        replica = match.group("replica")
+        return DeviceRef(
+            raw=raw,
+            index=int(match.group("index")),
             replica=None if replica is None else int(replica),
         )
     return None

@@ -8,13 +8,23 @@ gpuwatch. Field numbers are the kubelet's, so the client stays wire-compatible: 
 skips the fields this subset leaves out (CPU IDs, memory, topology, dynamic resources).
 
 Calls have a timeout and a 16 MiB receive limit (a busy node's reply can exceed gRPC's
-4 MB default). After a failure, or when the socket file was replaced (a kubelet
-restart), the next call opens a new channel. `GetAllocatableResources` answers
-UNIMPLEMENTED on kubelets older than 1.21 (or with its feature gate off): None then.
+4 MB default). After a transport failure, or when the socket file was replaced (a
+kubelet restart), the next call opens a new channel. `GetAllocatableResources` answers
+UNIMPLEMENTED on kubelets older than 1.21: None then (with the
+`KubeletPodResourcesGetAllocatable` gate off it answers UNKNOWN, an error the caller
+degrades).
+
+gRPC says UNAVAILABLE for every connection failure and hides why in its text;
+`failure_reason` names the cause (one of `FAILURE_REASONS`) by probing the socket path
+with stat(2) and connect(2) after a failed call.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+import stat as stat_module
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,11 +119,85 @@ class PodAllocation:
 
 
 class PodResourcesError(Exception):
-    """A call failed; the message names the method and gRPC status (no payload)."""
+    """A call failed; the message names the method, the gRPC status and its details (the
+    server's message or gRPC's connection error), never the payload."""
 
     def __init__(self, method: str, code: str, detail: str = "") -> None:
         super().__init__(f"{method}: {code}{': ' + detail if detail else ''}")
+        self.method = method
         self.code = code
+        self.detail = detail
+
+
+FAILURE_REASONS = (
+    "permission_denied",
+    "no_socket",
+    "unavailable",
+    "timeout",
+    "not_implemented",
+    "error",
+)
+"""Why a pod-resources call failed (`failure_reason`), a closed set:
+
+- `permission_denied`: stat(2) or connect(2) on the socket got EACCES/EPERM (the kubelet
+  makes `pod-resources/` root-only, mode 0750);
+- `no_socket`: nothing at the path (ENOENT/ENOTDIR), or a file that is not a socket;
+- `unavailable`: the socket refuses connections (ECONNREFUSED: kubelet down or
+  restarting) or gRPC could not talk over it;
+- `timeout`: no answer within the deadline (DEADLINE_EXCEEDED);
+- `not_implemented`: the server has no `List` (UNIMPLEMENTED);
+- `error`: any other status (RESOURCE_EXHAUSTED from the rate limit or an oversized
+  reply, INTERNAL, ...); the log line names it.
+"""
+
+PROBE_TIMEOUT_SECONDS = 1.0
+"""connect(2) deadline of the socket probe (a unix socket answers in microseconds)."""
+
+
+def probe_socket(path: Path) -> tuple[str | None, str]:
+    """(failure reason or None when a connection opens, what the probe saw) for the
+    unix socket at `path`: stat(2), then connect(2) as this process's user."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        return _errno_reason(exc), f"stat: {exc.strerror or type(exc).__name__}"
+    if not stat_module.S_ISSOCK(info.st_mode):
+        return "no_socket", "stat: not a socket"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(PROBE_TIMEOUT_SECONDS)
+        try:
+            probe.connect(os.fspath(path))
+        except TimeoutError:
+            return "timeout", "connect: timed out"
+        except OSError as exc:
+            return _errno_reason(exc), f"connect: {exc.strerror or type(exc).__name__}"
+    return None, "connect: ok"
+
+
+def _errno_reason(exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission_denied"
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "no_socket"
+    return "unavailable"
+
+
+_CODE_REASONS = {
+    "UNAVAILABLE": "unavailable",
+    "DEADLINE_EXCEEDED": "timeout",
+    "UNIMPLEMENTED": "not_implemented",
+    "PERMISSION_DENIED": "permission_denied",
+}
+
+
+def failure_reason(exc: PodResourcesError, socket_path: Path) -> tuple[str, str]:
+    """(reason in `FAILURE_REASONS`, what the socket probe saw) for a failed call. The
+    probe decides when it finds the socket unusable (a missing file, EACCES); otherwise
+    the gRPC status does."""
+    probed, seen = probe_socket(socket_path)
+    if probed is not None:
+        return probed, seen
+    return _CODE_REASONS.get(exc.code, "error"), seen
 
 
 def _devices(message: Any) -> tuple[ContainerDevices, ...]:
@@ -140,6 +224,10 @@ def decode_allocatable(data: bytes) -> tuple[ContainerDevices, ...]:
 
 def _identity(data: bytes) -> bytes:
     return data
+
+
+_TRANSPORT_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "INTERNAL"})
+"""Statuses after which the channel is replaced (the server's own answers keep it)."""
 
 
 def _socket_id(path: Path) -> tuple[int, int, int] | None:
@@ -200,16 +288,18 @@ class PodResourcesClient:
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             name = code.name if code is not None else "UNKNOWN"
-            if name != "UNIMPLEMENTED":
+            detail = (exc.details() if isinstance(exc, grpc.Call) else None) or ""
+            if name in _TRANSPORT_CODES:
                 self._drop_channel()
-            raise PodResourcesError(method, name) from None
+            raise PodResourcesError(method, name, detail) from exc
 
     def list(self) -> tuple[PodAllocation, ...]:
         """Every pod with its containers' devices; raises PodResourcesError."""
         return decode_list(self._call(LIST_METHOD, b""))
 
     def allocatable(self) -> tuple[ContainerDevices, ...] | None:
-        """Devices the node can allocate; None from a kubelet without the method."""
+        """Devices the node can allocate; None from a kubelet without the method
+        (UNIMPLEMENTED); raises PodResourcesError on other failures."""
         try:
             return decode_allocatable(self._call(ALLOCATABLE_METHOD, b""))
         except PodResourcesError as exc:
@@ -224,6 +314,7 @@ class PodResourcesClient:
 
 
 __all__ = [
+    "FAILURE_REASONS",
     "ContainerAllocation",
     "ContainerDevices",
     "PodAllocation",
@@ -231,4 +322,6 @@ __all__ = [
     "PodResourcesError",
     "decode_allocatable",
     "decode_list",
+    "failure_reason",
+    "probe_socket",
 ]

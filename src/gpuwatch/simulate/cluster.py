@@ -24,9 +24,13 @@ from gpuwatch.simulate.stand_in import SimulatedNvml
 
 
 def device_id(devices: tuple[GpuDevice, ...], ref: PodDevice) -> str:
-    """The device plugin's ID for `ref` (NVIDIA's UUID forms, or GKE's minor-number forms)."""
+    """The device plugin's ID for `ref` (NVIDIA's UUID or index forms, or GKE's
+    minor-number forms)."""
     gpu = devices[ref.gpu]
     mig = None if ref.mig is None else gpu.mig[ref.mig]
+    if ref.form == "index":  # the NVIDIA plugin's index strategy: "<i>", MIG "<i>:<j>"
+        text = str(ref.gpu) if ref.mig is None else f"{ref.gpu}:{ref.mig}"
+        return text if ref.replica is None else f"{text}::{ref.replica}"
     if ref.form == "gke":
         text = f"nvidia{gpu.minor_number}"
         if mig is not None:

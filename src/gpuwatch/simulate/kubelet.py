@@ -2,7 +2,9 @@
 
 It serves whatever `PodAllocation`s it is given (`set_pods`), so the production
 client and collector run unchanged against it. `allocatable=None` leaves
-`GetAllocatableResources` unregistered (an old kubelet: UNIMPLEMENTED);
+`GetAllocatableResources` unregistered (a kubelet before 1.21: UNIMPLEMENTED);
+`allocatable_disabled=True` answers it as a kubelet with the
+`KubeletPodResourcesGetAllocatable` gate off does (UNKNOWN, `ALLOCATABLE_DISABLED`);
 `exhausted = True` answers RESOURCE_EXHAUSTED (the kubelet's rate limit). `restart()`
 replaces the socket file, as a restarting kubelet does.
 """
@@ -59,6 +61,10 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
+ALLOCATABLE_DISABLED = "Pod Resources API GetAllocatableResources disabled"
+"""The kubelet's error text with its GetAllocatable feature gate off (gRPC status UNKNOWN)."""
+
+
 class SimulatedKubelet:
     """The pod-resources server; `start()` binds `socket_path`, `stop()` removes it."""
 
@@ -67,11 +73,14 @@ class SimulatedKubelet:
         socket_path: Path,
         pods: Sequence[PodAllocation] = (),
         allocatable: Sequence[ContainerDevices] | None = (),
+        *,
+        allocatable_disabled: bool = False,
     ) -> None:
         self.socket_path = socket_path
         self._lock = threading.Lock()
         self._pods = tuple(pods)
         self._allocatable = None if allocatable is None else tuple(allocatable)
+        self.allocatable_disabled = allocatable_disabled
         self.exhausted = False
         self.list_calls = 0
         self._server: grpc.Server | None = None
@@ -89,7 +98,9 @@ class SimulatedKubelet:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate limit")
         return encode_list(pods)
 
-    def _allocatable_reply(self, _request: bytes, _context: grpc.ServicerContext) -> bytes:
+    def _allocatable_reply(self, _request: bytes, context: grpc.ServicerContext) -> bytes:
+        if self.allocatable_disabled:
+            context.abort(grpc.StatusCode.UNKNOWN, ALLOCATABLE_DISABLED)
         return encode_allocatable(self._allocatable or ())
 
     def start(self) -> None:

@@ -11,7 +11,8 @@ and which simulated processes run in which container.
     name = "trainer"
     resource = "nvidia.com/gpu"        # or nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb
     devices = [{ gpu = 0 }]            # replica = 1: GPU-<uuid>::1; mig = 0: the GPU's
-                                       # first MIG device; form = "gke": nvidia<minor>...
+                                       # first MIG device; form = "gke": nvidia<minor>...,
+                                       # form = "index": "<gpu>", "<gpu>::<replica>"
     pids = [48213]                     # simulated processes (gpus.processes) it runs
 
 Validated like the rest of the scenario: a device names an existing GPU (and MIG
@@ -38,7 +39,7 @@ class PodDevice(_Model):
     gpu: int = Field(ge=0)
     mig: int | None = Field(default=None, ge=0)  # position in gpus[gpu].mig
     replica: int | None = Field(default=None, ge=0)  # time-slicing replica
-    form: Literal["uuid", "gke"] = "uuid"
+    form: Literal["uuid", "gke", "index"] = "uuid"  # index: --device-id-strategy=index
 
 
 class PodContainer(_Model):
