@@ -59,12 +59,12 @@ def test_new_idle_gpu_is_one_post_with_its_facts(harness: Harness, slack: FakeSl
     dispatcher.deliver_pending()
     (post,) = slack.all_posts()
     text = "\n".join(b["text"]["text"] for b in post.body["blocks"] if b["type"] == "section")
-    assert "GPU 0 · NVIDIA H100 80GB HBM3" in text
+    assert "*GPU 0* `NVIDIA H100 80GB HBM3`" in text
     assert "*held*" in text
     assert "Since 2026-01-01 00:00 UTC (30 min)" in text
-    assert "`4242` python train.py 71.0 GiB" in text
+    assert "`python train.py` (pid 4242, 71.0 GiB)" in text
     assert "GPU 1" not in text
-    assert post.body["text"].startswith(f"{HOSTNAME}: 1 GPU need")
+    assert post.body["text"].startswith(f"`{HOSTNAME}`: 1 GPU need")
     assert post.message_id == 1
     values = metric_values(dispatcher.families)
     assert values["gpuwatch_alerts_sent_total"] == 1

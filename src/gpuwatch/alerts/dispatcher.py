@@ -28,7 +28,7 @@ from gpuwatch.alerts.delivery import (
     describe_answer,
     send_with_retries,
 )
-from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message
+from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
 from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
 from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
 from gpuwatch.alerts.secret import WebhookUrl, resolve_webhook_url
@@ -104,6 +104,7 @@ class AlertDispatcher:
         self._outbox_failing = False
         self._outbox_full = False
         self._cost_failing = False
+        self._clock_back = False  # a clock step back was logged; log the next one again
         self._not_before = 0.0  # monotonic seconds before which no round starts
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -129,6 +130,7 @@ class AlertDispatcher:
                 cooldown_seconds=self.config.cooldown_seconds,
                 resolve=self.config.resolve,
             )
+            self._note_clock(decision.clock_went_back_seconds, snapshot.timestamp_seconds)
             if not decision.updates:
                 return
             try:
@@ -174,6 +176,22 @@ class AlertDispatcher:
                     self._memory[uuid] = memory
         if decision.events:
             self._wake.set()
+
+    def _note_clock(self, went_back_seconds: float, now_seconds: float) -> None:
+        """One line when the alert memory says the wall clock went back (once per step:
+        the memory is rewritten with the time now)."""
+        if went_back_seconds <= 0:
+            self._clock_back = False
+            return
+        if not self._clock_back:
+            log.warning(
+                "the alert memory holds alert times up to %.0f s after now (%s): the wall "
+                "clock went back (NTP step, VM restore); taking them as now, reminders "
+                "follow cooldown_seconds from now",
+                went_back_seconds,
+                format_utc(now_seconds),
+            )
+        self._clock_back = True
 
     def _costs_for(self, events: tuple[AlertEvent, ...]) -> Mapping[str, GpuCost]:
         if self._costs is None:

@@ -65,6 +65,7 @@ class Decision:
 
     events: tuple[AlertEvent, ...]
     updates: Mapping[str, AlertMemory | None]  # uuid -> new memory, or None to forget
+    clock_went_back_seconds: float = 0.0  # the largest alert time found in the future
 
 
 def alertable_condition(verdict: GpuVerdict, states: Collection[str]) -> str | None:
@@ -96,11 +97,17 @@ def decide(
     - no condition any more (typically busy again): one "resolved" (unless `resolve` is
       False) and the GPU is forgotten;
     - `pending` (no evidence yet, e.g. just after a restart): nothing, either way.
+
+    A remembered alert time later than now means the wall clock went back (NTP, a VM
+    restored from a snapshot): it is taken as now (the cooldown restarts now instead of
+    muting reminders for the size of the step as well), the memory rewritten, and the
+    step reported in `clock_went_back_seconds` for the caller to log.
     """
     now = snapshot.timestamp_seconds
     samples = {gpu.identity.uuid: gpu for gpu in snapshot.gpus}
     events: list[AlertEvent] = []
     updates: dict[str, AlertMemory | None] = {}
+    went_back = 0.0
     for verdict in sorted(snapshot.verdicts, key=lambda v: v.gpu_index):
         uuid = verdict.uuid
         if verdict.state == "pending":
@@ -108,6 +115,10 @@ def decide(
         gpu = samples.get(uuid)
         condition = alertable_condition(verdict, states)
         last = memory.get(uuid)
+        if last is not None and last.alerted_at_seconds > now:
+            went_back = max(went_back, last.alerted_at_seconds - now)
+            last = AlertMemory(last.condition, now)
+            updates[uuid] = last
         if condition is None:
             if last is not None:
                 updates[uuid] = None
@@ -135,4 +146,4 @@ def decide(
         pods = pods_on_gpu(snapshot, uuid, gpu)
         events.append(AlertEvent(kind, condition, previous, verdict, gpu, pods))
         updates[uuid] = AlertMemory(condition, now)
-    return Decision(tuple(events), updates)
+    return Decision(tuple(events), updates, went_back)
