@@ -492,3 +492,92 @@ def test_metrics_served_gzipped_to_prometheus(make_server: ServerFactory) -> Non
         assert resp.headers["Content-Encoding"] == "gzip"
         body = gzip.decompress(resp.read())
     assert b"# TYPE" in body
+
+
+# --- content negotiation and auth schemes as RFC 9110 writes them ----------------------
+
+
+def _raw_get(port: int, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    """GET /metrics with exactly `headers` (http.client adds no Accept-Encoding)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        connection.putrequest("GET", "/metrics", skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("accept_encoding", "gzipped"),
+    [
+        (None, False),
+        ("", False),
+        ("gzip", True),
+        ("GZip", True),
+        ("x-gzip", True),
+        ("gzip;q=0", False),  # RFC 9110: q=0 means "not acceptable"
+        ("gzip; q=0.000", False),
+        ("gzip;Q=0", False),
+        ("deflate, gzip;q=0", False),
+        ("gzip;q=0.5, identity;q=0.1", True),
+        ("identity, gzip;q=0.5", False),  # identity preferred
+        ("gzip;q=0, *", False),  # the named coding wins over *
+        ("*", True),
+        ("*;q=0", False),
+        ("br, *;q=0.1", True),
+        ("deflate, br", False),
+        ("notgzip, gzipx", False),  # no substring match
+        ("gzip;q=2", False),  # a malformed weight: the entry is ignored
+        ("gzip;q=abc, deflate", False),
+        ("gzip;level=1", True),  # parameters other than q do not matter
+    ],
+)
+def test_gzip_only_when_accept_encoding_allows_it(
+    make_server: ServerFactory, accept_encoding: str | None, gzipped: bool
+) -> None:
+    headers = {} if accept_encoding is None else {"Accept-Encoding": accept_encoding}
+    status, reply_headers, body = _raw_get(make_server().port, headers)
+    assert status == 200
+    assert reply_headers.get("Vary") == "Accept-Encoding"
+    if gzipped:
+        assert reply_headers.get("Content-Encoding") == "gzip"
+        body = gzip.decompress(body)
+    else:
+        assert "Content-Encoding" not in reply_headers
+    assert b"gpuwatch_test_value" in body
+
+
+def test_accept_encoding_over_two_header_lines_counts_both(make_server: ServerFactory) -> None:
+    port = make_server().port
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        connection.putrequest("GET", "/metrics", skip_accept_encoding=True)
+        connection.putheader("Accept-Encoding", "identity;q=0.5")
+        connection.putheader("Accept-Encoding", "gzip")
+        connection.endheaders()
+        response = connection.getresponse()
+        assert response.getheader("Content-Encoding") == "gzip"
+        assert b"gpuwatch_test_value" in gzip.decompress(response.read())
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("scheme", ["Basic", "basic", "BASIC", "bAsIc"])
+def test_basic_auth_scheme_is_case_insensitive(auth_server: MetricsServer, scheme: str) -> None:
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    for value in (f"{scheme} {token}", f"{scheme}   {token}"):
+        reply = _fetch(f"http://127.0.0.1:{auth_server.port}/metrics", {"Authorization": value})
+        assert reply.status == 200, value
+
+
+@pytest.mark.parametrize("prefix", ["Bearer ", "Basicx ", "Digest ", "", "Basic:"])
+def test_other_schemes_are_refused(auth_server: MetricsServer, prefix: str) -> None:
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    reply = _fetch(
+        f"http://127.0.0.1:{auth_server.port}/metrics", {"Authorization": prefix + token}
+    )
+    assert reply.status == 401

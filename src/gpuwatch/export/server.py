@@ -14,6 +14,7 @@ import gzip
 import hmac
 import ipaddress
 import logging
+import re
 import ssl
 import threading
 from collections.abc import Callable
@@ -55,17 +56,52 @@ class BasicAuth:
         return cls(username, password_file.read_text(encoding="utf-8").rstrip("\r\n"))
 
     def accepts(self, header: str | None) -> bool:
-        """True when an `Authorization: Basic ...` header carries these credentials."""
-        if not header or not header.startswith("Basic "):
+        """True when an `Authorization: Basic ...` header carries these credentials (the
+        scheme is case-insensitive, RFC 9110 section 11.1)."""
+        scheme, _, token = (header or "").strip(" \t").partition(" ")
+        if scheme.lower() != "basic":
             return False
         try:
-            decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+            decoded = base64.b64decode(token.strip(" "), validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return False
         user, sep, password = decoded.partition(":")
         ok_user = hmac.compare_digest(user.encode(), self.username.encode())
         ok_password = hmac.compare_digest(password.encode(), self.password.encode())
         return bool(sep) and ok_user and ok_password
+
+
+_QVALUE = re.compile(r"(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)")
+
+
+def accepts_gzip(header: str | None) -> bool:
+    """Whether a response may be gzip-compressed for this `Accept-Encoding` (RFC 9110
+    section 12.5.3): codings are case-insensitive, `x-gzip` is gzip, `*` stands for any
+    coding not named, `q=0` means "not acceptable". gzip is chosen when its weight is
+    above 0 and not below identity's (which is acceptable unless excluded). No header,
+    or an empty one, asks for no coding. A malformed entry is ignored."""
+    if not header:
+        return False
+    weights: dict[str, float] = {}
+    for item in header.split(","):
+        coding, *params = (part.strip(" \t") for part in item.split(";"))
+        coding = coding.lower()
+        if not coding:
+            continue
+        weight = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip(" \t").lower() == "q":
+                value = value.strip(" \t")
+                weight = float(value) if _QVALUE.fullmatch(value) else -1.0
+        if weight < 0:
+            continue
+        coding = "gzip" if coding == "x-gzip" else coding
+        weights[coding] = max(weight, weights.get(coding, 0.0))
+    star = weights.get("*")
+    gzip_weight = weights.get("gzip", star if star is not None else 0.0)
+    identity_weight = weights.get("identity", star if star is not None else 1.0)
+    return gzip_weight > 0 and gzip_weight >= identity_weight
 
 
 class CachedExposition:
@@ -141,11 +177,11 @@ class _Handler(DeadlineHandler):
         elif not self._authorized():
             self._reply(401, b"unauthorized\n", {"WWW-Authenticate": 'Basic realm="gpuwatch"'})
         elif path == "/metrics":
-            gzip_ok = "gzip" in self.headers.get("Accept-Encoding", "")
+            gzip_ok = accepts_gzip(", ".join(self.headers.get_all("Accept-Encoding") or ()))
             body, content_type = self.server.exposition.render(
                 self.headers.get("Accept", ""), gzipped=gzip_ok
             )
-            headers = {"Content-Type": content_type}
+            headers = {"Content-Type": content_type, "Vary": "Accept-Encoding"}
             if gzip_ok:
                 headers["Content-Encoding"] = "gzip"
             self._reply(200, body, headers)
