@@ -21,6 +21,7 @@ import urllib.error
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpuwatch.report.model import Period
+from gpuwatch.report.prometheus import PrometheusOptions, load
 from tests.agent_process import fetch, start_agent
 from tests.conftest import free_port
 from tests.helm.chart import Rendered
@@ -36,6 +39,7 @@ from tests.prometheus_process import running_prometheus
 NODE = "gpu-node-7"
 AGENT_POD = "gw-gpuwatch-x7k2p"
 POD_IP = "10.4.2.17"
+NODE_ONLY_IP = "10.4.9.9"
 DEADLINE_SECONDS = 45.0
 # The families compared label for label with the agent's own exposition: a GPU series
 # without pod labels, and two pod series (one without `container`, one with it).
@@ -72,12 +76,13 @@ class Job:
     target_labels: dict[str, str]
     honor_labels: bool
     relabelings: list[dict[str, Any]]
+    pod_ip: str = POD_IP
 
     def scrape_config(self, port: int) -> dict[str, Any]:
         labels = {
             **self.target_labels,
             "job": self.job_label,
-            "instance": f"{POD_IP}:{port}",
+            "instance": f"{self.pod_ip}:{port}",
             "__meta_kubernetes_pod_node_name": NODE,
         }
         config: dict[str, Any] = {
@@ -100,7 +105,8 @@ def _agent_container(rendered: Rendered) -> str:
 def operator_jobs(rendered: dict[str, Rendered]) -> list[Job]:
     """The ServiceMonitor (full-values) and PodMonitor (files-values) as the operator's
     jobs, an older operator's reading of the ServiceMonitor (it drops an empty
-    `replacement`, so Prometheus's default `$1` applies), and the control."""
+    `replacement`, so Prometheus's default `$1` applies), the control, and a scrape
+    that only adds `node`."""
     sm = rendered["full-values"].one("ServiceMonitor")
     (sm_endpoint,) = sm["spec"]["endpoints"]
     pm = rendered["files-values"].one("PodMonitor")
@@ -124,6 +130,7 @@ def operator_jobs(rendered: dict[str, Rendered]) -> list[Job]:
         {k: v for k, v in rule.items() if not (k == "replacement" and v == "")}
         for rule in sm_endpoint["relabelings"]
     ]
+    node_only = [rule for rule in omitted if rule["targetLabel"] == "node"]
     return [
         Job(
             "servicemonitor",
@@ -141,6 +148,8 @@ def operator_jobs(rendered: dict[str, Rendered]) -> list[Job]:
         ),
         Job("servicemonitor-omitempty", f"omitempty/{service}", sm_labels, True, omitted),
         Job("control", f"control/{service}", sm_labels, True, []),
+        # A hand-written scrape that adds `node` and keeps instance = IP:port.
+        Job("node-only", f"node-only/{service}", sm_labels, True, node_only, NODE_ONLY_IP),
     ]
 
 
@@ -152,6 +161,7 @@ class Scraped:
     series: dict[str, list[dict[str, str]]]  # by job name
     exposition: dict[str, set[Labels]]  # by family, the agent's own label sets
     port: int
+    url: str  # the Prometheus
 
 
 def _series(url: str, job_label: str) -> list[dict[str, str]]:
@@ -202,7 +212,7 @@ def scraped(
             # The series API lists every series ever scraped: read it once more after the
             # exposition so a pod series that appeared in between is in both.
             series = {name: _series(url, job.job_label) for name, job in jobs.items()}
-            yield Scraped(jobs, series, exposition, port)
+            yield Scraped(jobs, series, exposition, port, url)
     finally:
         agent.terminate()
         try:
@@ -272,3 +282,19 @@ def test_without_the_relabelings_the_agent_pod_lands_on_gpu_series(scraped: Scra
     assert all(s["container"] == target["container"] for s in costs)
     # honor_labels: the workload's own namespace and pod still win where the agent sets them.
     assert {s["namespace"] for s in costs} == {"team-a", "team-b"}
+
+
+def test_the_fleet_report_names_hosts_by_node(scraped: Scraped) -> None:
+    """`gpuwatch report --prometheus` keys hosts by `node`, else `instance` (the control
+    job has no `node`): the relabelled jobs and the one that only adds `node` (its
+    instance is another IP:port) are one host, the node."""
+    now = datetime.now(UTC)
+    today = Period(now.replace(hour=0, minute=0, second=0, microsecond=0), now, "today")
+    data = load(PrometheusOptions(scraped.url, scrape_interval_seconds=1.0), today)
+    control = f"{POD_IP}:{scraped.port}"
+    assert {g.host for g in data.gpu_days} == {NODE, control}
+    assert {p.host for p in data.pod_days} == {NODE, control}
+    assert {(p.namespace, p.pod) for p in data.pod_days if p.host == NODE} == {
+        (dict(labels)["namespace"], dict(labels)["pod"])
+        for labels in scraped.exposition["gpuwatch_pod_cost_usd_total"]
+    }

@@ -2,9 +2,10 @@
 
 `load(options, period, progress)` reads what every host's agent exported (scraped by
 Prometheus, VictoriaMetrics, Thanos Query, Mimir ...) through `/api/v1/query` and returns
-`ReportData`: one `GpuDay` per GPU (host = the `host`, else `hostname`, else `instance`
-label) per UTC day, one `TokenDay` per host and token source per day, one `PodDay` per
-host and Kubernetes pod (`namespace`, `pod` labels) per day.
+`ReportData`: one `GpuDay` per GPU (host = the `node` label, which the Helm chart's
+monitors add, else `host`, else `hostname`, else `instance`) per UTC day, one `TokenDay`
+per host and token source per day, one `PodDay` per host and Kubernetes pod
+(`namespace`, `pod` labels) per day.
 
 Every query is an instant query pinned with the `@` modifier to a day boundary, so a
 report of a past period is the same whenever it runs. Counters are read exactly, not
@@ -274,9 +275,13 @@ def selector(metric: str, labels: LabelKey) -> str:
 
 
 def host_of(labels: LabelKey) -> str:
-    """The host a series belongs to: `host`, else `hostname`, else `instance`."""
+    """The host a series belongs to: `node` (the Kubernetes node, from the chart's monitors:
+    stable across the agent pod's rollouts), else `host`, else `hostname`, else
+    `instance` (the scrape target)."""
     found = dict(labels)
-    return found.get("host") or found.get("hostname") or found.get("instance", "")
+    return (
+        found.get("node") or found.get("host") or found.get("hostname") or found.get("instance", "")
+    )
 
 
 @dataclass(frozen=True, slots=True)
