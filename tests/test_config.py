@@ -335,16 +335,75 @@ def test_env_override_completes_a_pair_from_the_file(tmp_path: Path) -> None:
     assert config.exporter.tls_key_file == Path("/k.pem")
 
 
-def test_variables_without_double_underscore_are_ignored() -> None:
+def test_variables_gpuwatch_reads_elsewhere_and_others_are_no_overrides() -> None:
     environ = {
         "GPUWATCH_SLACK_WEBHOOK_URL": "https://hooks.slack.example/services/T/B/X",
-        "GPUWATCH_CONFIG": "/etc/gpuwatch.toml",
-        "GPUWATCH_": "x",
+        "GPUWATCH_REPORT_PROMETHEUS_URL": "http://prometheus:9090",  # the chart's CronJob
         "OTHER__THING": "1",
         "EXPORTER__LISTEN": "nowhere",
+        "gpuwatch_agent_interval_seconds": "abc",  # not the prefix: not gpuwatch's
     }
     assert load_config(None, environ=environ) == Config()
     assert apply_env_overrides({}, environ) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("GPUWATCH_AGENT_INTERVAL_SECONDS", "GPUWATCH_AGENT__INTERVAL_SECONDS"),
+        ("GPUWATCH_LOGGING_LEVEL", "GPUWATCH_LOGGING__LEVEL"),
+        ("GPUWATCH_ALERTS_SLACK_COOLDOWN_SECONDS", "GPUWATCH_ALERTS__SLACK__COOLDOWN_SECONDS"),
+        ("GPUWATCH_SLACK_WEBHOOK", "GPUWATCH_SLACK_WEBHOOK_URL"),
+        ("GPUWATCH_SLACK_WEBHOOK_URI", "GPUWATCH_SLACK_WEBHOOK_URL"),
+        ("GPUWATCH_REPORT_PROMETHEUS", "GPUWATCH_REPORT_PROMETHEUS_URL"),
+        ("GPUWATCH_CONFIG", None),
+        ("GPUWATCH_", None),
+    ],
+)
+def test_a_gpuwatch_variable_that_names_nothing_is_an_error(name: str, meant: str | None) -> None:
+    errors = _load_errors(None, {name: "abc"})
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{name}: no such setting"), errors
+    assert errors[0].endswith(f" [{name}]"), errors
+    if meant is None:
+        assert "did you mean" not in errors[0]
+    else:
+        assert f"did you mean {meant}?" in errors[0], errors
+
+
+def test_a_misspelt_override_option_names_the_real_one() -> None:
+    errors = _load_errors(None, {"GPUWATCH_EXPORTER__LISTN": "127.0.0.1:9000"})
+    assert "did you mean GPUWATCH_EXPORTER__LISTEN?" in errors[0], errors
+    errors = _load_errors(None, {"GPUWATCH_AGENTS__HOSTNAME": "h"})
+    assert "did you mean GPUWATCH_AGENT__HOSTNAME?" in errors[0], errors
+
+
+@pytest.mark.parametrize("command", [["check-config", "--no-host-checks"], ["run", "--config"]])
+def test_cli_exits_2_on_a_variable_that_names_nothing(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "gpuwatch.toml"
+    path.write_text(f'[agent]\nstate_dir = "{tmp_path / "state"}"\n', encoding="utf-8")
+    monkeypatch.setenv("GPUWATCH_AGENT_INTERVAL_SECONDS", "abc")
+    monkeypatch.setenv("GPUWATCH_SLACK_WEBHOOK_URL", "https://hooks.slack.example/services/T/B/X")
+    assert main([*command, str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "gpuwatch: GPUWATCH_AGENT_INTERVAL_SECONDS: no such setting (overrides are "
+        "GPUWATCH_<SECTION>__<OPTION>, two underscores between the parts); did you mean "
+        "GPUWATCH_AGENT__INTERVAL_SECONDS? [GPUWATCH_AGENT_INTERVAL_SECONDS]"
+    ]
+    assert "hooks.slack.example" not in err
+    monkeypatch.delenv("GPUWATCH_AGENT_INTERVAL_SECONDS")
+    monkeypatch.setenv("GPUWATCH_AGENT__INTERVAL_SECONDS", "abc")  # the intended one
+    assert main([*command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "agent.interval_seconds: " in err
+    assert err.rstrip().endswith("[GPUWATCH_AGENT__INTERVAL_SECONDS]")
 
 
 def test_env_override_with_unknown_key_is_an_error_with_its_path() -> None:

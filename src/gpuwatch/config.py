@@ -2,12 +2,16 @@
 
 Every section is a pydantic model that forbids unknown keys, so a typo is an error
 with its dotted path (`exporter.listen: ...`) instead of a silently ignored option.
+The same holds for the environment: a `GPUWATCH_` variable that is neither an override
+of an existing option nor one of `OTHER_VARIABLES` is an error naming the variable and
+the closest real one.
 Secrets are never config text: they are read from files named here or from the
 environment, and never logged. `config.example.toml` documents every option.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import tomllib
@@ -20,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuwatch.alerts.config import AlertsConfig
+from gpuwatch.alerts.secret import ENV_WEBHOOK_URL
 from gpuwatch.billing import BillingConfig
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing import (
@@ -39,6 +44,12 @@ DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
 
 ENV_PREFIX = "GPUWATCH_"
+
+OTHER_VARIABLES = {
+    ENV_WEBHOOK_URL: "the Slack webhook URL (a secret, never config text)",
+    "GPUWATCH_REPORT_PROMETHEUS_URL": "the Helm chart's report CronJob (read by its shell)",
+}
+"""`GPUWATCH_` variables that are not config overrides and are not errors."""
 
 
 class ConfigError(Exception):
@@ -324,10 +335,59 @@ def _overrides(
         seen[dotted] = name
         problem = _override_problem(parts, data)
         if problem is not None:
-            problems.append(f"{problem[0]}: {problem[1]} [{name}]")
+            hint = ""
+            if problem[1].startswith("unknown "):
+                hint = _did_you_mean(name, [*_option_variables(), *OTHER_VARIABLES])
+            problems.append(f"{problem[0]}: {problem[1]}{hint} [{name}]")
             continue
         merged = _apply_one(merged, parts, _parse_env_value(environ[name]))
     return merged, problems
+
+
+def _option_variables(model: type[BaseModel] = Config, prefix: str = ENV_PREFIX) -> list[str]:
+    """The override variable of every option (a list of sections as its item 0)."""
+    names: list[str] = []
+    for key, field in model.model_fields.items():
+        name = f"{prefix}{key.upper()}"
+        shape = _shape(field.annotation)
+        if shape.model is not None:
+            names += _option_variables(
+                shape.model, f"{name}__0__" if shape.is_list else f"{name}__"
+            )
+        else:
+            names.append(name)
+    return names
+
+
+def _closest_variable(name: str, candidates: list[str]) -> str | None:
+    """The real variable `name` most likely meant (compared without the prefix, which
+    every candidate shares), or None when none is close."""
+    rest = {c[len(ENV_PREFIX) :]: c for c in candidates}
+    found = difflib.get_close_matches(name[len(ENV_PREFIX) :].upper(), list(rest), 1, 0.6)
+    return rest[found[0]] if found else None
+
+
+def _did_you_mean(name: str, candidates: list[str]) -> str:
+    closest = _closest_variable(name, candidates)
+    return f"; did you mean {closest}?" if closest else ""
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One error line per `GPUWATCH_` variable without a double underscore that names
+    nothing gpuwatch reads (`GPUWATCH_AGENT_INTERVAL_SECONDS`, one underscore too few):
+    it would otherwise be ignored without a word. Names the closest real variable."""
+    candidates = [*_option_variables(), *OTHER_VARIABLES]
+    lines = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES:
+            continue
+        if "__" in name[len(ENV_PREFIX) :]:
+            continue  # an override: checked against the config's shape by _overrides
+        lines.append(
+            f"{name}: no such setting (overrides are GPUWATCH_<SECTION>__<OPTION>, two "
+            f"underscores between the parts){_did_you_mean(name, candidates)} [{name}]"
+        )
+    return lines
 
 
 def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
@@ -335,8 +395,9 @@ def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dic
 
     A number after a list names an existing item (`GPUWATCH_TOKEN_SOURCES__0__URL`).
     Variables without a double underscore (such as `GPUWATCH_SLACK_WEBHOOK_URL`) are not
-    config overrides and are left alone. No check against the config's shape here:
-    `validate_config` reports overrides that do not fit it and leaves them out.
+    config overrides and are left alone here. No check against the config's shape here:
+    `validate_config` reports overrides that do not fit it and leaves them out, and
+    reports the other `GPUWATCH_` variables that name nothing (`unknown_variables`).
     """
     merged = data
     for name in _override_names(environ):
@@ -410,6 +471,7 @@ def validate_config(path: Path | None, environ: Mapping[str, str] | None = None)
     env_paths = env_override_paths(env)
     data, errors = _overrides(data, env)
     bad = {line.split(".", 1)[0].split(":", 1)[0] for line in errors}
+    errors += unknown_variables(env)  # blamed on a variable, not on a section
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
