@@ -20,8 +20,11 @@ SCHEMA_VERSION = 39  # Grafana 10.x; Grafana 11 migrates it on load
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
 # Selector fragments. `host` is the scrape target (`instance`): the agent puts no host label on
-# its series. GPU series carry no pod labels (pods join through gpuwatch_gpu_pod_info on
-# uuid), so `namespace` filters only the pod panels (NS, POD_GPU); per-GPU panels ignore it.
+# its series. The chart's ServiceMonitor/PodMonitor set `instance` to the node's name (and add
+# `node`, the same name), so on Kubernetes the host is the node and stays one host across the
+# agent pod's rollouts; a static scrape keeps its host:port. GPU series carry no pod labels
+# (pods join through gpuwatch_gpu_pod_info on uuid), so `namespace` filters only the pod
+# panels (NS, POD_GPU); per-GPU panels ignore it.
 HOST = 'job=~"$job", instance=~"$host"'
 GPU = HOST + ', gpu=~"$gpu"'
 NS = HOST + ', namespace=~"$namespace"'
@@ -761,11 +764,14 @@ def gpu_panels() -> list[Panel]:
     ]
 
 
-def variable(name: str, label: str, query: str, *, include_all: bool = True) -> Json:
+def variable(
+    name: str, label: str, query: str, *, include_all: bool = True, description: str = ""
+) -> Json:
     """A query variable over the datasource (multi-select, All = `.*`)."""
     var: Json = {
         "name": name,
         "label": label,
+        **({"description": description} if description else {}),
         "type": "query",
         "datasource": DS,
         "query": query,
@@ -798,7 +804,14 @@ def variables() -> list[Json]:
             "options": [],
         },
         variable("job", "Job", "label_values(gpuwatch_build_info, job)"),
-        variable("host", "Host", 'label_values(gpuwatch_build_info{job=~"$job"}, instance)'),
+        variable(
+            "host",
+            "Host",
+            'label_values(gpuwatch_build_info{job=~"$job"}, instance)',
+            description="The agents' scrape targets (instance). The Helm chart's monitors set "
+            "instance to the Kubernetes node's name (and add node): one host per node, "
+            "across agent pod rollouts.",
+        ),
         variable("gpu", "GPU", f"label_values(gpuwatch_gpu_info{{{HOST}}}, gpu)"),
         variable(
             "namespace",
