@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
 from gpuwatch.collectors.attribution import AttributionCollector
+from gpuwatch.config import AgentConfig, Config
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.kube.podresources import (
     ContainerAllocation,
@@ -29,7 +30,7 @@ from gpuwatch.kube.podresources import (
     probe_socket,
 )
 from gpuwatch.simulate.kubelet import ALLOCATABLE_DISABLED, SimulatedKubelet
-from tests.conftest import REPO_ROOT, make_agent
+from tests.conftest import REPO_ROOT, make_agent, scenario_agent, simulated
 
 NOBODY = 65532  # the distroless "nonroot" uid
 U = "2fc0195c-3848-d59d-2cca-b96e3887fa21"
@@ -330,9 +331,6 @@ def test_attribution_off_is_disabled_without_an_up_series() -> None:
 
 
 def test_the_agent_exports_the_reason(sock_dir: Path) -> None:
-    from gpuwatch.config import AgentConfig, Config
-    from tests.conftest import scenario_agent, simulated
-
     nv, clock = simulated("demo")
     kube = KubernetesConfig(
         enabled=True,
