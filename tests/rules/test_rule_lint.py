@@ -25,7 +25,8 @@ RULE_NAME = re.compile(r"^[a-z_]+:[a-z0-9_]+(:[a-z0-9_]+)?$")
 OPTIONAL_INPUTS = {"gpuwatch:fleet_idle_spend_threshold_override_usd_per_hour"}
 """Series a rule reads when the user (or the Helm chart) records them, else falls back."""
 RAW_COUNTER_ALLOWED = {"GpuwatchGpuCriticalXid"}
-"""The XID alert also tests a counter series' mere existence 15 minutes ago (a new code)."""
+"""The XID alert also asks whether a counter series existed before the last 15 minutes
+(last_over_time over a range: a series born in the window is a new code)."""
 
 
 def alert_id(rule: dict[str, Any]) -> str:
@@ -39,8 +40,9 @@ def test_alert_has_severity_for_and_annotations(rule: dict[str, Any]) -> None:
     annotations = rule["annotations"]
     assert set(annotations) >= {"summary", "description", "runbook_url"}
     assert annotations["summary"].strip()
-    # the money at stake: a dollar figure printed from the value or a price query
-    assert '"$%' in annotations["description"]
+    # the money at stake: a dollar figure printed from the value or a price query,
+    # through the "usd" template (thousands separators: test_alert_texts.py)
+    assert 'template "usd"' in annotations["description"]
 
 
 @pytest.mark.parametrize("rule", alerts(), ids=alert_id)
