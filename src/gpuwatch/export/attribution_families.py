@@ -3,7 +3,8 @@
 No GPU value is copied per pod: who holds a GPU is an info series
 (`gpuwatch_gpu_pod_info`, one per container and GPU or MIG device) to join on `uuid`;
 processes carry their own pod labels (`gpuwatch_process_*`); the DCGM-compatible set
-keeps one series per GPU, with pod labels only when one container holds the whole GPU.
+keeps one series per GPU, with pod labels only when one container holds the whole GPU
+(plus, on a shared GPU, OpenCost's two families split by activity: `export/dcgm.py`).
 Absent entirely while attribution is off (but `gpuwatch_attribution_reason_info` says
 `disabled`); a pod gone from the kubelet's listing is gone from the next scrape after the
 next listing.

@@ -1,9 +1,23 @@
 """dcgm-exporter-compatible families (`[exporter] dcgm_compat = true`).
 
-Names, units and label names follow dcgm-exporter's default counters so its Grafana
-dashboards work unchanged: utilization in percent, frame buffer in MiB, clocks in
-MHz, energy in mJ, profiling fields as ratios. Only these families carry a
-`Hostname` label, because dcgm-exporter's dashboards select on it.
+Names, units and label names follow dcgm-exporter's default counters
+(NVIDIA/dcgm-exporter `etc/default-counters.csv`) so its Grafana dashboards and its
+clients (OpenCost) work unchanged: utilization in percent, frame buffer in MiB, clocks in
+MHz, energy in mJ, PCIe throughput in KB/s, NVLink bandwidth in DCGM's KiB/s ÷ 1000,
+profiling fields as ratios. Only these families carry a `Hostname` label, because
+dcgm-exporter's dashboards select on it. Every field of that file that NVML can give is
+here; `DCGM_FI_DEV_VGPU_LICENSE_STATUS` is not (a vGPU guest's licence, not a GPU's).
+
+Pods: each GPU has one series per family, with `namespace`, `pod`, `container` when one
+container holds the whole GPU. A GPU that several containers share (time slicing, or a
+pod's process on a GPU it was not allocated) keeps that series with empty pod labels and,
+in the two families OpenCost reads per container (`DCGM_FI_PROF_GR_ENGINE_ACTIVE`,
+`DCGM_FI_DEV_DEC_UTIL`), gets one more series per container on it: the GPU's value times
+the container's share of the GPU's activity (`gpuwatch.cost.pods.
+container_activity_shares`, the split the cost engine charges the busy part by; 0 for a
+holder that runs nothing). The containers' series sum to the GPU's value, less the share
+of processes in no pod; `{container!=""}` selects the per-container view and never sees
+a GPU twice.
 """
 
 from __future__ import annotations
@@ -13,8 +27,9 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.snapshot import FleetSnapshot, GpuSample
-from gpuwatch.units import MIB
+from gpuwatch.cost.pods import container_activity_shares
+from gpuwatch.snapshot import FleetSnapshot, GpuSample, PodRef
+from gpuwatch.units import KIB, MIB
 
 DCGM_LABELS = (
     "gpu",
@@ -41,6 +56,12 @@ def _scaled(read: Callable[[GpuSample], float | int | None], factor: float) -> R
 
 def _free_mib(gpu: GpuSample) -> float | None:
     return None if gpu.memory_free_bytes is None else gpu.memory_free_bytes / MIB
+
+
+def _flag(gpu: GpuSample) -> float | None:
+    """DCGM_FI_DEV_ROW_REMAP_FAILURE: 1 when remapping rows has failed."""
+    failed = gpu.remapped_rows_failure
+    return None if failed is None else float(failed)
 
 
 def _last_xid(gpu: GpuSample) -> float | None:
@@ -86,13 +107,59 @@ _FIELDS: tuple[tuple[str, str, Reader], ...] = (
         "GPU temperature (in C).",
         _scaled(lambda g: g.temperature_celsius, 1.0),
     ),
+    (
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        "Memory temperature (in C).",
+        _scaled(lambda g: g.memory_temperature_celsius, 1.0),
+    ),
     ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", _scaled(lambda g: g.power_watts, 1.0)),
     (
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
         "Total energy consumption since boot (in mJ).",
         _scaled(lambda g: g.energy_joules_total, 1000.0),
     ),
+    (
+        "DCGM_FI_DEV_ENC_UTIL",
+        "Encoder utilization (in %).",
+        _scaled(lambda g: g.encoder_utilization_ratio, 100.0),
+    ),
+    (
+        "DCGM_FI_DEV_DEC_UTIL",
+        "Decoder utilization (in %).",
+        _scaled(lambda g: g.decoder_utilization_ratio, 100.0),
+    ),
+    (
+        "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+        "PCIe TX throughput (in KB/s).",
+        _scaled(lambda g: g.pcie_tx_bytes_per_second, 1 / KIB),
+    ),
+    (
+        "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+        "PCIe RX throughput (in KB/s).",
+        _scaled(lambda g: g.pcie_rx_bytes_per_second, 1 / KIB),
+    ),
+    (
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "Total number of PCIe retries.",
+        _scaled(lambda g: g.pcie_replay_errors_total, 1.0),
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        "NVLink TX + RX data throughput, all links (in KiB/s / 1000, as DCGM computes it).",
+        _scaled(lambda g: g.nvlink_bytes_per_second, 1 / KIB / 1000),
+    ),
     ("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", _last_xid),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "Number of remapped rows for uncorrectable errors.",
+        _scaled(lambda g: g.remapped_rows_uncorrectable, 1.0),
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "Number of remapped rows for correctable errors.",
+        _scaled(lambda g: g.remapped_rows_correctable, 1.0),
+    ),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", _flag),
     (
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "Ratio of time the graphics engine is active.",
@@ -121,29 +188,63 @@ _FIELDS: tuple[tuple[str, str, Reader], ...] = (
 )
 
 
+PER_CONTAINER = frozenset({"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_DEC_UTIL"})
+"""The families with a series per container on a shared GPU: OpenCost's GPU usage and
+GPU info queries (`{container!=""}`, by container, pod and namespace)."""
+
+
 def dcgm_families(snapshot: FleetSnapshot | None, hostname: str) -> Iterator[Metric]:
     """The DCGM family set for every GPU that is up.
 
-    `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` is a counter in dcgm-exporter, exposed
-    there without a `_total` suffix; prometheus-client would add one to a counter, so
-    it is exposed untyped-as-gauge under the exact dcgm name that dashboards query.
+    dcgm-exporter types its counters (energy, PCIe replays, remapped rows) as counters
+    without a `_total` suffix; prometheus-client would add one to a counter, so they are
+    exposed as gauges under the exact dcgm names that dashboards query.
     """
     if snapshot is None:
         return
     live = [g for g in snapshot.gpus if g.up]
+    sharers = shared_gpu_containers(snapshot)
     for name, help_text, read in _FIELDS:
         family = GaugeMetricFamily(name, help_text, labels=DCGM_LABELS)
         for gpu in live:
             value = read(gpu)
-            if value is not None:
-                family.add_metric(_labels(gpu, hostname), value)
+            if value is None:
+                continue
+            family.add_metric(_labels(gpu, hostname, gpu.pod), value)
+            if name in PER_CONTAINER:
+                for ref, share in sharers.get(gpu.identity.uuid, ()):
+                    family.add_metric(_labels(gpu, hostname, ref), value * share)
         if family.samples:
             yield family
 
 
-def _labels(gpu: GpuSample, hostname: str) -> list[str]:
+def shared_gpu_containers(
+    snapshot: FleetSnapshot,
+) -> dict[str, tuple[tuple[PodRef, float], ...]]:
+    """{GPU UUID: ((container, its share of the GPU's activity), ...)} for each GPU that
+    no single container holds whole: every container holding it or running on it, by
+    namespace, pod and container. MIG GPUs are left out (no whole-GPU engine activity)."""
+    attribution = snapshot.attribution
+    if attribution is None:
+        return {}
+    holders = {g.uuid: g for g in attribution.gpus}
+    out: dict[str, tuple[tuple[PodRef, float], ...]] = {}
+    for gpu in snapshot.gpus:
+        held = holders.get(gpu.identity.uuid)
+        if gpu.pod is not None or gpu.mig_enabled or held is None:
+            continue
+        if any(a.mig_uuid is not None for a in held.allocations):
+            continue
+        shares = container_activity_shares(gpu.processes or ())
+        refs = {a.pod for a in held.allocations} | {r for r in shares if r is not None}
+        if refs:
+            ordered = sorted(refs, key=lambda r: (r.namespace, r.pod, r.container))
+            out[gpu.identity.uuid] = tuple((r, shares.get(r, 0.0)) for r in ordered)
+    return out
+
+
+def _labels(gpu: GpuSample, hostname: str, pod: PodRef | None) -> list[str]:
     ident = gpu.identity
-    pod = gpu.pod
     return [
         str(ident.index),
         ident.uuid,
