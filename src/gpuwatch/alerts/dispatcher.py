@@ -408,35 +408,3 @@ def outbox_up_family(up: bool) -> GaugeMetricFamily:
     family.add_metric([], 1.0 if up else 0.0)
     return family
 
-
-def build_dispatcher(
-    config: SlackConfig,
-    environ: Mapping[str, str],
-    *,
-    state_dir: Path,
-    clock: Clock,
-    hostname: str,
-    costs: CostHook | None = None,
-) -> AlertDispatcher | None:
-    """The dispatcher the agent should run, or None when Slack alerting is off.
-
-    Off when `config.enabled` is False or no webhook URL is configured. Raises
-    WebhookSecretError (unreadable URL file) and OutboxError (unusable state_dir): both
-    are startup errors a user can fix, with URL-free messages.
-    """
-    if not config.enabled:
-        return None
-    url = resolve_webhook_url(config, environ)
-    if url is None:
-        return None
-    return AlertDispatcher(config, url, state_dir, clock, hostname, costs=costs)
-
-
-def slack_off_reason(config: SlackConfig) -> str:
-    """Why `build_dispatcher` returned None, in one line a user can act on."""
-    if not config.enabled:
-        return "[alerts.slack] enabled = false"
-    return (
-        "no webhook URL: set GPUWATCH_SLACK_WEBHOOK_URL or [alerts.slack] webhook_url_file "
-        "(docs/alerts.md)"
-    )
