@@ -31,7 +31,7 @@ from gpuwatch.alerts.delivery import (
 from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
 from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
 from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
-from gpuwatch.alerts.secret import WebhookUrl, resolve_webhook_url
+from gpuwatch.alerts.secret import WebhookUrl
 from gpuwatch.clock import Clock
 from gpuwatch.snapshot import FleetSnapshot
 
@@ -407,4 +407,3 @@ def outbox_up_family(up: bool) -> GaugeMetricFamily:
     )
     family.add_metric([], 1.0 if up else 0.0)
     return family
-
