@@ -97,6 +97,7 @@ def test_image_metadata_and_size(podman: Podman, image: str, base_image: str) ->
     assert "9842/tcp" in config["ExposedPorts"]
     # the build stage's pip settings (this machine's CA bundle) stay out of the image
     assert not [e for e in config["Env"] if e.startswith("PIP_")], config["Env"]
+    assert "PIP_" not in podman.run("history", "--no-trunc", image).stdout
     assert "PATH=/opt/gpuwatch/bin:" in " ".join(config["Env"])
 
     base = json.loads(podman.run("image", "inspect", base_image).stdout)[0]
