@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
 
+import gpuwatch.alerts as alerting
 from gpuwatch.agent_setup import (
     MIN_REAL_INTERVAL_SECONDS,
     check_token_source_gpus,
     with_gap_limit,
 )
-from gpuwatch.alerts import AlertDispatcher, OutboxError, build_dispatcher
-from gpuwatch.alerts.dispatcher import outbox_up_family, slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
 from gpuwatch.billing import BillingCollector, StaticPrice
@@ -40,13 +39,7 @@ from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.serve import metrics_server
 from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
-from gpuwatch.history import (
-    HistoryStoreError,
-    HistoryWriter,
-    TokenReadingTotals,
-    history_wanted,
-    open_history,
-)
+from gpuwatch.history import history_wanted, open_history
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.periodic import PeriodicThread
@@ -64,8 +57,10 @@ from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.workloads import WorkloadDeclaration
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each imported where it is used, only when that part is on
+    from gpuwatch.alerts.dispatcher import AlertDispatcher
     from gpuwatch.collectors.attribution import AttributionCollector
+    from gpuwatch.history import HistoryWriter, TokenReadingTotals
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +127,7 @@ class Agent:
         self.alerts: AlertDispatcher | None = None
         self._alerts_broken = False
         try:
-            self.alerts = build_dispatcher(
+            self.alerts = alerting.build_dispatcher(
                 config.alerts.slack,
                 self._environ,
                 state_dir=config.agent.state_dir,
@@ -140,7 +135,8 @@ class Agent:
                 hostname=self.hostname,
                 costs=self._alert_costs,
             )
-        except OutboxError as exc:  # a broken outbox costs alerting, never monitoring
+        # (read only when something is raised: the outbox module loads with the dispatcher)
+        except alerting.OutboxError as exc:  # a broken outbox costs alerting, never monitoring
             log.error("Slack alerting is off: %s; GPU monitoring goes on", exc)
             self._alerts_broken = True
         self.collector = SnapshotCollector(
@@ -174,6 +170,8 @@ class Agent:
         if why_not is not None:
             log.info("history is off: %s", why_not)
             return False
+        from gpuwatch.history import HistoryStoreError  # noqa: PLC0415 - sqlite3 only when on
+
         try:
             self.history = open_history(self.config, self.clock, self.analysis, self.cost)
         except HistoryStoreError as exc:
@@ -186,6 +184,8 @@ class Agent:
         if self.history is not None:
             yield from self.history.families()
         elif self._history_broken:
+            from gpuwatch.history import HistoryWriter  # noqa: PLC0415
+
             yield from HistoryWriter.down_families()
 
     def open(self) -> None:
@@ -217,6 +217,8 @@ class Agent:
         if self.alerts is not None:
             yield from self.alerts.families()
         elif self._alerts_broken:
+            from gpuwatch.alerts.dispatcher import outbox_up_family  # noqa: PLC0415
+
             yield outbox_up_family(False)
 
     def refresh_billing(self) -> None:
@@ -286,6 +288,8 @@ class Agent:
             self.attribution.refresh()
 
     def _history_readings(self) -> list[TokenReadingTotals]:
+        from gpuwatch.history import TokenReadingTotals  # noqa: PLC0415 - history on
+
         return [
             TokenReadingTotals(r.source, r.prompt_tokens_total, r.generation_tokens_total)
             for r in self.tokens.readings()
@@ -414,7 +418,8 @@ class Agent:
             every(self.config.analysis.evaluation_interval_seconds, self.evaluate_alerts)
             self.alerts.start()
         else:
-            log.info("Slack alerting is off: %s", slack_off_reason(self.config.alerts.slack))
+            reason = alerting.slack_off_reason(self.config.alerts.slack)
+            log.info("Slack alerting is off: %s", reason)
         if self.config.report.enabled:
             self._schedule_report(scheduler)
         scheduler.start()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.alerts import ENV_WEBHOOK_URL, SlackConfig, WebhookSecretError
-from gpuwatch.alerts.dispatcher import AlertDispatcher, build_dispatcher
+from gpuwatch.alerts import ENV_WEBHOOK_URL, SlackConfig, WebhookSecretError, build_dispatcher
+from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.cli import main
 from gpuwatch.clock import ManualClock
 from tests.alerts.conftest import START, metrics_text, snapshot, verdict

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from gpuwatch.alerts import slack_off_reason
 from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.alerts.dispatcher import slack_off_reason
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.snapshot import GpuVerdict
 

@@ -1,17 +1,33 @@
 """Slack alerts about wasted GPUs: policy, Block Kit messages, SQLite outbox, delivery.
 
 Only this package imports `slack_sdk`, and only when Slack alerting is on (lazily, in
-`gpuwatch.alerts.delivery`): importing `gpuwatch.alerts` does not load it. This package
-must not import `gpuwatch.config` at module level (that module imports
-`gpuwatch.alerts.config`). See docs/alerts.md.
+`gpuwatch.alerts.delivery`): importing `gpuwatch.alerts` does not load it. Nor does it
+load the dispatcher, the outbox (sqlite3) or the `gpuwatch alert` command: the config,
+the secret and `build_dispatcher` are imported here, the other names on first use
+(PEP 562), so a host without Slack alerting never imports them. This package must not
+import `gpuwatch.config` at module level (that module imports `gpuwatch.alerts.config`).
+See docs/alerts.md.
 """
 
-from gpuwatch.alerts.command import add_alert_parser, run_alert, run_alert_test, send_test_message
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from gpuwatch.alerts.config import AlertsConfig, SlackConfig
-from gpuwatch.alerts.dispatcher import AlertDispatcher, build_dispatcher
-from gpuwatch.alerts.messages import CostHook
-from gpuwatch.alerts.outbox import OutboxError
+from gpuwatch.alerts.factory import build_dispatcher, slack_off_reason
 from gpuwatch.alerts.secret import ENV_WEBHOOK_URL, WebhookSecretError, resolve_webhook_url
+
+if TYPE_CHECKING:
+    from gpuwatch.alerts.command import (
+        add_alert_parser,
+        run_alert,
+        run_alert_test,
+        send_test_message,
+    )
+    from gpuwatch.alerts.dispatcher import AlertDispatcher
+    from gpuwatch.alerts.messages import CostHook
+    from gpuwatch.alerts.outbox import OutboxError
 
 __all__ = [
     "ENV_WEBHOOK_URL",
@@ -27,4 +43,23 @@ __all__ = [
     "run_alert",
     "run_alert_test",
     "send_test_message",
+    "slack_off_reason",
 ]
+
+_LAZY = {
+    "AlertDispatcher": "gpuwatch.alerts.dispatcher",
+    "CostHook": "gpuwatch.alerts.messages",
+    "OutboxError": "gpuwatch.alerts.outbox",
+    "add_alert_parser": "gpuwatch.alerts.command",
+    "run_alert": "gpuwatch.alerts.command",
+    "run_alert_test": "gpuwatch.alerts.command",
+    "send_test_message": "gpuwatch.alerts.command",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The dispatcher's, outbox's and command's names, imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

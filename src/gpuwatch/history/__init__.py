@@ -5,27 +5,28 @@ opens `agent.state_dir/history.sqlite3`, seeds the analysis and the cost engine 
 (`restore.py`) and returns the writer the agent feeds its published snapshots to
 (`writer.py`). `gpuwatch.report.local` reads the same file. Never imported by the
 sampling path's modules (nvml, collectors, export).
+
+Importing this package does not load sqlite3 or the store, writer and restore modules: a
+host with the history off decides so with `history_wanted` and loads nothing more. They
+are imported by `open_history` and on first use of the names below (PEP 562).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
-from gpuwatch.analysis.engine import AnalysisEngine
-from gpuwatch.clock import Clock
 from gpuwatch.config import Config
-from gpuwatch.cost.engine import CostEngine
-from gpuwatch.history.restore import restore
-from gpuwatch.history.rollup import HOUR_SECONDS, Rollup, TokenReadingTotals, hour_of
-from gpuwatch.history.store import (
-    HISTORY_FILE,
-    Connect,
-    HistoryStore,
-    HistoryStoreError,
-    default_connect,
-)
-from gpuwatch.history.writer import HistoryWriter
 from gpuwatch.host_checks import usable_directory
+
+if TYPE_CHECKING:
+    from gpuwatch.analysis.engine import AnalysisEngine
+    from gpuwatch.clock import Clock
+    from gpuwatch.cost.engine import CostEngine
+    from gpuwatch.history.rollup import TokenReadingTotals
+    from gpuwatch.history.store import HISTORY_FILE, Connect, HistoryStore, HistoryStoreError
+    from gpuwatch.history.writer import HistoryWriter
 
 __all__ = [
     "HISTORY_FILE",
@@ -38,6 +39,22 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_LAZY = {
+    "HISTORY_FILE": "gpuwatch.history.store",
+    "HistoryStore": "gpuwatch.history.store",
+    "HistoryStoreError": "gpuwatch.history.store",
+    "HistoryWriter": "gpuwatch.history.writer",
+    "TokenReadingTotals": "gpuwatch.history.rollup",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The store's and writer's names, imported on first use (sqlite3 with them)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 def history_wanted(config: Config, *, simulated: bool) -> str | None:
@@ -59,11 +76,22 @@ def open_history(
     analysis: AnalysisEngine,
     cost: CostEngine,
     *,
-    connect: Connect = default_connect,
+    connect: Connect | None = None,
 ) -> HistoryWriter:
     """Open the store, restore the windows and states as of now, and return the writer
-    (not started). HistoryStoreError when the file cannot be opened or migrated."""
-    store = HistoryStore(config.agent.state_dir / HISTORY_FILE, connect)
+    (not started). HistoryStoreError when the file cannot be opened or migrated.
+    `connect` opens the SQLite connection (default: `store.default_connect`)."""
+    from gpuwatch.history.restore import restore  # noqa: PLC0415 - sqlite3 only when on
+    from gpuwatch.history.rollup import HOUR_SECONDS, Rollup, hour_of  # noqa: PLC0415
+    from gpuwatch.history.store import (  # noqa: PLC0415
+        HISTORY_FILE,
+        HistoryStore,
+        HistoryStoreError,
+        default_connect,
+    )
+    from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415
+
+    store = HistoryStore(config.agent.state_dir / HISTORY_FILE, connect or default_connect)
     now = clock.time()
     try:
         restored = restore(store, analysis, cost, now, config.analysis.window_seconds)
