@@ -371,6 +371,31 @@ def test_a_gpuwatch_variable_that_names_nothing_is_an_error(name: str, meant: st
         assert f"did you mean {meant}?" in errors[0], errors
 
 
+def test_kubernetes_service_link_variables_are_no_errors() -> None:
+    """A Service called `gpuwatch` (the chart's, released as `gpuwatch`) or `gpuwatch-x`
+    gives every pod of its namespace these variables (enableServiceLinks defaults on)."""
+    environ = {}
+    for service in ("GPUWATCH", "GPUWATCH_CANARY"):
+        environ |= {
+            f"{service}_SERVICE_HOST": "10.96.0.12",
+            f"{service}_SERVICE_PORT": "9842",
+            f"{service}_SERVICE_PORT_METRICS": "9842",
+            f"{service}_PORT": "tcp://10.96.0.12:9842",
+            f"{service}_PORT_9842_TCP": "tcp://10.96.0.12:9842",
+            f"{service}_PORT_9842_TCP_PROTO": "tcp",
+            f"{service}_PORT_9842_TCP_PORT": "9842",
+            f"{service}_PORT_9842_TCP_ADDR": "10.96.0.12",
+        }
+    assert load_config(None, environ=environ) == Config()
+
+
+@pytest.mark.parametrize("name", ["GPUWATCH_PORT", "GPUWATCH_EXPORTER_PORT"])
+def test_a_port_variable_that_is_no_service_link_is_an_error(name: str) -> None:
+    errors = _load_errors(None, {name: "9842"})
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{name}: no such setting"), errors
+
+
 def test_a_misspelt_override_option_names_the_real_one() -> None:
     errors = _load_errors(None, {"GPUWATCH_EXPORTER__LISTN": "127.0.0.1:9000"})
     assert "did you mean GPUWATCH_EXPORTER__LISTEN?" in errors[0], errors

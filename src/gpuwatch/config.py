@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -50,6 +51,25 @@ OTHER_VARIABLES = {
     "GPUWATCH_REPORT_PROMETHEUS_URL": "the Helm chart's report CronJob (read by its shell)",
 }
 """`GPUWATCH_` variables that are not config overrides and are not errors."""
+
+_SERVICE_LINK = re.compile(
+    r"(?:[A-Z0-9_]+_)?(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?"
+    r"|PORT_[0-9]+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)"
+)
+_SERVICE_LINK_PORT = re.compile(r"(?:[A-Z0-9_]+_)?PORT")
+_SERVICE_LINK_URL = re.compile(r"(?:tcp|udp|sctp)://\S+")
+
+
+def _service_link(name: str, value: str) -> bool:
+    """True for a variable Kubernetes injects for a Service (service links, on by
+    default): a Service called `gpuwatch` (the chart's, released as `gpuwatch`) or
+    `gpuwatch-...` gives every pod in its namespace `GPUWATCH_SERVICE_HOST`,
+    `GPUWATCH_SERVICE_PORT[_<PORT NAME>]`, `GPUWATCH_PORT=tcp://...` and
+    `GPUWATCH_PORT_<N>_TCP[_PROTO|_PORT|_ADDR]`. They are not gpuwatch's."""
+    rest = name[len(ENV_PREFIX) :]
+    if _SERVICE_LINK.fullmatch(rest):
+        return True
+    return bool(_SERVICE_LINK_PORT.fullmatch(rest) and _SERVICE_LINK_URL.fullmatch(value))
 
 
 class ConfigError(Exception):
@@ -375,11 +395,14 @@ def _did_you_mean(name: str, candidates: list[str]) -> str:
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     """One error line per `GPUWATCH_` variable without a double underscore that names
     nothing gpuwatch reads (`GPUWATCH_AGENT_INTERVAL_SECONDS`, one underscore too few):
-    it would otherwise be ignored without a word. Names the closest real variable."""
+    it would otherwise be ignored without a word. Names the closest real variable.
+    `OTHER_VARIABLES` and Kubernetes' service-link variables are no errors."""
     candidates = [*_option_variables(), *OTHER_VARIABLES]
     lines = []
     for name in sorted(environ):
         if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES:
+            continue
+        if _service_link(name, environ[name]):
             continue
         if "__" in name[len(ENV_PREFIX) :]:
             continue  # an override: checked against the config's shape by _overrides
