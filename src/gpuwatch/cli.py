@@ -18,16 +18,14 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import gpuwatch.alerts as alerting
 from gpuwatch import __version__
-from gpuwatch.alerts import OutboxError, WebhookSecretError, add_alert_parser, run_alert
+from gpuwatch.alerts import WebhookSecretError
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, load_config, render_config
 from gpuwatch.host_checks import check_config, state_dir_users
 from gpuwatch.logsetup import configure_logging
-from gpuwatch.report.command import add_report_parser, run_report
-from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.state_lock import StateDirBusyError, StateDirLock
-from gpuwatch.tco import add_tco_parser, run_tco
 from gpuwatch.values import parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
 
@@ -49,7 +47,9 @@ class UsageError(Exception):
     """A mistake in the command line or config: one line, exit 2."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, daemon_only: bool = False) -> argparse.ArgumentParser:
+    """The command line; with `daemon_only`, for `gpuwatch run` alone: the other
+    commands' modules (report, sizing, tco, alert) are then not even imported."""
     parser = argparse.ArgumentParser(prog="gpuwatch", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -91,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
         help="check the file alone: not its files, state directory and listen address",
     )
 
+    if daemon_only:
+        return parser
+    from gpuwatch.alerts.command import add_alert_parser  # noqa: PLC0415 - keep run light
+    from gpuwatch.report.command import add_report_parser  # noqa: PLC0415
+    from gpuwatch.sizing.command import add_size_parser  # noqa: PLC0415
+    from gpuwatch.tco import add_tco_parser  # noqa: PLC0415
+
     add_size_parser(commands)
     add_tco_parser(commands)
     add_alert_parser(commands)
@@ -100,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gpuwatch` command."""
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(daemon_only=argv[:1] == ["run"]).parse_args(argv)
     try:
         if args.command == "check-config":
             return _check_config(args.file, on_host=not args.no_host_checks)
@@ -109,21 +117,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             return _status(args)
         if args.command == "size":
+            from gpuwatch.sizing.command import run_size  # noqa: PLC0415
+
             sizing = load_config(args.config).sizing
             return run_size(args, gpu_overrides=sizing.gpus, extra_models=sizing.models)
         if args.command == "tco":
+            from gpuwatch.tco import run_tco  # noqa: PLC0415
+
             return run_tco(args, gpu_overrides=load_config(args.config).sizing.gpus)
         if args.command == "alert":
+            from gpuwatch.alerts.command import run_alert  # noqa: PLC0415
+
             config = load_config(args.config)
             hostname = config.agent.hostname or socket.gethostname()
             return run_alert(args, slack=config.alerts.slack, hostname=hostname, environ=os.environ)
         if args.command == "report":
+            from gpuwatch.report.command import run_report  # noqa: PLC0415
+
             return run_report(args, load_config(args.config))
     except ConfigError as exc:
         for line in exc.errors:
             print(f"gpuwatch: {line}", file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, WebhookSecretError, OutboxError) as exc:
+    # (alerting.OutboxError is looked up only when something is raised: no sqlite3 before)
+    except (UsageError, WebhookSecretError, alerting.OutboxError) as exc:
         print(f"gpuwatch: {exc}", file=sys.stderr)
         return EXIT_USAGE
     raise AssertionError(args.command)  # argparse only lets known commands through
