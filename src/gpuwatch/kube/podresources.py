@@ -191,9 +191,12 @@ _CODE_REASONS = {
 
 
 def failure_reason(exc: PodResourcesError, socket_path: Path) -> tuple[str, str]:
-    """(reason in `FAILURE_REASONS`, what the socket probe saw) for a failed call. The
-    probe decides when it finds the socket unusable (a missing file, EACCES); otherwise
-    the gRPC status does."""
+    """(reason in `FAILURE_REASONS`, what the socket probe saw) for a failed call. After
+    a status that may hide a connection failure the socket is probed, and the probe
+    decides when it finds the socket unusable (a missing file, EACCES); otherwise (and
+    after a status only a server sends) the gRPC status does."""
+    if exc.code not in _TRANSPORT_CODES and exc.code != "UNKNOWN":
+        return _CODE_REASONS.get(exc.code, "error"), "the server answered"
     probed, seen = probe_socket(socket_path)
     if probed is not None:
         return probed, seen
