@@ -17,13 +17,14 @@ demo: $(BIN)/python
 	@echo "gpuwatch: metrics at http://$(LISTEN)/metrics (Ctrl-C stops)"
 	$(BIN)/gpuwatch run --simulate demo --listen $(LISTEN)
 
-# Debian's prometheus gives both prometheus and promtool, victoria-metrics the single-node
+# Debian's prometheus gives both prometheus and promtool, prometheus-alertmanager the
+# Alertmanager the alert rules are delivered to, victoria-metrics the single-node
 # VictoriaMetrics (the fleet report's tests); tests use the real binaries.
 prometheus:
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null && command -v victoria-metrics >/dev/null || { \
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null && command -v victoria-metrics >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus victoria-metrics >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager victoria-metrics >/dev/null; }
 
 # The report's PDF: WeasyPrint (the pdf/test extras) needs Pango; the tests render the PDF
 # to PNG with poppler's pdftoppm.

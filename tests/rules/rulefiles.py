@@ -23,6 +23,16 @@ IDENTIFIER = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 """A PromQL metric or rule name (letters, digits, `_` and `:`)."""
 
 
+def fast_copy(source: Path, target: Path) -> Path:
+    """The rule file with every `for:` at 0s and every group interval at 1s, so a real
+    Prometheus fires its alerts within seconds (the only change)."""
+    text = source.read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^(\s+)for: \S+$", r"\1for: 0s", text)
+    text = re.sub(r"(?m)^(\s+)interval: \S+$", r"\1interval: 1s", text)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
 def load(path: Path) -> Any:
     with path.open(encoding="utf-8") as handle:
         return yaml.safe_load(handle)

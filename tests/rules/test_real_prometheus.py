@@ -8,12 +8,10 @@ only change), so the demo's idle GPU 1 and held GPU 2 fire within ~20 s at `--sp
 from __future__ import annotations
 
 import json
-import re
 import signal
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,18 +19,9 @@ import pytest
 from tests.agent_process import fetch, start_agent
 from tests.conftest import free_port
 from tests.prometheus_process import running_prometheus, scrape_config
-from tests.rules.rulefiles import ALERTS_FILE, RECORDING_FILE
+from tests.rules.rulefiles import ALERTS_FILE, RECORDING_FILE, fast_copy
 
 DEADLINE_SECONDS = 45
-
-
-def fast_copy(source: Path, target: Path) -> Path:
-    """The rule file with every `for:` at 0s and every group interval at 1s."""
-    text = source.read_text(encoding="utf-8")
-    text = re.sub(r"(?m)^(\s+)for: \S+$", r"\1for: 0s", text)
-    text = re.sub(r"(?m)^(\s+)interval: \S+$", r"\1interval: 1s", text)
-    target.write_text(text, encoding="utf-8")
-    return target
 
 
 @pytest.fixture(scope="module")
