@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block
 
+from gpuwatch.alerts.command import send_test_message
 from gpuwatch.alerts.messages import (
     BACKTICK_LOOKALIKE,
     build_alert_message,
@@ -33,7 +34,7 @@ from gpuwatch.report.build import build_report
 from gpuwatch.report.model import ReportData
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.snapshot import PodRef, ProcessSample, Recommendation
-from tests.alerts.conftest import GIB, START, gpu, snapshot, verdict
+from tests.alerts.conftest import GIB, START, FakeSlack, gpu, snapshot, verdict
 from tests.report.data import DAY1, gpu_day, sample_data, seconds
 
 UNDECODABLE = b"gpu-\xff\xfe-node\x80".decode("utf-8", "surrogateescape")
@@ -234,3 +235,13 @@ def test_fit_lines_counts_what_it_leaves_out() -> None:
     assert len(clip_text("z\n" * 4000)) <= 3000
     entity = fit_lines(["&lt;" * 10], 11, more)
     assert entity == "&lt;&lt;…"
+
+
+def test_alert_test_command_posts_a_hostile_host_name_as_text(slack: FakeSlack) -> None:
+    """`gpuwatch alert test` end to end on the loopback Slack: what arrives is checked."""
+    ok, line = send_test_message(slack.url, "<!channel> *bold* `x\n" + UNDECODABLE, 2.0)
+    assert ok, line
+    (post,) = slack.delivered()
+    assert_slack_accepts(post.body)
+    start = f"gpuwatch on `&lt;!channel&gt; *bold* {BACKTICK_LOOKALIKE}x\\n"
+    assert post.body["text"].startswith(start)
