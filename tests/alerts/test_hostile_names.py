@@ -60,6 +60,7 @@ HOSTILE = [
     "`" * 999,
     "",
     " ",
+    " " * 4000,
 ]
 # Slack's documented limits (docs: Block Kit reference; REFERENCE.md "What real clusters
 # and clients do"); slack_sdk's validate_json checks some of them, the test all of them.

@@ -89,8 +89,8 @@ def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
     An empty name is written `(no name)`.
     """
     flat = flatten(text).replace("`", BACKTICK_LOOKALIKE)
-    if not flat.strip():
-        return EMPTY_NAME if not flat else f"`{flat}`"
+    if not flat:
+        return EMPTY_NAME
     escaped = escape(flat)
     if len(escaped) > limit:
         kept = []
