@@ -223,3 +223,11 @@ def test_monitors_move_the_agent_identity_out_of_the_way(rendered: dict[str, Ren
         for label in ("namespace", "pod", "container", "service", "endpoint"):
             assert by_target[label] == {"targetLabel": label, "replacement": ""}
         assert "metricRelabelings" not in endpoint
+
+
+def test_notes_say_why_the_agent_is_root(chart: Path, rendered: dict[str, Rendered]) -> None:
+    notes = "gpuwatch/templates/NOTES.txt"
+    assert "runs as uid 0" in rendered["default-values"].manifests[notes]
+    assert "runs as uid 0" not in rendered["baseline-values"].manifests[notes]
+    overridden = render(chart, {"securityContext": {"runAsUser": AGENT_USER}})
+    assert "runs as uid 0" not in overridden.manifests[notes]
