@@ -14,6 +14,7 @@ relabelings shows what the relabelings remove.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -166,7 +167,7 @@ class Scraped:
 
 def _series(url: str, job_label: str) -> list[dict[str, str]]:
     query = urllib.parse.urlencode({"match[]": f'{{job="{job_label}"}}'})
-    reply = yaml.safe_load(fetch(f"{url}/api/v1/series?{query}"))
+    reply = json.loads(fetch(f"{url}/api/v1/series?{query}"))
     assert reply["status"] == "success"
     return list(reply["data"])
 
@@ -209,8 +210,8 @@ def scraped(
                 assert time.monotonic() < deadline, f"families not scraped in time: {seen}"
                 time.sleep(0.5)
             exposition = _exposition(fetch(f"http://127.0.0.1:{port}/metrics"))
-            # The series API lists every series ever scraped: read it once more after the
-            # exposition so a pod series that appeared in between is in both.
+            # The demo's pods come in one kubelet listing and stay: once every job has the
+            # compared families, the agent's exposition holds the same label sets.
             series = {name: _series(url, job.job_label) for name, job in jobs.items()}
             yield Scraped(jobs, series, exposition, port, url)
     finally:
