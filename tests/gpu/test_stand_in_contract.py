@@ -119,6 +119,34 @@ def check_nvlink_fields(nv: Any, h: Any) -> None:
         assert entry.timestamp > 1_600_000_000 * 10**6  # epoch µs
 
 
+def _memory_temperature(nv: Any, h: Any) -> Any:
+    (entry,) = nv.nvmlDeviceGetFieldValues(h, [nv.NVML_FI_DEV_MEMORY_TEMP])
+    return entry
+
+
+def check_memory_temperature_field(nv: Any, h: Any) -> None:
+    entry = _memory_temperature(nv, h)
+    assert int(entry.nvmlReturn) in (nv.NVML_SUCCESS, nv.NVML_ERROR_NOT_SUPPORTED)
+    if int(entry.nvmlReturn) == nv.NVML_SUCCESS:  # HBM parts: °C
+        value = entry.value.uiVal if entry.valueType == nv.NVML_VALUE_TYPE_UNSIGNED_INT else None
+        value = entry.value.ullVal if value is None else value
+        _int(int(value), 5, 120)
+
+
+def check_video_utilization(nv: Any, h: Any) -> None:
+    for call in (nv.nvmlDeviceGetEncoderUtilization, nv.nvmlDeviceGetDecoderUtilization):
+        utilization, period_us = call(h)
+        _int(utilization, 0, 100)  # percent
+        _int(period_us, 1, 10_000_000)  # µs
+
+
+def check_pcie_replays(nv: Any, h: Any) -> None:
+    count = nv.nvmlDeviceGetPcieReplayCounter(h)
+    _int(count, 0, 2**32 - 1)
+    (entry,) = nv.nvmlDeviceGetFieldValues(h, [nv.NVML_FI_DEV_PCIE_REPLAY_COUNTER])
+    assert int(entry.nvmlReturn) == nv.NVML_SUCCESS
+
+
 def check_processes(nv: Any, h: Any) -> None:
     for proc in nv.nvmlDeviceGetComputeRunningProcesses(h):
         _int(proc.pid, 1, 2**32 - 1)
@@ -143,6 +171,9 @@ CHECKS: dict[str, Check] = {
     "nvlink_fields": check_nvlink_fields,
     "processes": check_processes,
     "gpm_support": check_gpm_support,
+    "memory_temperature_field": check_memory_temperature_field,
+    "video_utilization": check_video_utilization,
+    "pcie_replays": check_pcie_replays,
 }
 
 
@@ -171,6 +202,10 @@ def test_the_preset_matches_the_real_part(real_nvml: Any) -> None:
         )
     assert fake.nvmlGpmQueryDeviceSupport(fake_h).isSupportedDevice == (
         real_nvml.nvmlGpmQueryDeviceSupport(real_h).isSupportedDevice
+    )
+    # presets.toml `memory_temperature`: whether the part has a memory sensor (HBM)
+    assert int(_memory_temperature(fake, fake_h).nvmlReturn) == int(
+        _memory_temperature(real_nvml, real_h).nvmlReturn
     )
 
 
