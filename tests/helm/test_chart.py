@@ -88,8 +88,8 @@ def test_default_daemonset_posture(rendered: dict[str, Rendered]) -> None:
     assert context["allowPrivilegeEscalation"] is False
     assert context["capabilities"] == {"drop": ["ALL"]}
     assert "cpu" not in agent["resources"]["limits"]
-    assert agent["resources"]["limits"] == {"memory": "256Mi"}
-    assert agent["resources"]["requests"]["memory"] == "128Mi"
+    assert agent["resources"]["limits"] == {"memory": "192Mi"}
+    assert agent["resources"]["requests"]["memory"] == "96Mi"
     mounts = {m["name"]: m for m in agent["volumeMounts"]}
     assert mounts["pod-resources"]["readOnly"] is True
     assert mounts["pod-resources"]["mountPath"] == "/var/lib/kubelet/pod-resources"
