@@ -59,6 +59,14 @@ def _parser(*, daemon_only: bool = False) -> argparse.ArgumentParser:
     run.add_argument("--simulate", metavar="SCENARIO", help="run on a simulated fleet")
     run.add_argument("--speed", type=float, help="simulated seconds per real second")
     run.add_argument("--listen", metavar="ADDR:PORT", help="override exporter.listen")
+    run.add_argument(
+        "--services",
+        type=Path,
+        metavar="FILE",
+        help="with --simulate: use the scenario's simulated kubelet and inference servers "
+        "that `python -m gpuwatch.simulate.services` runs in another process and described "
+        "in FILE, instead of starting them in this one",
+    )
 
     status = commands.add_parser(
         "status", help="what the agent on this host says about its GPUs (states, costs)"
@@ -119,12 +127,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "size":
             from gpuwatch.sizing.command import run_size  # noqa: PLC0415
 
-            sizing = load_config(args.config).sizing
-            return run_size(args, gpu_overrides=sizing.gpus, extra_models=sizing.models)
+            config = load_config(args.config)
+            return run_size(
+                args,
+                gpu_overrides=config.sizing.gpus,
+                extra_models=config.sizing.models,
+                rent_vs_buy=config.rent_vs_buy,
+            )
         if args.command == "tco":
             from gpuwatch.tco import run_tco  # noqa: PLC0415
 
-            return run_tco(args, gpu_overrides=load_config(args.config).sizing.gpus)
+            config = load_config(args.config)
+            return run_tco(
+                args, gpu_overrides=config.sizing.gpus, rent_vs_buy=config.rent_vs_buy
+            )
         if args.command == "alert":
             from gpuwatch.alerts.command import run_alert  # noqa: PLC0415
 
@@ -153,9 +169,10 @@ def _check_config(path: Path, *, on_host: bool) -> int:
 
 
 def _nvml(
-    simulate: str | None, speed: float | None
+    simulate: str | None, speed: float | None, external: Any = None
 ) -> tuple[Any, Clock, tuple[WorkloadDeclaration, ...]]:
-    """The pynvml module (real, or the stand-in), its clock, the scenario's workloads."""
+    """The pynvml module (real, or the stand-in), its clock, the scenario's workloads;
+    `external` (`ExternalServices`): on their simulated time."""
     if simulate is None:
         if speed is not None:
             raise UsageError("--speed needs --simulate")
@@ -171,8 +188,14 @@ def _nvml(
         scenario = load_scenario(simulate)
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
-    clock = ScaledClock(speed or 1.0)
-    nv = SimulatedNvml(scenario, clock=clock)
+    if external is None:
+        clock = ScaledClock(speed or 1.0)
+        nv = SimulatedNvml(scenario, clock=clock)
+        return nv, clock, scenario.workloads
+    if speed is not None and speed != external.speed:
+        raise UsageError(f"--speed {speed:g}: the --services run at --speed {external.speed:g}")
+    clock = external.clock()
+    nv = SimulatedNvml(scenario, clock=clock, start_time=external.scenario_start)
     return nv, clock, scenario.workloads
 
 
@@ -196,8 +219,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"gpuwatch: agent.state_dir: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        nv, clock, workloads = _nvml(args.simulate, args.speed)
-        services = _scenario_services(nv, clock) if args.simulate else None
+        external = _external_services(args.simulate, args.services)
+        nv, clock, workloads = _nvml(args.simulate, args.speed, external)
+        if external is not None:
+            services = external
+        else:
+            services = _scenario_services(nv, clock) if args.simulate else None
         try:
             return _serve(config, nv, clock, args, workloads=workloads, services=services)
         finally:
@@ -206,6 +233,20 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if lock is not None:
             lock.release()
+
+
+def _external_services(simulate: str | None, path: Path | None) -> Any:
+    """The `--services` FILE's services (`ExternalServices`); None without one."""
+    if path is None:
+        return None
+    if simulate is None:
+        raise UsageError("--services needs --simulate")
+    from gpuwatch.simulate.endpoints import EndpointsError, load_endpoints  # noqa: PLC0415
+
+    try:
+        return load_endpoints(path, simulate)
+    except EndpointsError as exc:
+        raise UsageError(f"--services: {exc}") from None
 
 
 def _scenario_services(nv: Any, clock: Clock) -> Any:

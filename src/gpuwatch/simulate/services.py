@@ -6,20 +6,34 @@ sources to scrape — so the demo's cost per token is read over real HTTP, exact
 real server's would be. A scenario with `[[pods]]` also gets a `SimulatedCluster` (the
 kubelet's pod-resources socket, cgroup files, pod-log folders), and the agent's
 `[kubernetes]` section points at it.
+
+They run in the agent's process by default. On a node they are other processes, so
+`python -m gpuwatch.simulate.services SCENARIO --speed S --endpoints FILE` runs them
+alone, until SIGTERM or SIGINT, and writes where they listen to FILE
+(`gpuwatch.simulate.endpoints`) for `gpuwatch run --simulate SCENARIO --services FILE`:
+the benchmarks measure the agent's memory that way, without the servers'.
 """
 
 from __future__ import annotations
 
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
-from gpuwatch.clock import Clock
+from gpuwatch.clock import Clock, ScaledClock
 from gpuwatch.kube.config import KubernetesConfig
+from gpuwatch.simulate.endpoints import endpoints_document, write_endpoints
 from gpuwatch.simulate.stand_in import SimulatedNvml
-from gpuwatch.simulate.vllm_server import SimulatedVllmServer, activity_rate
 from gpuwatch.tokens import TokenSourceConfig
 
 if TYPE_CHECKING:
     from gpuwatch.simulate.cluster import SimulatedCluster
+    from gpuwatch.simulate.vllm_server import SimulatedVllmServer
 
 
 class ScenarioServices:
@@ -27,22 +41,30 @@ class ScenarioServices:
 
     def __init__(self, nv: SimulatedNvml, clock: Clock) -> None:
         start_time = clock.time() - nv.scenario_time()
+        self.scenario_start = start_time
         self._entries = nv.scenario.token_servers
-        self._servers = [
-            SimulatedVllmServer(
-                clock,
-                start_time,
-                activity_rate(
-                    nv,
-                    entry.gpu_index,
-                    entry.prompt_tokens_per_second,
-                    entry.generation_tokens_per_second,
-                ),
-                model_name=entry.model_name,
-                prefix_cache_hit_ratio=entry.prefix_cache_hit_ratio,
+        self._servers: list[SimulatedVllmServer] = []
+        if self._entries:  # the HTTP server's code only for a scenario with token servers
+            from gpuwatch.simulate.vllm_server import (  # noqa: PLC0415
+                SimulatedVllmServer,
+                activity_rate,
             )
-            for entry in self._entries
-        ]
+
+            self._servers = [
+                SimulatedVllmServer(
+                    clock,
+                    start_time,
+                    activity_rate(
+                        nv,
+                        entry.gpu_index,
+                        entry.prompt_tokens_per_second,
+                        entry.generation_tokens_per_second,
+                    ),
+                    model_name=entry.model_name,
+                    prefix_cache_hit_ratio=entry.prefix_cache_hit_ratio,
+                )
+                for entry in self._entries
+            ]
         self.cluster: SimulatedCluster | None = None
         if nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
             from gpuwatch.simulate.cluster import SimulatedCluster  # noqa: PLC0415
@@ -79,3 +101,57 @@ class ScenarioServices:
             server.stop()
         if self.cluster is not None:
             self.cluster.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m gpuwatch.simulate.services`: serve a scenario's services alone."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gpuwatch.simulate.services",
+        description="Run a scenario's simulated kubelet and inference servers in this "
+        "process, for `gpuwatch run --simulate SCENARIO --services FILE`.",
+    )
+    parser.add_argument("scenario", help="the scenario the agent simulates")
+    parser.add_argument("--speed", type=float, default=1.0, help="as the agent's --speed")
+    parser.add_argument(
+        "--endpoints", type=Path, required=True, help="write where they listen here (JSON)"
+    )
+    args = parser.parse_args(argv)
+    if not args.speed > 0:
+        parser.error("--speed must be positive")
+    from gpuwatch.simulate import SimulatedNvml, load_scenario  # noqa: PLC0415
+    from gpuwatch.simulate.scenario import ScenarioError  # noqa: PLC0415
+
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as exc:
+        print(f"gpuwatch: {exc}", file=sys.stderr)
+        return 2
+    clock = ScaledClock(args.speed)
+    services = ScenarioServices(SimulatedNvml(scenario, clock=clock), clock)
+    stop = threading.Event()
+
+    def _on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    services.start()
+    try:
+        document = endpoints_document(
+            args.scenario,
+            args.speed,
+            scenario_start=services.scenario_start,
+            simulated_now=clock.time(),
+            kubernetes=services.kubernetes_config(),
+            sources=services.token_sources(),
+        )
+        write_endpoints(args.endpoints, document)
+        stop.wait()
+    finally:
+        args.endpoints.unlink(missing_ok=True)
+        services.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
