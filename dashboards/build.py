@@ -523,10 +523,12 @@ def cost_panels() -> list[Panel]:
         ),
         stat(
             "Spend previous month",
-            "What the same GPUs cost in the whole previous calendar month (the panel's time "
-            "shift 1M/M), to compare with the month to date.",
+            "What the same GPUs cost in the whole previous calendar month, whatever the "
+            "dashboard's range (relative time now/M, this month so far, shifted by 1M/M to the "
+            "whole month before), to compare with the month to date.",
             "currencyUSD",
             Target(f"sum(increase(gpuwatch_gpu_cost_usd_total{{{GPU}}}[$__range]))", instant=True),
+            time_from="now/M",
             time_shift="1M/M",
             decimals=0,
             width=8,

@@ -3,7 +3,8 @@
 No Grafana server exists here, so this checks what Grafana and the linter would: the
 datasource, job and host variables, every panel's datasource, title, description and unit,
 current panel types, targets present, `$__rate_interval` in every rate/increase, counters
-only through rate/irate/increase, the job and host filters in every selector, and (through
+only through rate/irate/increase, the job and host filters in every selector, whole-period
+panel time settings (a `1M/M` shift only with relative time `now/M`), and (through
 `promtool check rules`) that every expression parses once its variables are expanded.
 `lint()` returns findings as "uid / panel: rule: detail" lines; an empty list is clean.
 """
@@ -56,6 +57,10 @@ _RATE_RANGE = re.compile(
 _SELECTOR = re.compile(r"\{([^}]*)\}")
 _VARIABLE = re.compile(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)")
 _LEGEND_LABEL = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+# Grafana's panel time settings: a shift rounded to whole periods ("1M/M") and a relative
+# time rounded back from now ("now-1M/M").
+_ROUNDED_SHIFT = re.compile(r"^\d+([smhdwMy])/([smhdwMy])$")
+_ROUNDED_BACK = re.compile(r"^now-\d+([smhdwMy])/([smhdwMy])$")
 
 
 def counters_from_readme(readme: Path) -> frozenset[str]:
@@ -166,6 +171,33 @@ def _selector_findings(expr: str) -> list[str]:
     return findings
 
 
+def _time_findings(panel: Json) -> list[str]:
+    """panel-time: whole-period panel time settings that depend on the dashboard's range.
+
+    Grafana applies a panel's relative time (`timeFrom`) first, then shifts the resulting
+    range by `timeShift`, rounding its start down and its end up to the shift's unit. A
+    shift of `1M/M` therefore covers the whole previous month only when the range it shifts
+    is this month so far (`timeFrom` `now/M`); on its own it shifts the dashboard's range,
+    and a 30-day range becomes two months. A relative time `now-1M/M` runs from the start
+    of the previous month to now (its end is not rounded), not over the previous month.
+    """
+    found = []
+    shift = str(panel.get("timeShift") or "").strip()
+    time_from = str(panel.get("timeFrom") or "").strip()
+    rounded = _ROUNDED_SHIFT.match(shift)
+    if rounded and time_from != f"now/{rounded.group(2)}":
+        found.append(
+            f"panel-time: time shift {shift} without relative time now/{rounded.group(2)} "
+            "shifts the dashboard's range, not one whole period"
+        )
+    if _ROUNDED_BACK.match(time_from):
+        found.append(
+            f"panel-time: relative time {time_from} runs to now; a whole past period is "
+            f"relative time now/<unit> with a time shift"
+        )
+    return found
+
+
 def lint_panel(board: Json, panel: Json, counters: Iterable[str]) -> list[str]:
     """Every rule that applies to one panel and its targets."""
     where = _where(board, panel)
@@ -181,6 +213,7 @@ def lint_panel(board: Json, panel: Json, counters: Iterable[str]) -> list[str]:
     unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
     if unit not in UNITS:
         found.append(f"panel-units: unit {unit!r} is not a known Grafana unit")
+    found += _time_findings(panel)
     targets = panel.get("targets") or []
     if not targets or not all(str(t.get("expr", "")).strip() for t in targets):
         found.append("targets-present: a panel without a query")

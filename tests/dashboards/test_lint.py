@@ -6,12 +6,14 @@ fails here.
 
 from __future__ import annotations
 
+import calendar
 import copy
 import json
 import re
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +221,11 @@ def _drop_variable(name: str) -> Mutation:
     return mutate
 
 
+def _previous_month(board: Json) -> Json:
+    panel: Json = next(p for p in board["panels"] if p["title"] == "Spend previous month")
+    return panel
+
+
 SEL = 'job=~"$job", instance=~"$host"'
 BROKEN: dict[str, tuple[Mutation, str]] = {
     "graph panel": (lambda b: _first("timeseries")(b).update(type="graph"), "panel-type"),
@@ -276,6 +283,14 @@ BROKEN: dict[str, tuple[Mutation, str]] = {
         ),
         "template-gpu",
     ),
+    "month shift of the dashboard range": (
+        lambda b: _previous_month(b).pop("timeFrom"),
+        "panel-time",
+    ),
+    "relative time to now for a past month": (
+        lambda b: _previous_month(b).update(timeFrom="now-1M/M", timeShift=None),
+        "panel-time",
+    ),
     "repeated panel id": (
         lambda b: b["panels"][1].update(id=b["panels"][0]["id"]),
         "panel-id",
@@ -288,8 +303,70 @@ def test_the_lint_finds_a_broken_panel(case: str) -> None:
     board = copy.deepcopy(load("gpuwatch-gpu.json"))
     if case in ("singlestat", "no description", "no title"):
         board = copy.deepcopy(load("gpuwatch-fleet.json"))
+    if "month" in case:
+        board = copy.deepcopy(load("gpuwatch-cost.json"))
     mutate, rule = BROKEN[case]
     mutate(board)
     findings = lint(board, COUNTERS)
     assert findings, case
     assert any(f": {rule}" in f for f in findings), findings
+
+
+# --- the month panels' time range, as Grafana computes it -------------------------------------
+
+
+def _month_start(t: datetime) -> datetime:
+    return t.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _months_back(t: datetime, months: int) -> datetime:
+    """`t` moved `months` calendar months back (the day clamped to the month's length)."""
+    year, month = divmod(t.year * 12 + t.month - 1 - months, 12)
+    day = min(t.day, calendar.monthrange(year, month + 1)[1])
+    return t.replace(year=year, month=month + 1, day=day)
+
+
+def _panel_range(panel: Json, dashboard_from: datetime, now: datetime) -> tuple[datetime, datetime]:
+    """Grafana's `applyPanelTimeOverrides` for the forms these dashboards use.
+
+    Relative time first (`now/M`: this month so far), then the time shift (`NM/M`: N
+    months back, the start rounded down to its month and the end up to the end of its).
+    """
+    start, end = dashboard_from, now
+    time_from = panel.get("timeFrom")
+    if time_from is not None:
+        assert time_from == "now/M", time_from
+        start, end = _month_start(now), now
+    shift = panel.get("timeShift")
+    if shift is not None:
+        match = re.fullmatch(r"(\d+)M/M", shift)
+        assert match, shift
+        months = int(match.group(1))
+        start = _month_start(_months_back(start, months))
+        end = _month_start(_months_back(end, months - 1)) - timedelta(milliseconds=1)
+    return start, end
+
+
+@pytest.mark.parametrize("days", [0.25, 7, 30, 90])
+def test_the_month_panels_ignore_the_dashboard_range(days: float) -> None:
+    now = datetime(2026, 3, 3, 12, 0)
+    panels = {p["title"]: p for p in load("gpuwatch-cost.json")["panels"]}
+    dashboard_from = now - timedelta(days=days)
+    assert _panel_range(panels["Spend month to date"], dashboard_from, now) == (
+        datetime(2026, 3, 1),
+        now,
+    )
+    assert _panel_range(panels["Spend previous month"], dashboard_from, now) == (
+        datetime(2026, 2, 1),
+        datetime(2026, 2, 28, 23, 59, 59, 999000),
+    )
+
+
+def test_a_month_shift_alone_follows_the_dashboard_range() -> None:
+    """What the lint's panel-time rule guards against: 1M/M on a 30-day range is 2 months."""
+    now = datetime(2026, 3, 3, 12, 0)
+    panel = {"timeShift": "1M/M"}
+    assert _panel_range(panel, now - timedelta(days=30), now) == (
+        datetime(2026, 1, 1),
+        datetime(2026, 2, 28, 23, 59, 59, 999000),
+    )
