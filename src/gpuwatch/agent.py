@@ -1,8 +1,9 @@
 """The agent: sample on a schedule, publish snapshots, serve them.
 
 `Agent.tick()` is one sampling pass (used directly by tests and `gpuwatch status`);
-`Agent.start()` adds the APScheduler jobs and the HTTP server for `gpuwatch run`.
-Under `--simulate --speed X` the scheduler fires every `interval / X` real seconds
+`Agent.start()` starts the periodic jobs (`IntervalJob`, a thread each; APScheduler only
+for `[report]`'s monthly cron job) and the HTTP server for `gpuwatch run`.
+Under `--simulate --speed X` the jobs fire every `interval / X` real seconds
 (at least 50 ms apart) so that each sample covers one simulated interval.
 """
 
@@ -16,7 +17,6 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.metrics_core import Metric
 
 import gpuwatch.alerts as alerting
@@ -42,7 +42,7 @@ from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted, open_history
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlSampler
-from gpuwatch.periodic import PeriodicThread
+from gpuwatch.periodic import IntervalJob, PeriodicThread
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
 from gpuwatch.snapshot import (
     Attribution,
@@ -58,6 +58,8 @@ from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
+    from apscheduler.schedulers.background import BackgroundScheduler
+
     from gpuwatch.alerts.dispatcher import AlertDispatcher
     from gpuwatch.collectors.attribution import AttributionCollector
     from gpuwatch.history import HistoryWriter, TokenReadingTotals
@@ -155,7 +157,8 @@ class Agent:
         self.registry = build_registry(self.collector)
         self._state_changes = StateChanges()
         self._failed_stages: set[str] = set()
-        self._scheduler: BackgroundScheduler | None = None
+        self._jobs: list[IntervalJob] = []
+        self._report_scheduler: BackgroundScheduler | None = None  # with [report] only
         self._threads: list[PeriodicThread] = []
         self._server: MetricsServer | None = None
         self.history: HistoryWriter | None = None
@@ -381,23 +384,14 @@ class Agent:
         return True, "ready"
 
     def start(self) -> None:
-        """Take the first sample, then start the scheduler and the HTTP server."""
+        """Take the first sample, then start the jobs and the HTTP server."""
         self.refresh_attribution()
         self.tick()
         agent_cfg = self.config.agent
-        scheduler = BackgroundScheduler(daemon=True)
+        jobs: list[IntervalJob] = []
 
-        def every(simulated_seconds: float, job: Callable[[], object], **options: Any) -> None:
-            scheduler.add_job(
-                job,
-                "interval",
-                seconds=self._real(simulated_seconds),
-                id=job.__name__,
-                max_instances=1,
-                coalesce=True,
-                misfire_grace_time=None,
-                **options,
-            )
+        def every(simulated_seconds: float, job: Callable[[], object]) -> None:
+            jobs.append(IntervalJob(job.__name__, self._real(simulated_seconds), job))
 
         every(agent_cfg.interval_seconds, self.tick)
         every(agent_cfg.slow_interval_seconds, self.nvml.collect_slow)
@@ -420,10 +414,16 @@ class Agent:
         else:
             reason = alerting.slack_off_reason(self.config.alerts.slack)
             log.info("Slack alerting is off: %s", reason)
-        if self.config.report.enabled:
+        for job in jobs:
+            job.start()
+        self._jobs = jobs
+        if self.config.report.enabled:  # a cron job: APScheduler, imported for it alone
+            from apscheduler.schedulers.background import BackgroundScheduler  # noqa: PLC0415
+
+            scheduler = BackgroundScheduler(daemon=True)
             self._schedule_report(scheduler)
-        scheduler.start()
-        self._scheduler = scheduler
+            scheduler.start()
+            self._report_scheduler = scheduler
         self._server = metrics_server(
             self.config.exporter,
             self.registry,
@@ -470,9 +470,12 @@ class Agent:
         if self._server is not None:
             self._server.stop()
             self._server = None
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=True)
-            self._scheduler = None
+        for job in self._jobs:
+            job.stop()
+        self._jobs = []
+        if self._report_scheduler is not None:
+            self._report_scheduler.shutdown(wait=True)
+            self._report_scheduler = None
         for thread in self._threads:
             thread.stop()
         self._threads = []

@@ -10,7 +10,9 @@ waits for a call in flight (the thread is a daemon).
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -47,3 +49,47 @@ class PeriodicThread:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+
+class IntervalJob:
+    """Calls `job` every `interval_seconds` (real time) on its own thread, at a fixed
+    rate: the n-th call is due n intervals after `start()`. A call that overruns is
+    never doubled up: the slots it missed are skipped and the next call comes at the
+    next slot (one instance, coalesced). A failing call is logged and the job goes on.
+
+    The agent's sampling jobs (tick, slow pass, pod listing, alert evaluation) run here,
+    one thread each; `stop()` waits for a call in flight. This is what the agent used
+    APScheduler's `BackgroundScheduler` for ("interval" jobs, `max_instances=1`,
+    `coalesce=True`), without APScheduler and the asyncio and multiprocessing it imports
+    (about 4.5 MiB of the agent's memory; docs/benchmarks.md).
+    """
+
+    def __init__(self, name: str, interval_seconds: float, job: Callable[[], object]) -> None:
+        if interval_seconds <= 0:
+            raise ValueError("interval_seconds must be positive")
+        self.name = name
+        self.interval = interval_seconds
+        self._job = job
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"gpuwatch-{name}", daemon=True)
+
+    def start(self) -> None:
+        """The first call one interval from now, then every interval."""
+        self._thread.start()
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        slot = 1
+        while not self._stop.wait(max(start + slot * self.interval - time.monotonic(), 0.0)):
+            try:
+                self._job()
+            except Exception:  # a bug in the job must not end the thread
+                log.exception("job %s raised an exception", self.name)
+            # the next slot still in the future: missed ones are skipped, not caught up
+            slot = max(slot + 1, math.floor((time.monotonic() - start) / self.interval) + 1)
+
+    def stop(self) -> None:
+        """Stop calling; waits for a call in flight to end."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
