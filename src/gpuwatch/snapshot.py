@@ -297,6 +297,7 @@ class RentVsBuyPosition:
     monthly_delta_usd: float  # positive when buying would be cheaper
     busy_ratio: float = 0.0  # the GPU's busy fraction it was judged at
     owned_usd_per_year: float = 0.0  # GPU and host share
+    rent_usd_per_hour: float = 0.0  # the rent it was judged against
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,20 +41,21 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         conn.executescript(V1_FILE)
     store = HistoryStore(path)
     try:
-        assert store.version() == SCHEMA_VERSION == 4
+        assert store.version() == SCHEMA_VERSION == 5
         (row,) = store.gpu_hours(0.0)
         assert row["idle_seconds"] == 3600
         assert row["cost_usd"] == 6.88
         assert row["idle_state_seconds"] == 0
         assert row["energy_joules"] is None
         assert row["dram_peak_ratio"] is None
+        assert row["activity_seconds"] == row["activity_sampled_seconds"] == 0
         assert store.token_hours(0.0) == []
         assert store.pod_hours(0.0) == []
     finally:
         store.close()
     reopened = HistoryStore(path)  # a migrated file opens as it is
     try:
-        assert reopened.version() == 4
+        assert reopened.version() == 5
     finally:
         reopened.close()
 

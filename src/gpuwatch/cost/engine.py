@@ -297,29 +297,53 @@ class CostEngine:
 
     def _rent_vs_buy_positions(self, costs: tuple[GpuCost, ...]) -> tuple[RentVsBuyPosition, ...]:
         """Each GPU judged at its own 30-day busy fraction; GPUs with none are left out."""
-        config = self._rent_vs_buy
         positions = []
         for cost in costs:
-            spec = self._catalog.match_nvml_name(self._names.get(cost.uuid, ""))
             window = next((w for w in cost.windows if w.window == RENT_VS_BUY_WINDOW), None)
-            busy = None if window is None else window.busy_ratio
-            if spec is None or busy is None:
-                continue
-            rent = config.rent_usd_per_hour or (
-                cost.price.usd_per_hour if cost.price is not None else spec.rent_usd_per_hour
+            position = rent_vs_buy_position(
+                self._catalog,
+                self._rent_vs_buy,
+                name=self._names.get(cost.uuid, ""),
+                gpu_index=cost.gpu_index,
+                uuid=cost.uuid,
+                busy_ratio=None if window is None else window.busy_ratio,
+                price_usd_per_hour=None if cost.price is None else cost.price.usd_per_hour,
             )
-            owned = config.owned_usd_per_gpu_year(spec)
-            positions.append(
-                RentVsBuyPosition(
-                    gpu_index=cost.gpu_index,
-                    uuid=cost.uuid,
-                    breakeven_utilization_ratio=model.breakeven_utilization(owned, rent),
-                    monthly_delta_usd=model.monthly_delta_usd(rent, busy, owned),
-                    busy_ratio=busy,
-                    owned_usd_per_year=owned,
-                )
-            )
+            if position is not None:
+                positions.append(position)
         return tuple(positions)
+
+
+def rent_vs_buy_position(
+    catalog: GpuCatalog,
+    config: RentVsBuyConfig,
+    *,
+    name: str,
+    gpu_index: int,
+    uuid: str,
+    busy_ratio: float | None,
+    price_usd_per_hour: float | None,
+) -> RentVsBuyPosition | None:
+    """One GPU's rent-vs-buy position at `busy_ratio` (the agent's, and the local
+    report's from the history): rent = [rent_vs_buy] rent_usd_per_hour, else the GPU's
+    price, else its catalog rent; owned = the config's $/GPU-year with the host share.
+    None when the NVML `name` is not in the catalog or there is no busy fraction."""
+    spec = catalog.match_nvml_name(name)
+    if spec is None or busy_ratio is None:
+        return None
+    rent = config.rent_usd_per_hour or (
+        price_usd_per_hour if price_usd_per_hour is not None else spec.rent_usd_per_hour
+    )
+    owned = config.owned_usd_per_gpu_year(spec)
+    return RentVsBuyPosition(
+        gpu_index=gpu_index,
+        uuid=uuid,
+        breakeven_utilization_ratio=model.breakeven_utilization(owned, rent),
+        monthly_delta_usd=model.monthly_delta_usd(rent, busy_ratio, owned),
+        busy_ratio=busy_ratio,
+        owned_usd_per_year=owned,
+        rent_usd_per_hour=rent,
+    )
 
 
 def host_busy_ratios(costs: tuple[GpuCost, ...]) -> tuple[tuple[str, float], ...]:

@@ -98,10 +98,17 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         "The host's rent-vs-buy position: the sum of its GPUs' monthly deltas; positive "
         "when buying would be cheaper.",
     )
+    rent = GaugeMetricFamily(
+        "gpuwatch_rent_vs_buy_rent_usd_per_hour",
+        "The hourly rent the GPU's rent-vs-buy position is judged against ([rent_vs_buy] "
+        "rent_usd_per_hour, else its price, else its catalog rent).",
+        labels=GPU_LABELS,
+    )
     for position in summary.rent_vs_buy:
         labels = [str(position.gpu_index), position.uuid]
         breakeven.add_metric(labels, position.breakeven_utilization_ratio)
         delta.add_metric(labels, position.monthly_delta_usd)
+        rent.add_metric(labels, position.rent_usd_per_hour)
     if summary.rent_vs_buy_host_monthly_delta_usd is not None:
         host_delta.add_metric([], summary.rent_vs_buy_host_monthly_delta_usd)
     theoretical = GaugeMetricFamily(
@@ -127,6 +134,7 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         gpu_busy,
         breakeven,
         delta,
+        rent,
         host_delta,
         theoretical,
     ):

@@ -10,7 +10,8 @@ run's part is
   nothing;
 - for the others, sums over the snapshots taken here: seconds by analysis state
   (`tick_seconds` of the verdict's state), energy (increase of the GPU's energy counter
-  between two snapshots), memory (peak, and byte-seconds for the mean), the peak DRAM
+  between two snapshots), memory (peak, and byte-seconds for the mean), activity (the
+  verdict's window mean activity x `tick_seconds`, and those seconds), the peak DRAM
   bandwidth ratio, per token source the increase of its token counts and of the cost
   charged to it, and per Kubernetes pod the increase of its cost and idle cost (a pod
   that appears, or reappears after it left, starts from 0).
@@ -38,6 +39,8 @@ _ADDITIVE_GPU = (
     *STATE_COLUMNS,
     "memory_byte_seconds",
     "memory_seconds",
+    "activity_seconds",
+    "activity_sampled_seconds",
 )
 _STATE_COLUMN = dict(zip(GPU_STATES, STATE_COLUMNS, strict=True))
 
@@ -193,6 +196,14 @@ class Rollup:
                 column = _STATE_COLUMN.get(verdict.state)
                 if column is not None:
                     hour.run[column] = hour.run.get(column, 0.0) + dt
+                activity = verdict.activity_mean_ratio
+                if activity is not None:
+                    hour.run["activity_seconds"] = (
+                        hour.run.get("activity_seconds", 0.0) + activity * dt
+                    )
+                    hour.run["activity_sampled_seconds"] = (
+                        hour.run.get("activity_sampled_seconds", 0.0) + dt
+                    )
             if gpu.memory_used_bytes is not None:
                 used = float(gpu.memory_used_bytes)
                 hour.peak = used if hour.peak is None else max(hour.peak, used)

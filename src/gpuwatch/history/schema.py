@@ -7,7 +7,8 @@ old version. Never edit a shipped migration: append one.
 Version 1 held the per GPU-hour classes and costs and the per-GPU state; version 2 adds
 the analysis-state seconds, energy, memory, price and recommendation columns, and the
 per token source hours; version 3 the hour's peak DRAM bandwidth ratio; version 4 the
-per Kubernetes pod hours (cost and idle cost charged to each pod).
+per Kubernetes pod hours (cost and idle cost charged to each pod); version 5 the hour's
+activity seconds (mean activity x seconds) and the seconds with an activity figure.
 """
 
 from __future__ import annotations
@@ -113,6 +114,13 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX pod_hours_by_hour ON pod_hours (hour_start);
     """,
+    # 5: the hour's activity (the analysis window's mean activity x tick seconds, and the
+    # seconds it was known), so a report gives each GPU's mean activity and rent vs buy at
+    # activity-weighted utilization
+    """
+    ALTER TABLE gpu_hours ADD COLUMN activity_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN activity_sampled_seconds REAL NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -133,6 +141,8 @@ GPU_COLUMNS = (
     "dram_peak_ratio",
     "memory_byte_seconds",
     "memory_seconds",
+    "activity_seconds",
+    "activity_sampled_seconds",
     "price_usd_per_hour",
     "price_source",
     "recommended_gpu",
