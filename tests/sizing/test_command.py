@@ -8,8 +8,14 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.sizing import GpuCatalogEntry, ModelCatalogEntry, parse_param_count
+from gpuwatch.sizing import (
+    GpuCatalogEntry,
+    ModelCatalogEntry,
+    build_gpu_catalog,
+    parse_param_count,
+)
 from gpuwatch.sizing.command import add_size_parser, run_size
+from gpuwatch.tco import RentVsBuyConfig
 
 BREAKDOWN_KEYS = (
     "weights_bytes",
@@ -228,17 +234,45 @@ def test_utilization_takes_a_percentage_as_tco_does(capsys: pytest.CaptureFixtur
     assert fraction["gpus"] == percent["gpus"]
 
 
-def test_pue_prices_the_owned_column(capsys: pytest.CaptureFixture[str]) -> None:
-    """The owned column uses tco's PUE default (1.58); --pue 1 gives seed 001's figures."""
+SEED_001_OWNING = (
+    "--bare-card",
+    "--facility",
+    "owned",
+    "--pue",
+    "1",
+    "--cost-of-capital",
+    "0",
+    "--ops-usd-per-year",
+    "0",
+)
+"""Seed 001's owned cost: the card alone, board power, no interest, no operations."""
+
+
+def test_the_owned_column_is_tcos_owned_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    """Owned $/1M = `gpuwatch tco`'s owned $/GPU-year (host share, 8 %, ops, colocation
+    for a datacenter part) / (tokens/s x utilization x 3600 x 8760) x 1e6; the seed's
+    options give seed 001's arithmetic."""
     default = size_json(capsys, "--params", "7B", "--efficiency", "1")
-    seed = size_json(capsys, "--params", "7B", "--efficiency", "1", "--pue", "1")
-    assert default["assumptions"]["pue"] == 1.58
+    seed = size_json(capsys, "--params", "7B", "--efficiency", "1", *SEED_001_OWNING)
+    assumptions = default["assumptions"]
+    assert (assumptions["pue"], assumptions["cost_of_capital"]) == (1.58, 0.08)
+    assert (assumptions["ops_usd_per_year_per_gpu"], assumptions["host_share"]) == (462.5, True)
     h100 = next(g for g in default["gpus"] if g["name"] == "H100-SXM-80GB")
     h100_seed = next(g for g in seed["gpus"] if g["name"] == "H100-SXM-80GB")
-    assert h100_seed["usd_per_million_tokens_owned"] > 0
-    hourly = 30000 / (3 * 8760)
-    assert h100["usd_per_million_tokens_owned"] / h100_seed["usd_per_million_tokens_owned"] == (
-        pytest.approx((hourly + 0.7 * 1.58 * 0.12) / (hourly + 0.7 * 0.12))
+    owned = RentVsBuyConfig().owned_usd_per_gpu_year(build_gpu_catalog().get("H100-SXM-80GB"))
+    assert h100["owned_usd_per_gpu_year"] == pytest.approx(owned)
+    assert (h100["facility"], h100["pue_applied"], h100["host_capex_usd"]) == (
+        "colocation",
+        1.0,
+        pytest.approx(12_600),
+    )
+    tokens = h100["tokens_per_second"]
+    assert h100["usd_per_million_tokens_owned"] == pytest.approx(
+        owned / (tokens * 0.7 * 3600 * 8760) * 1e6
+    )
+    hourly = 30000 / (3 * 8760) + 0.7 * 0.12
+    assert h100_seed["usd_per_million_tokens_owned"] == pytest.approx(
+        hourly / (tokens * 0.7 * 3600) * 1e6
     )
 
 

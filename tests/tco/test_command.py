@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.sizing import GpuCatalogEntry
-from gpuwatch.tco import add_tco_parser, parse_utilization, run_tco
+from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
+from gpuwatch.tco import RentVsBuyConfig, add_tco_parser, parse_utilization, run_tco
 
 A100_SEED = (
     "--purchase-usd",
@@ -22,7 +22,12 @@ A100_SEED = (
     "3",
     "--power-watts",
     "0",
+    "--cost-of-capital",
+    "0",
+    "--ops-usd-per-year",
+    "0",
 )
+"""Seed 001's break-even example: the purchase alone, no power, interest or operations."""
 JSON_KEYS = {
     "gpu",
     "inputs",
@@ -36,6 +41,27 @@ JSON_KEYS = {
     "rent_usd_per_million_tokens",
     "gpu_hours_used",
     "monthly_delta_usd",
+    "capital_usd_per_year",
+    "energy_usd_per_year",
+    "hosting_usd_per_year",
+    "ops_usd_per_year",
+    "pue_applied",
+}
+INPUT_KEYS = {
+    "purchase_usd",
+    "rent_usd_per_hour",
+    "utilization",
+    "years",
+    "power_watts",
+    "usd_per_kwh",
+    "pue",
+    "hosting_usd_per_kw_month",
+    "ops_usd_per_year",
+    "tokens_per_second",
+    "cost_of_capital",
+    "facility",
+    "host_capex_usd",
+    "host_power_watts",
 }
 
 
@@ -73,6 +99,81 @@ def test_json_keys_and_seed_001_break_even(capsys: pytest.CaptureFixture[str]) -
     assert report["gpu"] is None
     assert report["inputs"]["utilization"] == 0.7
     assert report["inputs"]["pue"] == 1.58  # the default; irrelevant at 0 W
+    assert set(report["inputs"]) == INPUT_KEYS
+    assert (report["inputs"]["facility"], report["pue_applied"]) == ("owned", 1.58)
+
+
+def test_defaults_are_3_years_8_percent_and_ops(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --years, --cost-of-capital, --ops-usd-per-year: 3 years (seed 001), 8 %
+    and $462.50 a GPU-year (estimates, docs/tco.md), all printed in the inputs."""
+    report = tco_json(
+        capsys,
+        "--purchase-usd=12000",
+        "--rent-usd-per-hour=5.12",
+        "--utilization=70%",
+        "--power-watts=0",
+    )
+    inputs = report["inputs"]
+    assert (inputs["years"], inputs["cost_of_capital"], inputs["ops_usd_per_year"]) == (
+        3.0,
+        0.08,
+        462.5,
+    )
+    i = 0.08 / 12
+    capital = 12 * 12_000 * i / (1 - (1 + i) ** -36)
+    assert report["capital_usd_per_year"] == pytest.approx(capital)
+    assert report["owned_usd_per_gpu_year"] == pytest.approx(capital + 462.5)
+    code, out, _ = tco(
+        capsys,
+        "--purchase-usd=12000",
+        "--rent-usd-per-hour=5.12",
+        "--utilization=70%",
+        "--power-watts=0",
+    )
+    assert code == 0
+    assert "capital: $12,000.00, 3 years at 8%/year, paid monthly" in out
+    assert "ops: $462.50/GPU-year" in out
+
+
+def test_bare_card_leaves_the_host_out(capsys: pytest.CaptureFixture[str]) -> None:
+    hosted = tco_json(capsys, "--gpu", "H100-SXM-80GB", "--utilization", "40%")
+    bare = tco_json(capsys, "--gpu", "H100-SXM-80GB", "--utilization", "40%", "--bare-card")
+    assert (hosted["inputs"]["host_capex_usd"], hosted["inputs"]["host_power_watts"]) == (
+        pytest.approx(12_600),
+        pytest.approx(574),
+    )
+    assert (bare["inputs"]["host_capex_usd"], bare["inputs"]["host_power_watts"]) == (0, 0)
+    assert round(hosted["breakeven_utilization"], 3) == 0.334
+    assert round(bare["breakeven_utilization"], 3) == 0.228
+    assert hosted["inputs"]["facility"] == bare["inputs"]["facility"] == "colocation"
+    assert hosted["pue_applied"] == 1.0
+
+
+def test_facility_owned_applies_the_pue(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ("--gpu", "H100-SXM-80GB", "--utilization", "40%", "--bare-card")
+    owned = tco_json(capsys, *argv, "--facility", "owned")
+    assert (owned["pue_applied"], owned["inputs"]["hosting_usd_per_kw_month"]) == (1.58, 0)
+    assert owned["energy_usd_per_year"] == pytest.approx(0.7 * 1.58 * 8760 * 0.12)
+    assert owned["hosting_usd_per_year"] == 0
+    colo_fee = tco_json(capsys, *argv, "--facility", "owned", "--hosting-usd-per-kw-month", "80")
+    assert colo_fee["hosting_usd_per_year"] == pytest.approx(80 * 0.7 * 12)
+    assert colo_fee["pue_applied"] == 1.58, "an owned facility's fee does not replace its PUE"
+
+
+def test_config_section_is_the_base_and_flags_win(capsys: pytest.CaptureFixture[str]) -> None:
+    section = RentVsBuyConfig(life_years=5, cost_of_capital=0.0, ops_usd_per_year_per_gpu=1000)
+    argv = ("--gpu", "H100-SXM-80GB", "--utilization", "50%")
+    report = tco_json(capsys, *argv, rent_vs_buy=section)
+    inputs = report["inputs"]
+    assert (inputs["years"], inputs["cost_of_capital"], inputs["ops_usd_per_year"]) == (5, 0, 1000)
+    assert report["owned_usd_per_gpu_year"] == pytest.approx(
+        section.owned_usd_per_gpu_year(build_gpu_catalog().get("H100-SXM-80GB"))
+    )
+    flagged = tco_json(
+        capsys, *argv, "--years", "4", "--cost-of-capital", "6%", rent_vs_buy=section
+    )
+    assert (flagged["inputs"]["years"], flagged["inputs"]["cost_of_capital"]) == (4, 0.06)
+    assert flagged["inputs"]["ops_usd_per_year"] == 1000
 
 
 def test_json_seed_001_rtx_4090_row(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,6 +187,8 @@ def test_json_seed_001_rtx_4090_row(capsys: pytest.CaptureFixture[str]) -> None:
         "--usd-per-kwh=0.12",
         "--pue=1",
         "--tokens-per-second=70",
+        "--cost-of-capital=0",
+        "--ops-usd-per-year=0",
     )
     assert round(report["own_usd_per_million_tokens"], 4) == 0.6513
     assert report["rent_usd_per_million_tokens"] == pytest.approx(0.69 / (70 * 3600) * 1e6)
@@ -193,7 +296,11 @@ def _with(flag: str, value: str) -> list[str]:
         (_with("--hosting-usd-per-kw-month", "-1"), "--hosting-usd-per-kw-month must be >= 0"),
         (_with("--ops-usd-per-year", "inf"), "--ops-usd-per-year must be >= 0"),
         (_with("--tokens-per-second", "0"), "--tokens-per-second must be > 0"),
-        (_without("--years"), "--years is required"),
+        (_with("--years", "31"), "--years must be <= 30"),
+        (_with("--cost-of-capital", "8"), "--cost-of-capital must be in [0, 1] (0.08 or 8%)"),
+        (_with("--cost-of-capital", "150%"), "--cost-of-capital must be in [0, 1]"),
+        (_with("--cost-of-capital", "cheap"), "--cost-of-capital: expected a rate"),
+        ([*A100_SEED, "--bare-card"], "--bare-card applies to --gpu ID"),
         (_without("--utilization"), "--utilization is required"),
         (_without("--purchase-usd"), "--purchase-usd is required"),
         (_without("--rent-usd-per-hour"), "--rent-usd-per-hour is required"),

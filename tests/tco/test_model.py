@@ -13,6 +13,8 @@ from gpuwatch.sizing import (
     usd_per_million_tokens_rented,
 )
 from gpuwatch.tco import (
+    DEFAULT_COST_OF_CAPITAL,
+    DEFAULT_OPS_USD_PER_YEAR,
     DEFAULT_PUE,
     HOURS_PER_MONTH,
     TcoInputs,
@@ -22,17 +24,22 @@ from gpuwatch.tco import (
     owned_usd_per_gpu_year,
     running_usd_per_gpu_year,
 )
+from gpuwatch.tco.model import capital_usd_per_year
+
+SEED: dict[str, float] = {"ops_usd_per_year": 0.0, "cost_of_capital": 0.0}
+"""Seed 001's assumptions beside power: no operations, no interest on the purchase."""
 
 
-def a100(**changes: float | None) -> TcoInputs:
+def a100(**changes: float | str | None) -> TcoInputs:
     """Seed 001's break-even example: A100 80GB, $12,000 vs $5.12/GPU-h, 70 %, 3 years."""
-    fields: dict[str, float | None] = {
+    fields: dict[str, float | str | None] = {
         "purchase_usd": 12_000.0,
         "rent_usd_per_hour": 5.12,
         "utilization": 0.7,
         "years": 3.0,
         "power_watts": 0.0,
         "pue": 1.0,
+        **SEED,
     }
     fields.update(changes)
     return TcoInputs(**fields)  # type: ignore[arg-type]
@@ -50,6 +57,7 @@ def test_owned_usd_per_gpu_year_adds_every_term() -> None:
         pue=1.5,
         hosting_usd_per_kw_month=150,
         ops_usd_per_year=500,
+        cost_of_capital=0,
     )
     amortization = 10_000.0
     power = 0.7 * 1.5 * 8760 * 0.10  # 919.80
@@ -62,8 +70,61 @@ def test_owned_usd_per_gpu_year_adds_every_term() -> None:
 
 
 def test_owned_defaults_are_seed_001_power_price_and_industry_pue() -> None:
-    # $0.12/kWh (seed 001), PUE 1.58 (Uptime Institute 2023), no hosting, no ops
-    assert owned_usd_per_gpu_year(12_000, 3, 400) == pytest.approx(4000 + 0.4 * 1.58 * 8760 * 0.12)
+    # $0.12/kWh (seed 001), PUE 1.58 (Uptime Institute 2023), no hosting; ops $462.50 and
+    # 8 % cost of capital (estimates, docs/tco.md); with those at 0, seed 001's arithmetic
+    assert (DEFAULT_OPS_USD_PER_YEAR, DEFAULT_COST_OF_CAPITAL) == (462.5, 0.08)
+    power = 0.4 * 1.58 * 8760 * 0.12
+    assert owned_usd_per_gpu_year(12_000, 3, 400) == pytest.approx(
+        capital_usd_per_year(12_000, 3, 0.08) + power + 462.5
+    )
+    assert owned_usd_per_gpu_year(
+        12_000, 3, 400, ops_usd_per_year=0, cost_of_capital=0
+    ) == pytest.approx(4000 + power)
+
+
+def test_capital_is_a_loans_level_payments() -> None:
+    """PMT at cost_of_capital / 12 over 12 x life months, x 12; straight-line at 0."""
+    # the textbook mortgage: $100,000 at 6 % over 30 years is $599.55 a month
+    assert capital_usd_per_year(100_000, 30, 0.06) / 12 == pytest.approx(599.55, abs=0.005)
+    # docs/tco.md's H100 with its host: $42,600 at 8 % over 3 years, $1,334.93 a month
+    i = 0.08 / 12
+    monthly = 42_600 * i / (1 - (1 + i) ** -36)
+    assert monthly == pytest.approx(1_334.93, abs=0.005)
+    assert capital_usd_per_year(42_600, 3, 0.08) == pytest.approx(12 * monthly)
+    assert capital_usd_per_year(42_600, 3, 0.0) == pytest.approx(14_200)
+    # interest costs more than straight-line, more at a higher rate and a longer life
+    assert 14_200 < capital_usd_per_year(42_600, 3, 0.08) < capital_usd_per_year(42_600, 3, 0.12)
+    with pytest.raises(ValueError, match="cost_of_capital"):
+        capital_usd_per_year(1.0, 3, 1.5)
+
+
+def test_colocation_does_not_apply_the_pue_again() -> None:
+    """A colocation fee covers cooling and power delivery: energy at the IT meter."""
+    colo = running_usd_per_gpu_year(
+        1000, pue=1.58, hosting_usd_per_kw_month=150, ops_usd_per_year=0, facility="colocation"
+    )
+    assert colo == pytest.approx(1 * 8760 * 0.12 + 150 * 12)
+    owned = running_usd_per_gpu_year(1000, pue=1.58, ops_usd_per_year=0, facility="owned")
+    assert owned == pytest.approx(1 * 1.58 * 8760 * 0.12)
+    result = evaluate_tco(a100(power_watts=1000.0, pue=1.58, facility="colocation"))
+    assert result.pue_applied == 1.0
+    assert result.energy_usd_per_year == pytest.approx(8760 * 0.12)
+
+
+def test_months_to_break_even_repays_the_financed_purchase() -> None:
+    """With interest the balance grows at i a month and the monthly saving repays it."""
+    inputs = a100(cost_of_capital=0.08, power_watts=400.0, usd_per_kwh=0.12)
+    result = evaluate_tco(inputs)
+    months = result.months_to_break_even
+    assert months is not None
+    i = 0.08 / 12
+    saved = 5.12 * 730 * 0.7 - 0.4 * 8760 * 0.12 / 12
+    balance = 12_000 * (1 + i) ** months - saved * ((1 + i) ** months - 1) / i
+    assert balance == pytest.approx(0, abs=1e-6)
+    assert months > evaluate_tco(replace(inputs, cost_of_capital=0.0)).months_to_break_even  # type: ignore[operator]
+    assert result.capital_usd_per_year + result.energy_usd_per_year + (
+        result.hosting_usd_per_year + result.ops_usd_per_year
+    ) == pytest.approx(result.owned_usd_per_gpu_year)
 
 
 def test_breakeven_utilization_formula() -> None:
@@ -95,6 +156,8 @@ def test_months_to_break_even_front_loads_the_purchase() -> None:
         power_watts=1000,
         usd_per_kwh=0.10,
         pue=1.0,
+        ops_usd_per_year=0.0,
+        cost_of_capital=0.0,
     )
     months = evaluate_tco(inputs).months_to_break_even
     assert months == pytest.approx(10_000 / (730 - 73))  # 15.22
@@ -198,6 +261,8 @@ def test_seed_001_owned_cost_per_million_tokens_7b(
         usd_per_kwh=0.12,
         pue=1.0,  # the seed counts board power only
         tokens_per_second=tokens,
+        ops_usd_per_year=0.0,
+        cost_of_capital=0.0,
     )
     got = evaluate_tco(inputs).own_usd_per_million_tokens
     assert got is not None
@@ -217,6 +282,8 @@ def test_size_and_tco_share_one_pue_default() -> None:
         years=3,
         power_watts=700,
         tokens_per_second=239,
+        ops_usd_per_year=0.0,
+        cost_of_capital=0.0,
     )
     tco = evaluate_tco(inputs).own_usd_per_million_tokens
     assert tco == pytest.approx(usd_per_million_tokens_owned(30000, 700, 239))
@@ -234,7 +301,15 @@ def test_seed_001_4090_row_spelled_out() -> None:
 def test_seed_002_rtx_4090_pays_for_itself_in_months() -> None:
     """'$2,000 ... renting the equivalent at $2 per hour hits $1,440 monthly' (720-h month)."""
     result = evaluate_tco(
-        TcoInputs(purchase_usd=2000, rent_usd_per_hour=2.0, utilization=1.0, years=3, power_watts=0)
+        TcoInputs(
+            purchase_usd=2000,
+            rent_usd_per_hour=2.0,
+            utilization=1.0,
+            years=3,
+            power_watts=0,
+            ops_usd_per_year=0.0,
+            cost_of_capital=0.0,
+        )
     )
     assert 2.0 * 720 == 1440  # the seed's 30-day month; this model's month is 730 h
     assert result.months_to_break_even == pytest.approx(2000 / 1460)  # 1.37 months
@@ -290,6 +365,8 @@ def test_rent_total_is_linear_in_utilization_and_own_total_is_not_affected() -> 
         {"rent_usd_per_hour": 1.53, "power_watts": 400.0},
         {"hosting_usd_per_kw_month": 200.0, "power_watts": 700.0, "ops_usd_per_year": 1500.0},
         {"years": 5.0, "rent_usd_per_hour": 0.9},
+        {"cost_of_capital": 0.08, "power_watts": 700.0, "ops_usd_per_year": 462.5},
+        {"cost_of_capital": 0.2, "years": 5.0, "rent_usd_per_hour": 0.9},
     ],
 )
 def test_verdict_flips_at_the_breakeven_utilization(changes: dict[str, float]) -> None:
@@ -308,17 +385,31 @@ def test_verdict_flips_at_the_breakeven_utilization(changes: dict[str, float]) -
 def test_months_to_break_even_exactly_when_buying_wins() -> None:
     for rent in (0.3, 1.0, 2.5, 5.12):
         for u in UTILIZATIONS:
-            result = evaluate_tco(a100(rent_usd_per_hour=rent, utilization=u, power_watts=400.0))
-            assert (result.months_to_break_even is not None) == (result.verdict == "buy")
-            assert (result.monthly_delta_usd > 0) == (result.verdict == "buy")
-            if result.months_to_break_even is not None:
-                assert 0 < result.months_to_break_even < 36
+            for rate in (0.0, 0.08):
+                result = evaluate_tco(
+                    a100(
+                        rent_usd_per_hour=rent,
+                        utilization=u,
+                        power_watts=400.0,
+                        cost_of_capital=rate,
+                    )
+                )
+                assert (result.months_to_break_even is not None) == (result.verdict == "buy")
+                assert (result.monthly_delta_usd > 0) == (result.verdict == "buy")
+                if result.months_to_break_even is not None:
+                    assert 0 < result.months_to_break_even < 36
 
 
 def test_equal_costs_rent() -> None:
     # owned $8,760/year against $2/h at 50 %: both $8,760 a year
     inputs = TcoInputs(
-        purchase_usd=8760, rent_usd_per_hour=2.0, utilization=0.5, years=1, power_watts=0
+        purchase_usd=8760,
+        rent_usd_per_hour=2.0,
+        utilization=0.5,
+        years=1,
+        power_watts=0,
+        ops_usd_per_year=0.0,
+        cost_of_capital=0.0,
     )
     result = evaluate_tco(inputs)
     assert result.rent_total_usd == result.own_total_usd
@@ -344,6 +435,10 @@ def test_equal_costs_rent() -> None:
         ({"hosting_usd_per_kw_month": -5.0}, "hosting"),
         ({"ops_usd_per_year": -1.0}, "ops"),
         ({"tokens_per_second": 0.0}, "tokens_per_second"),
+        ({"cost_of_capital": 8.0}, "cost_of_capital"),
+        ({"cost_of_capital": -0.01}, "cost_of_capital"),
+        ({"facility": "garage"}, "facility"),
+        ({"host_capex_usd": -1.0}, "host_capex_usd"),
     ],
 )
 def test_inputs_are_validated(changes: dict[str, float], match: str) -> None:

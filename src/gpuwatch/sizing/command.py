@@ -2,9 +2,13 @@
 
 ``gpuwatch size [MODEL] [--params N] [--precision P] [--mode M] [--context N]
 [--batch N] [training and LoRA options] [--headroom F] [--overhead F] [--efficiency F]
-[--utilization U] [--pue F] [--json]`` prints the memory breakdown, the architecture and
-assumptions it used, then every catalog GPU with whether it fits (with headroom),
-tokens/s and $/1M tokens rented and owned, cheapest fitting first. `add_size_parser`
+[--utilization U] [owning options: --years, --cost-of-capital, --ops-usd-per-year,
+--facility, --pue, --hosting-usd-per-kw-month, --usd-per-kwh, --bare-card] [--json]``
+prints the memory breakdown, the architecture and assumptions it used, then every
+catalog GPU with whether it fits (with headroom), tokens/s and $/1M tokens rented and
+owned, cheapest fitting first. The owned column is `gpuwatch tco`'s owned $/GPU-year
+(the config's `[rent_vs_buy]` with the owning options over it, host share included)
+spread over the tokens of the busy hours. `add_size_parser`
 registers the subcommand on the CLI's subparsers; `run_size` runs it: exit 0, or 2 with
 one line on stderr for bad input, never a traceback. `report` renders the output.
 """
@@ -19,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
-from gpuwatch.sizing.cost import DEFAULT_PUE, Ownership
+from gpuwatch.sizing.cost import Ownership
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM, rank_gpus
-from gpuwatch.sizing.gpus import GpuCatalogEntry, build_gpu_catalog
+from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, build_gpu_catalog
 from gpuwatch.sizing.memory import (
     ADAPTER_PRECISIONS,
     DEFAULT_ASSUMPTIONS,
@@ -42,8 +46,9 @@ from gpuwatch.sizing.models import (
 )
 from gpuwatch.sizing.report import SizeRun, render_text, size_report
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
-from gpuwatch.sizing.units import parse_param_count
-from gpuwatch.tco.command import parse_utilization
+from gpuwatch.sizing.units import HOURS_PER_YEAR, parse_param_count
+from gpuwatch.tco.command import add_ownership_options, ownership_config, parse_utilization
+from gpuwatch.tco.config import RentVsBuyConfig
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -135,13 +140,7 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="U",
         help="busy fraction of an owned GPU, for owned $/1M tokens: 0.7 or 70%% (default 0.7)",
     )
-    size.add_argument(
-        "--pue",
-        type=float,
-        default=DEFAULT_PUE,
-        metavar="F",
-        help=f"facility watts per GPU watt for owned $/1M tokens (default {DEFAULT_PUE}, as tco)",
-    )
+    add_ownership_options(size)
     size.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -291,14 +290,17 @@ def _assumptions(args: argparse.Namespace, mode: Mode) -> MemoryAssumptions:
     )
 
 
-def _ownership(args: argparse.Namespace) -> Ownership:
+def _ownership(args: argparse.Namespace, config: RentVsBuyConfig) -> Ownership:
     defaults = Ownership()
     utilization = (
         defaults.utilization if args.utilization is None else parse_utilization(args.utilization)
     )
-    if not (math.isfinite(args.pue) and args.pue >= 1):
-        raise SizeUsageError(f"--pue must be >= 1 (facility watts per GPU watt), got {args.pue}")
-    return Ownership(utilization=utilization, pue=args.pue)
+    return Ownership(
+        life_years=config.life_years,
+        usd_per_kwh=config.usd_per_kwh,
+        utilization=utilization,
+        pue=config.pue,
+    )
 
 
 def run_size(
@@ -306,12 +308,19 @@ def run_size(
     *,
     gpu_overrides: Sequence[GpuCatalogEntry] = (),
     extra_models: Sequence[ModelCatalogEntry] = (),
+    rent_vs_buy: RentVsBuyConfig | None = None,
 ) -> int:
-    """Run ``gpuwatch size``; `gpu_overrides` and `extra_models` come from the agent config."""
+    """Run ``gpuwatch size``; `gpu_overrides`, `extra_models` and `rent_vs_buy` (the owned
+    column's base, under the owning options) come from the agent config."""
     try:
         workload = _workload(args, extra_models)
         assumptions = _assumptions(args, workload.mode)
-        ownership = _ownership(args)
+        owning = ownership_config(args, RentVsBuyConfig() if rent_vs_buy is None else rent_vs_buy)
+        ownership = _ownership(args, owning)
+
+        def owned_usd_per_hour(gpu: GpuSpec) -> float:
+            return owning.owned_usd_per_gpu_year(gpu) / HOURS_PER_YEAR
+
         run = SizeRun(
             workload=workload,
             assumptions=assumptions,
@@ -323,10 +332,12 @@ def run_size(
                 efficiency=args.efficiency,
                 ownership=ownership,
                 assumptions=assumptions,
+                owned_usd_per_hour=owned_usd_per_hour,
             ),
             headroom=args.headroom,
             efficiency=args.efficiency,
             ownership=ownership,
+            rent_vs_buy=owning,
         )
     except ValueError as exc:  # SizeUsageError, TcoUsageError, bad numbers, a bad catalog entry
         print(f"gpuwatch size: {exc}", file=sys.stderr)

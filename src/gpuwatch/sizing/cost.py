@@ -7,8 +7,10 @@ facility's PUE, while tokens come only at the utilization, so
 ``$/1M tokens = (purchase / (life x 8760) + TDP kW x PUE x $/kWh) / (tokens/s x
 utilization x 3600) x 1e6``. `DEFAULT_PUE` and `DEFAULT_USD_PER_KWH` are the project's
 one default of each (``gpuwatch tco`` uses the same); ``pue=1`` gives seed 001's
-board-power-only figures. Not counted: the host, networking, hosting and operations;
-the rent-vs-buy analysis adds those.
+board-power-only figures. Not counted: the host, networking, hosting, operations and the
+cost of capital. `gpuwatch size` prices its owned column with the rent-vs-buy model
+instead (`usd_per_million_tokens_at` of `RentVsBuyConfig.owned_usd_per_gpu_year` / 8760),
+so it agrees with `gpuwatch tco` and the agent; these functions are seed 001's method.
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ def _per_million(usd_per_hour: float, tokens_per_second: float) -> float:
 def usd_per_million_tokens_rented(rent_usd_per_hour: float, tokens_per_second: float) -> float:
     """$ per 1M tokens on a rented GPU billed only while it produces tokens."""
     return _per_million(rent_usd_per_hour, tokens_per_second)
+
+
+def usd_per_million_tokens_at(
+    usd_per_hour: float, tokens_per_second: float, utilization: float
+) -> float:
+    """$ per 1M tokens for a GPU costing `usd_per_hour` every wall-clock hour and busy
+    `utilization` (0, 1] of them: `gpuwatch size`'s owned column with the rent-vs-buy
+    model's owned $/GPU-year / 8760 (host share, cost of capital, facility, ops)."""
+    if not 0 < utilization <= 1:
+        raise ValueError("utilization must be in (0, 1]")
+    return _per_million(usd_per_hour, tokens_per_second * utilization)
 
 
 def usd_per_million_tokens_owned(

@@ -9,11 +9,13 @@ memory is the marketed decimal capacity, at most what NVML reports.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuwatch.sizing.cost import (
     DEFAULT_OWNERSHIP,
     Ownership,
+    usd_per_million_tokens_at,
     usd_per_million_tokens_owned,
     usd_per_million_tokens_rented,
 )
@@ -84,10 +86,14 @@ def rank_gpus(
     efficiency: float | None = None,
     ownership: Ownership = DEFAULT_OWNERSHIP,
     assumptions: MemoryAssumptions = DEFAULT_ASSUMPTIONS,
+    owned_usd_per_hour: Callable[[GpuSpec], float] | None = None,
 ) -> tuple[RankedGpu, ...]:
     """Every catalog GPU for `workload`: fitting ones first, each group by rented $/1M tokens.
 
     `efficiency` None takes the mode's default (see `throughput.tokens_per_second`).
+    `owned_usd_per_hour` (a GPU's owned cost per wall-clock hour; `gpuwatch size` gives
+    the rent-vs-buy model's) prices the owned column at `ownership.utilization`; None
+    prices it by seed 001's method with `ownership`.
     """
     breakdown = memory_requirement(workload, assumptions)
     ranked = []
@@ -102,8 +108,12 @@ def rank_gpus(
                 usd_per_million_tokens_rented=usd_per_million_tokens_rented(
                     gpu.rent_usd_per_hour, speed
                 ),
-                usd_per_million_tokens_owned=usd_per_million_tokens_owned(
-                    gpu.purchase_usd, gpu.tdp_watts, speed, ownership
+                usd_per_million_tokens_owned=(
+                    usd_per_million_tokens_owned(gpu.purchase_usd, gpu.tdp_watts, speed, ownership)
+                    if owned_usd_per_hour is None
+                    else usd_per_million_tokens_at(
+                        owned_usd_per_hour(gpu), speed, ownership.utilization
+                    )
                 ),
             )
         )

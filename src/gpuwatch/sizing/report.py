@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuwatch.sizing.cost import Ownership
 from gpuwatch.sizing.fit import RankedGpu
 from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
-from gpuwatch.sizing.units import to_gb, to_gib
+from gpuwatch.sizing.units import HOURS_PER_YEAR, to_gb, to_gib
+
+if TYPE_CHECKING:
+    from gpuwatch.tco.config import RentVsBuyConfig
 
 BREAKDOWN_KEYS = (
     "weights_bytes",
@@ -33,7 +36,8 @@ BREAKDOWN_KEYS = (
 class SizeRun:
     """One ``gpuwatch size``: the workload, the rules, the results, the options used.
 
-    `efficiency` None means the mode's default.
+    `efficiency` None means the mode's default. `rent_vs_buy`: what priced the owned
+    column (`gpuwatch tco`'s model); None: seed 001's method with `ownership`.
     """
 
     workload: Workload
@@ -43,6 +47,7 @@ class SizeRun:
     headroom: float
     efficiency: float | None
     ownership: Ownership
+    rent_vs_buy: RentVsBuyConfig | None = None
 
     @property
     def training(self) -> bool:
@@ -121,10 +126,37 @@ def _assumptions(run: SizeRun) -> dict[str, Any]:
         "life_years": run.ownership.life_years,
         "usd_per_kwh": run.ownership.usd_per_kwh,
         "pue": run.ownership.pue,
+        **_owning(run.rent_vs_buy),
     }
 
 
-def _gpu_to_dict(row: RankedGpu) -> dict[str, Any]:
+def _owning(config: RentVsBuyConfig | None) -> dict[str, Any]:
+    """The rent-vs-buy inputs behind the owned column (None: seed 001's method)."""
+    if config is None:
+        return {"owned_model": "seed-001"}
+    return {
+        "owned_model": "rent-vs-buy",
+        "cost_of_capital": config.cost_of_capital,
+        "ops_usd_per_year_per_gpu": config.ops_usd_per_year_per_gpu,
+        "facility": config.facility,
+        "hosting_usd_per_kw_month": config.hosting_usd_per_kw_month,
+        "host_share": config.host_share,
+    }
+
+
+def _gpu_to_dict(row: RankedGpu, run: SizeRun) -> dict[str, Any]:
+    config = run.rent_vs_buy
+    owned: dict[str, Any] = {}
+    if config is not None:
+        inputs = config.inputs_for(row.gpu, run.ownership.utilization)
+        owned = {
+            "owned_usd_per_gpu_year": config.owned_usd_per_gpu_year(row.gpu),
+            "facility": inputs.facility,
+            "pue_applied": inputs.applied_pue,
+            "hosting_usd_per_kw_month": inputs.hosting_usd_per_kw_month,
+            "host_capex_usd": inputs.host_capex_usd,
+            "host_power_watts": inputs.host_power_watts,
+        }
     return {
         "name": row.name,
         "tier": row.gpu.tier,
@@ -135,6 +167,7 @@ def _gpu_to_dict(row: RankedGpu) -> dict[str, Any]:
         "usd_per_million_tokens_rented": row.usd_per_million_tokens_rented,
         "usd_per_million_tokens_owned": row.usd_per_million_tokens_owned,
         "rent_usd_per_hour": row.gpu.rent_usd_per_hour,
+        **owned,
     }
 
 
@@ -162,7 +195,7 @@ def size_report(run: SizeRun) -> dict[str, Any]:
         "architecture": _architecture(breakdown.architecture),
         "assumptions": _assumptions(run),
         "notes": list(breakdown.notes),
-        "gpus": [_gpu_to_dict(row) for row in run.ranked],
+        "gpus": [_gpu_to_dict(row, run) for row in run.ranked],
     }
 
 
@@ -267,11 +300,34 @@ def _render_gpus(console: Any, run: SizeRun) -> None:
             f"{row.usd_per_million_tokens_owned:,.3f}",
         )
     console.print(gpus)
-    ownership = run.ownership
-    console.print(
-        f"rented: the catalog's on-demand $/GPU-hour; owned: purchase over "
-        f"{ownership.life_years:g} years + TDP x PUE {ownership.pue:g} at "
-        f"${ownership.usd_per_kwh}/kWh, busy {ownership.utilization:.0%} of the time. "
-        "Prices: docs/sizing.md.",
-        highlight=False,
+    console.print(_owned_note(run), highlight=False)
+
+
+def _owned_note(run: SizeRun) -> str:
+    """What the rented and owned columns are, with every owned input."""
+    ownership, config = run.ownership, run.rent_vs_buy
+    if config is None:
+        return (
+            f"rented: the catalog's on-demand $/GPU-hour; owned: purchase over "
+            f"{ownership.life_years:g} years + TDP x PUE {ownership.pue:g} at "
+            f"${ownership.usd_per_kwh}/kWh, busy {ownership.utilization:.0%} of the time. "
+            "Prices: docs/sizing.md."
+        )
+    host = "with its host's share" if config.host_share else "bare card (--bare-card)"
+    facility = (
+        f"by tier (datacenter: colocation, PUE not applied; else owned room, x PUE {config.pue:g})"
+        if config.facility is None
+        else f"{config.facility}" + (f", PUE {config.pue:g}" if config.facility == "owned" else "")
+    )
+    hosting = (
+        "the tier's colocation fee"
+        if config.hosting_usd_per_kw_month is None
+        else f"${config.hosting_usd_per_kw_month:g}/kW-month"
+    )
+    return (
+        f"rented: the catalog's on-demand $/GPU-hour; owned: gpuwatch tco's owned "
+        f"$/GPU-year / {HOURS_PER_YEAR} h, busy {ownership.utilization:.0%} of the time: "
+        f"{host}, {config.life_years:g} years at {config.cost_of_capital * 100:.4g}%/year, "
+        f"ops ${config.ops_usd_per_year_per_gpu:g}/GPU-year, ${config.usd_per_kwh:g}/kWh, "
+        f"facility {facility}, hosting {hosting}. Prices: docs/sizing.md, docs/tco.md."
     )

@@ -4,7 +4,9 @@ Figures left unset come from the sizing catalog entry of the GPU being judged: i
 purchase price, its on-demand rent and its TDP, plus the host's share of owning it
 (server, networking, host power, colocation: `gpuwatch.tco.host_share`, by tier).
 The life is explicit (3 years by default) because it is the most disputed input: 3-year
-depreciation against the 5-6 years datacenter GPUs are often kept. This module must
+depreciation against the 5-6 years datacenter GPUs are often kept. `gpuwatch tco`,
+`gpuwatch size`'s owned column and the agent all price a catalog GPU through this
+class, so the same section gives the same break-even everywhere. This module must
 not import `gpuwatch.config`.
 """
 
@@ -14,12 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuwatch.sizing.gpus import GpuSpec
 from gpuwatch.tco import model
-from gpuwatch.tco.host_share import defaults_for_tier
+from gpuwatch.tco.host_share import DATACENTER, defaults_for_tier
 from gpuwatch.tco.model import (
+    DEFAULT_COST_OF_CAPITAL,
     DEFAULT_HOSTING_USD_PER_KW_MONTH,
     DEFAULT_OPS_USD_PER_YEAR,
     DEFAULT_PUE,
     DEFAULT_USD_PER_KWH,
+    Facility,
     TcoInputs,
 )
 
@@ -32,13 +36,18 @@ class RentVsBuyConfig(BaseModel):
 
     `purchase_usd`, `rent_usd_per_hour` and `power_watts` (W) default to the sizing
     catalog's figures for the GPU (purchase price, on-demand rent, TDP).
-    `life_years`: amortization life and period compared. `usd_per_kwh`: electricity.
-    `pue`: facility watts per IT watt. `hosting_usd_per_kw_month`: colocation per kW of
-    IT load (GPU and host). `ops_usd_per_year_per_gpu`: operations, support and spares
-    per GPU. The host's share per GPU — `host_server_usd`, `host_networking_usd`,
-    `host_power_watts` — and `hosting_usd_per_kw_month` default to the catalog tier's
-    figures (`gpuwatch.tco.host_share`); `host_share = false` leaves the host out (a
-    bare card against a bare card).
+    `life_years`: amortization life and period compared. `cost_of_capital`: the yearly
+    rate the purchase is financed at, 0-1 (monthly payments over the life).
+    `usd_per_kwh`: electricity. `facility`: "colocation" (a $/kW-month fee covering
+    cooling and power delivery: PUE not applied) or "owned" (energy x `pue`); unset, by
+    the GPU's tier (datacenter: colocation; workstation, consumer: owned).
+    `pue`: facility watts per IT watt. `hosting_usd_per_kw_month`: the fee per kW of
+    IT load (GPU and host); unset, the tier's colocation fee in colocation, 0 in a room
+    of your own. `ops_usd_per_year_per_gpu`: operations, support and spares per GPU.
+    The host's share per GPU — `host_server_usd`, `host_networking_usd`,
+    `host_power_watts` — defaults to the catalog tier's figures
+    (`gpuwatch.tco.host_share`); `host_share = false` leaves the host out (a bare card
+    against a bare card, in the same facility).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -46,6 +55,8 @@ class RentVsBuyConfig(BaseModel):
     purchase_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
     rent_usd_per_hour: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
     life_years: float = Field(default=DEFAULT_LIFE_YEARS, gt=0.0, le=30.0)
+    cost_of_capital: float = Field(default=DEFAULT_COST_OF_CAPITAL, ge=0.0, le=1.0)
+    facility: Facility | None = None
     usd_per_kwh: float = Field(default=DEFAULT_USD_PER_KWH, ge=0.0, le=10.0)
     pue: float = Field(default=DEFAULT_PUE, ge=1.0, le=5.0)
     hosting_usd_per_kw_month: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
@@ -94,13 +105,19 @@ class RentVsBuyConfig(BaseModel):
             return self.host_power_watts
         return defaults_for_tier(gpu.tier).power_ratio * self.power_watts_for(gpu)
 
+    def facility_for(self, gpu: GpuSpec) -> Facility:
+        """Where the owned `gpu` stands: this section's, else its tier's usual place."""
+        return defaults_for_tier(gpu.tier).facility if self.facility is None else self.facility
+
     def hosting_usd_per_kw_month_for(self, gpu: GpuSpec) -> float:
-        """Colocation per kW of IT load, $/kW-month: this section's, else the tier's."""
+        """The fee per kW of IT load, $/kW-month: this section's, else in colocation the
+        tier's colocation fee (a datacenter's for a tier with none), else 0."""
         if self.hosting_usd_per_kw_month is not None:
             return self.hosting_usd_per_kw_month
-        if not self.host_share:
+        if self.facility_for(gpu) != "colocation":
             return DEFAULT_HOSTING_USD_PER_KW_MONTH
-        return defaults_for_tier(gpu.tier).colocation_usd_per_kw_month
+        fee = defaults_for_tier(gpu.tier).colocation_usd_per_kw_month
+        return fee if fee > 0 else DATACENTER.colocation_usd_per_kw_month
 
     def owned_usd_per_gpu_year(self, gpu: GpuSpec) -> float:
         """Cost of owning one `gpu` with its host share, $/year, busy or not."""
@@ -112,6 +129,8 @@ class RentVsBuyConfig(BaseModel):
             pue=self.pue,
             hosting_usd_per_kw_month=self.hosting_usd_per_kw_month_for(gpu),
             ops_usd_per_year=self.ops_usd_per_year_per_gpu,
+            cost_of_capital=self.cost_of_capital,
+            facility=self.facility_for(gpu),
         )
 
     def breakeven_utilization(self, gpu: GpuSpec) -> float:
@@ -132,16 +151,24 @@ class RentVsBuyConfig(BaseModel):
     def inputs_for(
         self, gpu: GpuSpec, utilization: float, tokens_per_second: float | None = None
     ) -> TcoInputs:
-        """`TcoInputs` for one `gpu` busy `utilization` (0, 1] of the time (ValueError else)."""
+        """`TcoInputs` for one `gpu` busy `utilization` (0, 1] of the time (ValueError else).
+
+        Every figure the owned cost uses, resolved: `evaluate_tco` of it gives the same
+        `owned_usd_per_gpu_year` as `owned_usd_per_gpu_year(gpu)`.
+        """
         return TcoInputs(
-            purchase_usd=self.purchase_usd_for(gpu) + self.host_capex_usd_for(gpu),
+            purchase_usd=self.purchase_usd_for(gpu),
             rent_usd_per_hour=self.rent_usd_per_hour_for(gpu),
             utilization=utilization,
             years=self.life_years,
-            power_watts=self.power_watts_for(gpu) + self.host_power_watts_for(gpu),
+            power_watts=self.power_watts_for(gpu),
             usd_per_kwh=self.usd_per_kwh,
             pue=self.pue,
             hosting_usd_per_kw_month=self.hosting_usd_per_kw_month_for(gpu),
             ops_usd_per_year=self.ops_usd_per_year_per_gpu,
             tokens_per_second=tokens_per_second,
+            cost_of_capital=self.cost_of_capital,
+            facility=self.facility_for(gpu),
+            host_capex_usd=self.host_capex_usd_for(gpu),
+            host_power_watts=self.host_power_watts_for(gpu),
         )

@@ -8,7 +8,10 @@ things, so the owned side adds, per GPU, defaults by catalog tier:
 - `server_ratio` x the GPU's price: the rest of the server, bought with it;
 - `networking_ratio` x the GPU's price: switches, NICs' share of the fabric, cables;
 - `power_ratio` x the GPU's power: CPUs, fans, NICs and drives drawing beside it;
-- `colocation_usd_per_kw_month` x (GPU + host kW): the room (rent, cooling plant).
+- `colocation_usd_per_kw_month` x (GPU + host kW): the room (rent, cooling plant);
+- `facility`: where such a GPU usually stands, "colocation" (datacenter parts: the fee
+  covers cooling and power delivery, so PUE is not applied again) or "owned" (an office
+  or room of your own: energy x PUE, no fee).
 
 Every figure is overridable in `[rent_vs_buy]`; `docs/tco.md` shows the arithmetic.
 """
@@ -16,6 +19,7 @@ Every figure is overridable in `[rent_vs_buy]`; `docs/tco.md` shows the arithmet
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,7 @@ class HostShareDefaults:
     power_ratio: float
     colocation_usd_per_kw_month: float
     source: str
+    facility: Literal["colocation", "owned"] = "colocation"
 
 
 DATACENTER = HostShareDefaults(
@@ -55,6 +60,7 @@ WORKSTATION = HostShareDefaults(
         "half of the card it carries and draws ~30 % of its power; it stands in an office "
         "(no colocation, no fabric)"
     ),
+    facility="owned",
 )
 
 BY_TIER = {"datacenter": DATACENTER, "workstation": WORKSTATION, "consumer": WORKSTATION}
