@@ -206,6 +206,7 @@ class Agent:
             gpu_count=len(identities),
             gpu_name=name,
             catalog_price_usd_per_gpu_hour=None if spec is None else spec.rent_usd_per_hour,
+            list_rented_gpus=self.config.analysis.candidate_gpus is None,
         )
 
     def _billing_families(self) -> Iterator[Metric]:
@@ -227,7 +228,7 @@ class Agent:
     def refresh_billing(self) -> None:
         """Ask the price tiers that are due (network I/O: never on the sampling path)."""
         if self.billing is not None:
-            self.billing.refresh()
+            self.analysis.set_rented(self.billing.refresh().rented_gpus)
 
     def tick(self) -> FleetSnapshot:
         """Sample every GPU once, analyse the sample and publish the snapshot."""

@@ -30,6 +30,7 @@ from gpuwatch.billing import BillingConfig
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing import (
     CatalogError,
+    GpuCatalog,
     GpuCatalogEntry,
     ModelCatalogEntry,
     UnknownModelError,
@@ -147,6 +148,9 @@ class AnalysisConfig(_Section):
     lookback_seconds: float = Field(default=86400.0, ge=60.0, le=90 * 86400.0)
     headroom_ratio: float = Field(default=0.1, ge=0.0, le=2.0)
     evaluation_interval_seconds: float = Field(default=10.0, ge=1.0, le=3600.0)
+    # the GPUs a recommendation may name (catalog ids); unset: the GPUs AWS rents in the
+    # region when billing asks the Pricing API, else the current GPU's class
+    candidate_gpus: list[str] | None = Field(default=None, min_length=1, max_length=256)
 
     @model_validator(mode="after")
     def _band_fits(self) -> AnalysisConfig:
@@ -532,9 +536,12 @@ def reference_problems(config: Config, skip: typing.AbstractSet[str] = frozenset
         return []
     problems = []
     try:
-        build_gpu_catalog(config.sizing.gpus)
+        catalog = build_gpu_catalog(config.sizing.gpus)
     except (CatalogError, ValueError) as exc:
         problems.append(f"sizing.gpus: {exc}")
+    else:
+        if config.analysis.candidate_gpus is not None and "analysis" not in skip:
+            problems.extend(_candidate_problems(config, catalog))
     try:
         models = build_model_catalog(config.sizing.models)
     except (CatalogError, ValueError) as exc:
@@ -550,6 +557,18 @@ def reference_problems(config: Config, skip: typing.AbstractSet[str] = frozenset
             problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
         except ValueError as exc:
             problems.append(f"workloads.{i}.{field}: {exc}")
+    return problems
+
+
+def _candidate_problems(config: Config, catalog: GpuCatalog) -> list[str]:
+    """`[analysis] candidate_gpus` names catalog GPUs (built in or `[[sizing.gpus]]`)."""
+    problems = []
+    for i, gpu_id in enumerate(config.analysis.candidate_gpus or ()):
+        if gpu_id not in catalog:
+            problems.append(
+                f"analysis.candidate_gpus.{i}: unknown GPU {gpu_id!r}; "
+                f"known: {', '.join(catalog.ids)}"
+            )
     return problems
 
 

@@ -148,11 +148,32 @@ GPU_STATES = ("pending", "busy", "idle", "held", "underutilized")
 
 @dataclass(frozen=True, slots=True)
 class Recommendation:
-    """A cheaper catalog GPU that meets the workload's memory and bandwidth need."""
+    """A cheaper catalog GPU that meets the workload's memory and bandwidth need.
+
+    `rule` says which candidates it was chosen from (see `recommendation_rule_phrase`):
+    "same_class:<tier>", "allow_list" or "aws:<region>"; "" when not known.
+    """
 
     gpu_id: str  # catalog id, e.g. "A100-SXM-80GB"
     rent_usd_per_hour: float
     savings_usd_per_hour: float
+    rule: str = ""
+
+
+_TIER_WORDS = {"datacenter": "data-centre", "workstation": "workstation", "consumer": "consumer"}
+
+
+def recommendation_rule_phrase(rule: str) -> str:
+    """Words for a `Recommendation.rule`: "same class (data-centre)", "allow-list",
+    "rented by AWS in us-east-1"; "" for "" (an unknown rule is returned as is)."""
+    kind, _, detail = rule.partition(":")
+    if kind == "same_class":
+        return f"same class ({_TIER_WORDS.get(detail, detail)})"
+    if kind == "allow_list":
+        return "allow-list"
+    if kind == "aws":
+        return f"rented by AWS in {detail}"
+    return rule
 
 
 @dataclass(frozen=True, slots=True)

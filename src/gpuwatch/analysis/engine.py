@@ -9,7 +9,10 @@ declared (servers such as vLLM preallocate ~90 % of VRAM whatever they need, so 
 observed figure says nothing), else the observed peak; need bandwidth = the observed
 peak DRAM bandwidth ratio x this GPU's bandwidth (memory-busy time stands in where GPM
 is missing: an upper bound). When a catalog GPU with a lower rent price meets both with
-headroom, the GPU is overprovisioned and the cheapest such GPU is recommended.
+headroom, the GPU is overprovisioned and the cheapest such GPU is recommended. Only
+the GPUs a team can get are candidates (`candidates.py`: the allow-list, the GPUs AWS
+rents in the region, else the current GPU's class), and the recommendation names the
+rule that chose them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuwatch.analysis.activity import activity_of, dram_bandwidth_ratio_of
+from gpuwatch.analysis.candidates import CandidateRules, RentedGpus
 from gpuwatch.analysis.rolling import BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
 from gpuwatch.sizing import (
@@ -45,6 +49,7 @@ class AnalysisSettings:
     lookback_seconds: float = 86400.0
     headroom_ratio: float = 0.1
     evaluation_interval_seconds: float = 10.0
+    candidate_gpus: tuple[str, ...] | None = None  # the allow-list; None: by rule
 
 
 def analysis_settings(config: AnalysisConfig) -> AnalysisSettings:
@@ -61,6 +66,7 @@ def analysis_settings(config: AnalysisConfig) -> AnalysisSettings:
         lookback_seconds=config.lookback_seconds,
         headroom_ratio=config.headroom_ratio,
         evaluation_interval_seconds=config.evaluation_interval_seconds,
+        candidate_gpus=None if config.candidate_gpus is None else tuple(config.candidate_gpus),
     )
 
 
@@ -98,6 +104,7 @@ class AnalysisEngine:
         self._settings = settings
         self._declarations = declarations
         self._catalog = gpus
+        self._candidates = CandidateRules(gpus, settings.candidate_gpus)
         self._models = models
         self._required_cache: dict[WorkloadDeclaration, tuple[int, Workload]] = {}
         self._gpus: dict[str, _GpuAnalysis] = {}
@@ -111,6 +118,11 @@ class AnalysisEngine:
             self.tracker(gpu.identity.uuid, gpu.identity.name)
             verdicts.append(self._observe_gpu(t, gpu, self._gpus[gpu.identity.uuid]))
         return tuple(verdicts)
+
+    def set_rented(self, rented: RentedGpus | None) -> None:
+        """The GPUs a cloud rents in this host's region (billing's listing), or None:
+        candidates for recommendations from the next evaluation on (thread-safe)."""
+        self._candidates.set_rented(rented)
 
     def tracker(self, uuid: str, name: str) -> GpuStateTracker:
         """The state tracker of GPU `uuid` (NVML name `name`), created when new: the hook
@@ -230,13 +242,15 @@ class AnalysisEngine:
             or a.tracker.state not in ("busy", "underutilized")
         ):
             return tuple(required), bandwidth, None, None
-        cheaper = cheapest_fitting(self._catalog, int(need), bandwidth, settings.headroom_ratio)
+        candidates, rule = self._candidates.candidates(spec)
+        cheaper = cheapest_fitting(candidates, int(need), bandwidth, settings.headroom_ratio)
         if cheaper is None or cheaper.rent_usd_per_hour >= spec.rent_usd_per_hour:
             return tuple(required), bandwidth, False, None
         recommendation = Recommendation(
             gpu_id=cheaper.id,
             rent_usd_per_hour=cheaper.rent_usd_per_hour,
             savings_usd_per_hour=spec.rent_usd_per_hour - cheaper.rent_usd_per_hour,
+            rule=rule,
         )
         return tuple(required), bandwidth, True, recommendation
 

@@ -6,6 +6,12 @@ no-preinstalled-software on-demand product. Prices are cached in a JSON file in 
 state directory for `pricing_cache_ttl_seconds`, so restarts do not ask again; when
 the API fails a stale cached price is still used, marked stale. The Pricing API has no
 spot prices: for a spot instance the on-demand price is flagged as an upper bound.
+
+When asked (`PricingSource.rented_gpus`, the agent does unless `[analysis]
+candidate_gpus` is set), the same API also lists the region's GPU instance types
+(`instanceFamily` "GPU instance") that have an on-demand Linux price; `AWS_GPU_FAMILIES`
+maps them to catalog GPUs, the candidates of right-sizing recommendations. The listing
+is kept in memory for `pricing_cache_ttl_seconds` (asked again after a restart).
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.analysis.candidates import RentedGpus
 from gpuwatch.billing.aws_session import SessionFactory, call_aws, client_config, make_client
 from gpuwatch.billing.config import BillingConfig
 from gpuwatch.billing.health import SourceError, SourceHealth
@@ -29,6 +36,28 @@ CACHE_FILE = "billing-pricing-cache.json"
 CACHE_VERSION = 1
 MAX_PAGES = 5
 """The filters match one product; more pages than this mean the filters are wrong."""
+
+LISTING_MAX_PAGES = 20
+"""A region has well under 2,000 GPU instance types; more pages mean the filters are wrong."""
+
+AWS_GPU_FAMILIES: Mapping[str, str] = {
+    "p3": "V100-SXM2-16GB",
+    "p3dn": "V100-SXM2-32GB",
+    "p4d": "A100-SXM-40GB",
+    "p4de": "A100-SXM-80GB",
+    "p5": "H100-SXM-80GB",
+    "p5e": "H200-141GB",
+    "p5en": "H200-141GB",
+    "p6-b200": "B200-180GB",
+    "g4dn": "T4-16GB",
+    "g5": "A10G-24GB",
+    "g6": "L4-24GB",
+    "gr6": "L4-24GB",
+    "g6e": "L40S-48GB",
+}
+"""EC2 instance family (the type before the dot) -> the built-in catalog GPU it carries,
+whole GPUs only (AWS, "Amazon EC2 instance types: accelerated computing"). Not mapped:
+g6f (fractions of an L4), g5g (T4G), g4ad (AMD), p6e-gb200 (GB200), inf/trn (not GPUs)."""
 
 PRICING_INITIAL_BACKOFF_SECONDS = 300.0
 PRICING_MAX_BACKOFF_SECONDS = 6 * 3600.0
@@ -70,6 +99,30 @@ def parse_on_demand_usd_per_hour(price_list: Iterable[str | dict[str, Any]]) -> 
     except (KeyError, TypeError, ValueError, AttributeError):
         raise SourceError("pricing:GetProducts returned an unexpected price document") from None
     return prices
+
+
+def gpu_listing_filters(region: str) -> list[dict[str, str]]:
+    """`get_products` filters for every on-demand Linux GPU instance type in `region`."""
+    filters = product_filters("", region)
+    filters[0] = {"Type": "TERM_MATCH", "Field": "instanceFamily", "Value": "GPU instance"}
+    return filters
+
+
+def rented_gpu_ids(price_list: Iterable[str | dict[str, Any]]) -> frozenset[str]:
+    """The catalog GPUs (`AWS_GPU_FAMILIES`, casefolded ids) of the instance types in a
+    `get_products` page that have an hourly on-demand price. Raises SourceError on a
+    document of another shape."""
+    found: set[str] = set()
+    for entry in price_list:
+        try:
+            document = json.loads(entry) if isinstance(entry, str) else entry
+            instance_type = str(document["product"]["attributes"]["instanceType"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise SourceError("pricing:GetProducts returned an unexpected product") from None
+        gpu = AWS_GPU_FAMILIES.get(instance_type.partition(".")[0])
+        if gpu is not None and parse_on_demand_usd_per_hour([document]):
+            found.add(gpu.casefold())
+    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +215,12 @@ class PricingSource:
             initial_backoff_seconds=PRICING_INITIAL_BACKOFF_SECONDS,
             max_backoff_seconds=PRICING_MAX_BACKOFF_SECONDS,
         )
+        self.listing_health = SourceHealth(
+            "pricing_api (GPU instance listing)",
+            initial_backoff_seconds=PRICING_INITIAL_BACKOFF_SECONDS,
+            max_backoff_seconds=PRICING_MAX_BACKOFF_SECONDS,
+        )
+        self._rented: tuple[RentedGpus, float] | None = None  # and when it was fetched
 
     def quote(self, now: float, identity: InstanceIdentity | None, gpus: int) -> PriceQuote | None:
         """The list-price quote at `now` (epoch seconds); asks AWS only when the cache is due."""
@@ -205,12 +264,52 @@ class PricingSource:
             detail=detail,
         )
 
-    @property
-    def ttl(self) -> float:
-        """Seconds a fetched price is fresh."""
-        return self._config.pricing_cache_ttl_seconds
+    def rented_gpus(self, now: float, region: str | None) -> RentedGpus | None:
+        """The catalog GPUs AWS rents on demand in `region`, asked once per TTL; the last
+        listing while the API fails; None before one arrived or without a region."""
+        if region is None:
+            return None
+        rented = self._rented
+        fresh = (
+            rented is not None and rented[0].region == region and 0 <= now - rented[1] < self.ttl
+        )
+        if not fresh and self.listing_health.may_try(now):
+            try:
+                gpu_ids = self._list_gpus(region)
+            except SourceError as exc:
+                self.listing_health.failed(now, str(exc))
+            else:
+                self._rented = rented = (RentedGpus(region, gpu_ids), now)
+                self.listing_health.succeeded()
+        if rented is None or rented[0].region != region:
+            return None
+        return rented[0]
 
-    def _fetch(self, instance_type: str, region: str) -> float:
+    def _list_gpus(self, region: str) -> frozenset[str]:
+        client = self._pricing_client()
+        params: dict[str, Any] = {
+            "ServiceCode": "AmazonEC2",
+            "Filters": gpu_listing_filters(region),
+            "FormatVersion": "aws_v1",
+            "MaxResults": 100,
+        }
+        found: set[str] = set()
+        for _ in range(LISTING_MAX_PAGES):
+            page = call_aws(
+                API_GET_PRODUCTS,
+                functools.partial(client.get_products, **params),
+                answered=lambda: self._count(API_GET_PRODUCTS),
+            )
+            found |= rented_gpu_ids(page.get("PriceList", []))
+            token = page.get("NextToken")
+            if not token:
+                break
+            params["NextToken"] = token
+        if not found:
+            raise SourceError(f"no GPU instance type of the catalog has a price in {region}")
+        return frozenset(found)
+
+    def _pricing_client(self) -> Any:
         if self._client is None:
             self._client = make_client(
                 self._session_factory,
@@ -218,7 +317,15 @@ class PricingSource:
                 self._config.pricing_region,
                 client_config(timeout_seconds=self._timeout, retry_mode="standard", max_attempts=3),
             )
-        client = self._client
+        return self._client
+
+    @property
+    def ttl(self) -> float:
+        """Seconds a fetched price is fresh."""
+        return self._config.pricing_cache_ttl_seconds
+
+    def _fetch(self, instance_type: str, region: str) -> float:
+        client = self._pricing_client()
         params: dict[str, Any] = {
             "ServiceCode": "AmazonEC2",
             "Filters": product_filters(instance_type, region),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 
+from gpuwatch.analysis.candidates import RentedGpus
 from gpuwatch.billing.aws_session import SessionFactory, default_session
 from gpuwatch.billing.config import BillingConfig
 from gpuwatch.billing.families import billing_families
@@ -47,6 +48,8 @@ class BillingCollector:
     count); `catalog_price_usd_per_gpu_hour` is the sizing catalog's reference price,
     the last resort. `session_factory` returns a boto3 session (tests pass one whose
     clients are stubbed); `http_timeout` is the connect timeout of every call in seconds.
+    `list_rented_gpus`: with the Pricing API on, also list the GPUs AWS rents in the
+    region (`BillingSnapshot.rented_gpus`, the candidates of recommendations).
     """
 
     def __init__(
@@ -61,8 +64,11 @@ class BillingCollector:
         catalog_price_usd_per_gpu_hour: float | None,
         session_factory: SessionFactory | None = None,
         http_timeout: float = 2.0,
+        list_rented_gpus: bool = False,
     ) -> None:
         self.config = config
+        self._list_rented_gpus = list_rented_gpus
+        self._rented: RentedGpus | None = None
         self._clock = clock
         self._hostname = hostname
         self._gpu_name = gpu_name
@@ -119,6 +125,9 @@ class BillingCollector:
                 up["pricing_api"] = self._pricing.health.up
                 if quote is not None:
                     quotes.append(quote)
+                if self._list_rented_gpus:
+                    region = identity.region if identity else None
+                    self._rented = self._pricing.rented_gpus(now, region)
             self._snapshot = self._assemble(identity, quotes, up)
             return self._snapshot
 
@@ -178,6 +187,7 @@ class BillingCollector:
             up=up,
             api_requests=dict(self._requests),
             identity=identity,
+            rented_gpus=self._rented,
         )
 
     def _configured_sources(self) -> list[str]:

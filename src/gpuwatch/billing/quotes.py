@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuwatch.analysis.candidates import RentedGpus
+
 Source = Literal["cost_explorer", "static", "pricing_api", "catalog"]
 
 PRIORITY: tuple[Source, ...] = ("cost_explorer", "static", "pricing_api", "catalog")
@@ -70,6 +72,7 @@ class BillingSnapshot:
     up: dict[str, bool] = field(default_factory=dict)
     api_requests: dict[str, int] = field(default_factory=dict)
     identity: InstanceIdentity | None = None
+    rented_gpus: RentedGpus | None = None  # what AWS rents in the region, when listed
 
 
 def make_quote(

@@ -65,8 +65,9 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     recommendation = GaugeMetricFamily(
         "gpuwatch_gpu_recommendation_info",
-        "The cheapest catalog GPU that meets the need (value 1).",
-        labels=(*GPU_LABELS, "current", "recommended"),
+        "The cheapest candidate GPU that meets the need (value 1); rule: the candidates "
+        "it was chosen from (same_class:<tier>, allow_list, aws:<region>).",
+        labels=(*GPU_LABELS, "current", "recommended", "rule"),
     )
     savings = GaugeMetricFamily(
         "gpuwatch_gpu_potential_savings_usd_per_hour",
@@ -92,7 +93,9 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
             over.add_metric(labels, 1.0 if verdict.overprovisioned else 0.0)
         rec = verdict.recommendation
         if rec is not None:
-            recommendation.add_metric([*labels, verdict.catalog_gpu_id or "", rec.gpu_id], 1.0)
+            recommendation.add_metric(
+                [*labels, verdict.catalog_gpu_id or "", rec.gpu_id, rec.rule], 1.0
+            )
             savings.add_metric(labels, rec.savings_usd_per_hour)
     for family in (
         state,

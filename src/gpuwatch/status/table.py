@@ -17,6 +17,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from gpuwatch.snapshot import recommendation_rule_phrase
 from gpuwatch.status.names import short_gpu_name, short_process_name, terminal_safe
 
 GIB = 1024**3
@@ -168,8 +169,13 @@ def _notes(gpus: Sequence[dict[str, Any]]) -> list[Text]:
             what = f" for {terminal_safe(str(workload))}" if workload else ""
             target = terminal_safe(str(recommendation.get("gpu_id")))
             saving = _usd(recommendation.get("savings_usd_per_hour"))
+            rule = recommendation_rule_phrase(str(recommendation.get("rule") or ""))
+            chosen = f"; candidates: {terminal_safe(rule)}" if rule else ""
             lines.append(
-                Text(f"GPU {index}: overprovisioned{what}; {target} would do, saving {saving}/h")
+                Text(
+                    f"GPU {index}: overprovisioned{what}; {target} would do, "
+                    f"saving {saving}/h{chosen}"
+                )
             )
     return lines
 
