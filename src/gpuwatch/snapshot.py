@@ -256,6 +256,9 @@ class HourTotals:
     class_seconds: tuple[float, float, float, float]
     class_cost_usd: tuple[float, float, float, float]
     last_tick_seconds: float  # epoch s of the newest tick booked or charged in the hour
+    # epoch s where the earliest sampled span charged to the hour starts (t - tick seconds;
+    # a run's first tick: its own time); it may lie in the hour before. None: no tick
+    first_span_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +309,11 @@ class TokenSourceCost:
 
     source: str
     cost_usd_total: float
+    # the tokens and cost of the scrape-to-scrape spans in which every GPU of the source
+    # was charged in full (the $/1M-token windows count only these), since the start
+    counted_prompt_tokens_total: float = 0.0
+    counted_generation_tokens_total: float = 0.0
+    counted_cost_usd_total: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

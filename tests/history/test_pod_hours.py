@@ -87,7 +87,7 @@ def test_the_local_report_charges_back_by_namespace(tmp_path: Path) -> None:
         pods = [p for p in last.cost.pods if p.namespace == namespace]
         assert line.pods == len(pods)
         assert line.cost_usd == pytest.approx(sum(p.cost_usd_total for p in pods), rel=1e-9)
-        assert line.idle_cost_usd == pytest.approx(sum(p.idle_cost_usd_total for p in pods))
+        assert line.unused_share_usd == pytest.approx(sum(p.idle_cost_usd_total for p in pods))
     # the namespaces plus the GPUs' cost charged to no pod make the whole GPU cost
     nobody = sum(g.cost_usd_total for g in last.cost.unattributed)
     charged = sum(n.cost_usd for n in report.namespaces)
@@ -113,8 +113,8 @@ def test_the_local_report_charges_back_by_namespace(tmp_path: Path) -> None:
     }
     assert {r["window_start"] for r in rows} == {"2026-01-01T00:00:00Z"}
     assert sum(float(r["total_cost"]) for r in rows) == pytest.approx(charged, rel=1e-9)
-    assert sum(float(r["idle_cost"]) for r in rows) == pytest.approx(
-        sum(n.idle_cost_usd for n in report.namespaces), rel=1e-9
+    assert sum(float(r["unused_share_cost"]) for r in rows) == pytest.approx(
+        sum(n.unused_share_usd for n in report.namespaces), rel=1e-9
     )
     written = write_files(report, data, ["csv"], tmp_path / "out", "now")
     assert [p.name for p in written] == [

@@ -41,7 +41,7 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         conn.executescript(V1_FILE)
     store = HistoryStore(path)
     try:
-        assert store.version() == SCHEMA_VERSION == 5
+        assert store.version() == SCHEMA_VERSION == 6
         (row,) = store.gpu_hours(0.0)
         assert row["idle_seconds"] == 3600
         assert row["cost_usd"] == 6.88
@@ -49,13 +49,14 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         assert row["energy_joules"] is None
         assert row["dram_peak_ratio"] is None
         assert row["activity_seconds"] == row["activity_sampled_seconds"] == 0
+        assert row["first_seconds"] is None  # written before schema 6
         assert store.token_hours(0.0) == []
         assert store.pod_hours(0.0) == []
     finally:
         store.close()
     reopened = HistoryStore(path)  # a migrated file opens as it is
     try:
-        assert reopened.version() == 5
+        assert reopened.version() == 6
     finally:
         reopened.close()
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
 from gpuwatch.report.build import build_report
+from gpuwatch.report.model import Period
 from tests.report.data import DAY1, DAY2, PERIOD, month_data, sample_data
 
 HOUR = 3600.0
@@ -51,13 +53,40 @@ def test_savings_come_from_each_gpus_latest_day() -> None:
     assert by_uuid["GPU-a"].savings_usd_per_month == pytest.approx(1.5 * 730)
     assert by_uuid["GPU-b"].savings_usd_per_month is None
     assert by_uuid["GPU-c"].savings_usd_per_month is None
-    assert report.savings_usd_per_month == pytest.approx(1095.0)
+    # the headline is idle + held + right-sizing, one action per GPU: GPU-a rightsizes
+    # ($1,095), GPU-c (idle all its one settled day for $19.20) is released: 19.2 / 24 h
+    # x 730 h = $584
+    assert report.savings is not None
+    assert report.savings.rightsizing_usd_per_month == pytest.approx(1095.0)
+    assert report.savings.idle_usd_per_month == pytest.approx(584.0)
+    assert report.savings.held_usd_per_month == 0.0
+    assert report.savings_usd_per_month == pytest.approx(1095.0 + 584.0)
+    assert report.savings_usd_per_month == pytest.approx(
+        sum(h.savings_usd_per_month or 0.0 for h in report.hosts)
+    )
 
 
-def test_savings_are_absent_without_any_recommendation() -> None:
+def test_savings_without_recommendations_are_idle_and_held() -> None:
     data = sample_data()
     rows = tuple(replace(r, recommended_gpu=None, savings_usd_per_hour=None) for r in data.gpu_days)
-    assert build_report(replace(data, gpu_days=rows)).savings_usd_per_month is None
+    report = build_report(replace(data, gpu_days=rows))
+    assert report.savings is not None
+    # GPU-a: idle $24 and held $36 over its 48 settled hours; GPU-c: idle $19.20 over 24 h
+    assert report.savings.idle_usd_per_month == pytest.approx(24 / 48 * 730 + 19.2 / 24 * 730)
+    assert report.savings.held_usd_per_month == pytest.approx(36 / 48 * 730)
+    assert report.savings.rightsizing_usd_per_month == 0.0
+    assert build_report(replace(data, gpu_days=())).savings is None
+
+
+def test_release_savings_do_not_depend_on_the_period_length() -> None:
+    """An idle GPU seen for one day reads the same monthly saving in a 2-day report and
+    in a whole-month report: its own settled hours, not the period, set the rate."""
+    data = sample_data()
+    month = Period(PERIOD.start, PERIOD.start + timedelta(days=31), "2026-10")
+    for period in (PERIOD, month):
+        report = build_report(replace(data, period=period))
+        (gpu_c,) = [i for i in report.top_waste if i.gpu.uuid == "GPU-c"]
+        assert gpu_c.action_usd_per_month == pytest.approx(19.2 / 24 * 730)  # $584.00
 
 
 def test_tokens_by_kind_divide_the_same_cost() -> None:
@@ -109,7 +138,7 @@ def test_hosts_and_gpus() -> None:
     assert alpha.totals.idle_cost_usd == pytest.approx(60.0)
     assert alpha.savings_usd_per_month == pytest.approx(1095.0)
     assert beta.totals.cost_usd == pytest.approx(19.2)
-    assert beta.savings_usd_per_month is None
+    assert beta.savings_usd_per_month == pytest.approx(584.0)  # GPU-c released
     assert [(g.host, g.gpu_index, g.uuid) for g in report.gpus] == [
         ("alpha", 0, "GPU-a"),
         ("alpha", 1, "GPU-b"),
@@ -121,7 +150,7 @@ def test_hosts_and_gpus() -> None:
 def test_most_wasteful_gpus_and_their_actions() -> None:
     report = build_report(sample_data())
     first, second = report.top_waste  # GPU-b wasted nothing and has no recommendation now
-    month_factor = 730 * HOUR / PERIOD.seconds  # the period's waste rate over 730 h
+    month_factor = 730 * HOUR / (2 * 86400)  # GPU-a's waste rate over its 48 settled h
     assert (first.gpu.uuid, first.waste_usd) == ("GPU-a", pytest.approx(60.0))
     # rightsizing ($1095/month) beats releasing its idle/held time (60 x 15.2 = $912.50)
     assert first.action == "rightsize"
@@ -129,7 +158,8 @@ def test_most_wasteful_gpus_and_their_actions() -> None:
     assert 60.0 * month_factor == pytest.approx(912.5)
     assert "l4" in first.action_text
     assert (second.gpu.uuid, second.action) == ("GPU-c", "release idle")
-    assert second.action_usd_per_month == pytest.approx(19.2 * month_factor)  # 292.0
+    # GPU-c's own settled span is one day (it was off on day 2), not the 2-day period
+    assert second.action_usd_per_month == pytest.approx(19.2 * 730 / 24)  # 584.0
 
 
 def test_top_waste_keeps_ten_ordered_by_waste_then_savings() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from gpuwatch.report.command import (
     parse_period,
     run_report,
 )
-from gpuwatch.report.model import ReportData
+from gpuwatch.report.model import Period, ReportData
 from tests.report.data import month_data, sample_data
 
 NOW = datetime(2026, 11, 14, 9, 30, tzinfo=UTC)
@@ -120,6 +121,54 @@ def test_json_goes_to_stdout_without_out() -> None:
     assert [r.period.label for r in loader.requests] == ["2026-10", "2026-09"]
     assert all(r.prometheus is None for r in loader.requests)
     assert err == ""
+
+
+def test_a_month_to_date_is_compared_with_the_same_span_of_the_month_before() -> None:
+    """On the 14th at 09:30 the month to date is compared with Oct 1 00:00 to Oct 14
+    09:30, not with the whole of October, and every format says so (label and note)."""
+    same_span = "2026-10-01 00:00 UTC to 2026-10-14 09:30 UTC (the same span of 2026-10)"
+    previous = month_data(2026, 10, 100.0, 50.0)
+    previous = replace(
+        previous,
+        period=Period(
+            datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 14, 9, 30, tzinfo=UTC), same_span
+        ),
+    )
+    current = month_data(2026, 11, 120.0, 30.0)
+    current = replace(
+        current,
+        period=Period(datetime(2026, 11, 1, tzinfo=UTC), NOW, "2026-11", month_to_date=True),
+    )
+    loader = Loader({"2026-11": current, same_span: previous})
+    code, out, err = _run(["--month", "2026-11"], loader)
+    assert code == 0, err
+    first, before = (r.period for r in loader.requests)
+    assert (first.start, first.end) == (datetime(2026, 11, 1, tzinfo=UTC), NOW)
+    assert (before.start, before.end) == (
+        datetime(2026, 10, 1, tzinfo=UTC),
+        datetime(2026, 10, 14, 9, 30, tzinfo=UTC),
+    )
+    document = json.loads(out)
+    assert document["previous_period"] == same_span
+    assert any(
+        n.startswith("month over month: this month to date (13.40 days) against the same span")
+        for n in document["notes"]
+    )
+    changes = {c["name"]: c for c in document["changes"]}
+    assert changes["total cost"]["relative"] == pytest.approx(0.2)
+
+
+def test_a_whole_month_is_compared_with_the_whole_month_before() -> None:
+    loader = Loader(
+        {"2026-10": month_data(2026, 10, 120.0, 30.0), "2026-09": month_data(2026, 9, 100.0, 50.0)}
+    )
+    code, out, err = _run(["--month", "2026-10"], loader)
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert (
+        "month over month: 2026-10 (31.00 days) against 2026-09 (30.00 days), whole month "
+        "against whole month"
+    ) in notes
 
 
 def test_files_in_out(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def test_html_shows_the_kpis() -> None:
         "$187.20",
         "$79.20 (42.3 % of the cost)",
         "$36.00",
-        "$1,095.00",
+        "$1,679.00 (idle $584.00 + held $0.00 + right-sizing $1,095.00)",
         "35.7 %",
         "$140.00",
         "$35.00",
@@ -156,7 +156,15 @@ def test_json_has_the_documented_keys_and_figures() -> None:
     assert document["total_cost_usd"] == pytest.approx(187.2)
     assert document["idle_cost_usd"] == pytest.approx(79.2)
     assert document["held_cost_usd"] == pytest.approx(36.0)
-    assert document["savings_usd_per_month"] == pytest.approx(1095.0)
+    assert document["savings_usd_per_month"] == pytest.approx(1679.0)
+    assert document["savings"] == pytest.approx(
+        {
+            "idle_usd_per_month": 584.0,
+            "held_usd_per_month": 0.0,
+            "rightsizing_usd_per_month": 1095.0,
+            "total_usd_per_month": 1679.0,
+        }
+    )
     assert document["usd_per_million_tokens"] == pytest.approx(
         {"prompt": 35.0, "generation": 140.0, "all": 28.0}
     )

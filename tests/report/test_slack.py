@@ -81,7 +81,10 @@ def test_summary_reaches_slack_with_figures_waste_and_file_name(
     fields = "\n".join(f["text"] for f in blocks[1]["fields"])
     assert "*Total GPU cost*\n$187.20" in fields
     assert "$79.20 (42.3 %)" in fields
-    assert "$1,095.00/month" in fields
+    assert (
+        "*Savings available per month*\n$1,679.00 (idle $584.00 + held $0.00 + "
+        "right-sizing $1,095.00)" in fields
+    )
     waste = blocks[2]["text"]["text"]
     assert waste.startswith("*Most wasteful GPUs*")
     assert "&lt;!channel&gt; &lt;script&gt;x&lt;/script&gt;" in waste  # a name pings no one

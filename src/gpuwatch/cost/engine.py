@@ -292,7 +292,16 @@ class CostEngine:
             account = self._token_accounts.setdefault(source.source, _TokenAccount())
             account.observe(_Mark(t, cost_usd, seconds), source)
             windows.extend(account.windows(source.source))
-            totals.append(TokenSourceCost(source.source, cost_usd))
+            counted_cost, counted_prompt, counted_generation = account.counted
+            totals.append(
+                TokenSourceCost(
+                    source.source,
+                    cost_usd,
+                    counted_prompt_tokens_total=counted_prompt,
+                    counted_generation_tokens_total=counted_generation,
+                    counted_cost_usd_total=counted_cost,
+                )
+            )
         return tuple(windows), tuple(totals)
 
     def _rent_vs_buy_positions(self, costs: tuple[GpuCost, ...]) -> tuple[RentVsBuyPosition, ...]:

@@ -44,9 +44,11 @@ HOURS_KEPT_OPEN = 2
 """Hours before the current one that `GpuCost.hours` always shows, so a reader that
 skips snapshots still sees each hour's final figures for at least this many hours."""
 
-# per-hour columns: observed s, cost, seconds by class, cost by class, newest tick time
+# per-hour columns: observed s, cost, seconds by class, cost by class, newest tick time,
+# start of the earliest tick span charged
 _HOUR_OBSERVED, _HOUR_COST, _HOUR_CLASSES = 0, 1, 2
 _HOUR_LAST = _HOUR_CLASSES + _COLUMNS
+_HOUR_FIRST = _HOUR_LAST + 1
 
 
 @dataclass(slots=True)
@@ -92,15 +94,18 @@ class _Account:
         start = int(t // HOUR_SECONDS) * HOUR_SECONDS
         row = self.hours.get(start)
         if row is None:
-            row = self.hours[start] = [0.0] * (_HOUR_LAST + 1)
+            row = self.hours[start] = [0.0] * (_HOUR_FIRST + 1)
+            row[_HOUR_FIRST] = float("inf")
         row[_HOUR_LAST] = max(row[_HOUR_LAST], t)
         return row
 
     def charge(self, t: float, seconds: float, cost: float) -> None:
-        """Add a tick's sampled seconds and cost (any class) to its hour."""
+        """Add a tick's sampled seconds and cost (any class) to its hour; the hour's
+        first span start is the earliest t - seconds (a run's first tick: t itself)."""
         row = self.hour(t)
         row[_HOUR_OBSERVED] += seconds
         row[_HOUR_COST] += cost
+        row[_HOUR_FIRST] = min(row[_HOUR_FIRST], t - seconds)
 
     def open_hours(self, t: float) -> tuple[HourTotals, ...]:
         """The hours that may still change (from the oldest unsettled tick's hour, and at
@@ -123,6 +128,9 @@ class _Account:
                     class_seconds=(classes[0], classes[1], classes[2], classes[3]),
                     class_cost_usd=(classes[n], classes[n + 1], classes[n + 2], classes[n + 3]),
                     last_tick_seconds=row[_HOUR_LAST],
+                    first_span_seconds=(
+                        row[_HOUR_FIRST] if row[_HOUR_FIRST] != float("inf") else None
+                    ),
                 )
             )
         return tuple(out)
@@ -210,8 +218,7 @@ class CostLedger:
             cost = tick_cost_usd(price, dt)
             account.cost += cost
             account.observed += dt
-            if dt > 0:
-                account.charge(t, dt, cost)
+            account.charge(t, dt, cost)  # dt 0 (first tick, after a gap): marks where it starts
             account.append(_Tick(t, dt, cost, verdict.tick_class))
             for time_class, ticks in verdict.settlements:
                 account.settle(time_class, ticks)

@@ -84,6 +84,10 @@ class _GpuHour:
             ):
                 row[column] += value
             row["last_seconds"] = max(row.get("last_seconds") or 0.0, ledger.last_tick_seconds)
+            first = ledger.first_span_seconds
+            if first is not None:
+                stored = row.get("first_seconds")
+                row["first_seconds"] = first if stored is None else min(stored, first)
         if self.energy_seen:
             row["energy_joules"] = (row.get("energy_joules") or 0.0) + self.energy
         for column, peak in (("memory_peak_bytes", self.peak), ("dram_peak_ratio", self.dram_peak)):
@@ -99,12 +103,22 @@ class _TokenHour:
     prompt: float = 0.0
     generation: float = 0.0
     cost: float = 0.0
+    charged: tuple[float, float, float] = (0.0, 0.0, 0.0)  # prompt, generation, USD
     host: str = ""
     last: float = 0.0
 
     def row(self) -> dict[str, Any]:
         base = self.base
+        charged = {
+            column: (base.get(column) or 0.0) + value
+            for column, value in zip(
+                ("charged_prompt_tokens", "charged_generation_tokens", "charged_cost_usd"),
+                self.charged,
+                strict=True,
+            )
+        }
         return {
+            **charged,
             "source": base["source"],
             "hour_start": base["hour_start"],
             "host": self.host or base.get("host", ""),
@@ -158,6 +172,8 @@ class Rollup:
         self._energy: dict[str, float] = {}  # uuid: energy counter at the last snapshot
         self._readings: dict[str, tuple[float, float]] = {}  # source: (prompt, generation)
         self._source_cost: dict[str, float] = {}
+        # source: (prompt, generation, USD) counted over fully charged spans, last snapshot
+        self._source_counted: dict[str, tuple[float, float, float]] = {}
         self.states: dict[str, dict[str, Any]] = {}  # uuid: gpu_state row
         self._floor: int | None = None  # oldest hour the last snapshot can still change
         self.dirty_gpus: set[tuple[str, int]] = set()
@@ -292,6 +308,19 @@ class Rollup:
             hour = self._token_hour(charged.source, hour_of(t), snapshot.hostname, t)
             if previous_cost is not None:
                 hour.cost += max(charged.cost_usd_total - previous_cost, 0.0)
+            counted = (
+                charged.counted_prompt_tokens_total,
+                charged.counted_generation_tokens_total,
+                charged.counted_cost_usd_total,
+            )
+            before = self._source_counted.get(charged.source)
+            self._source_counted[charged.source] = counted
+            if before is not None:
+                prompt, generation, usd = (
+                    max(now - was, 0.0) for now, was in zip(counted, before, strict=True)
+                )
+                a, b, c = hour.charged
+                hour.charged = (a + prompt, b + generation, c + usd)
 
     def _gpu_hour(self, uuid: str, start: int, like: _GpuHour | None = None) -> _GpuHour:
         key = (uuid, start)

@@ -8,7 +8,9 @@ Version 1 held the per GPU-hour classes and costs and the per-GPU state; version
 the analysis-state seconds, energy, memory, price and recommendation columns, and the
 per token source hours; version 3 the hour's peak DRAM bandwidth ratio; version 4 the
 per Kubernetes pod hours (cost and idle cost charged to each pod); version 5 the hour's
-activity seconds (mean activity x seconds) and the seconds with an activity figure.
+activity seconds (mean activity x seconds) and the seconds with an activity figure;
+version 6 the start of each GPU-hour's sampled time, and per token source hour the
+tokens and cost of the spans its GPUs were charged for in full.
 """
 
 from __future__ import annotations
@@ -121,6 +123,16 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE gpu_hours ADD COLUMN activity_seconds REAL NOT NULL DEFAULT 0;
     ALTER TABLE gpu_hours ADD COLUMN activity_sampled_seconds REAL NOT NULL DEFAULT 0;
     """,
+    # 6: where the hour's sampled time starts (so the report's expected GPU-seconds start
+    # where the observed ones do), and per token source the tokens and cost of the spans
+    # its GPUs were charged for in full (the live $/1M-token windows' rule); NULL in rows
+    # written before
+    """
+    ALTER TABLE gpu_hours ADD COLUMN first_seconds REAL;
+    ALTER TABLE token_hours ADD COLUMN charged_prompt_tokens REAL;
+    ALTER TABLE token_hours ADD COLUMN charged_generation_tokens REAL;
+    ALTER TABLE token_hours ADD COLUMN charged_cost_usd REAL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -147,6 +159,7 @@ GPU_COLUMNS = (
     "price_source",
     "recommended_gpu",
     "savings_usd_per_hour",
+    "first_seconds",
 )
 """Every column of gpu_hours at SCHEMA_VERSION."""
 
@@ -158,6 +171,9 @@ TOKEN_COLUMNS = (
     "generation_tokens",
     "cost_usd",
     "last_seconds",
+    "charged_prompt_tokens",
+    "charged_generation_tokens",
+    "charged_cost_usd",
 )
 
 POD_COLUMNS = (

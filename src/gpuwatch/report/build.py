@@ -39,6 +39,29 @@ IDLE_MEANING = (
 )
 IDLE_MEANING_LINK = "docs/analysis.md#which-class-each-second-is-in"
 
+SAVINGS_MEANING = (
+    "Savings available per month = idle + held + right-sizing, one action per GPU: "
+    "right-sizing (its latest recommendation's $/h saving x 730 h) when that saves at least "
+    "as much as releasing it, else releasing it: its idle cost and held cost over the period "
+    "÷ its own settled hours (busy + idle + held + unknown) x 730 h. The rate is the GPU's "
+    "own, so it does not depend on the period's length or on when gpuwatch was installed."
+)
+
+TOKENS_MEANING = (
+    "$/1M tokens = the cost charged to the token sources ÷ their tokens of the kind x "
+    "1,000,000 (each kind divides the same cost), both counted only over the spans in which "
+    "every GPU of the source was charged (a stalled or stopped agent's gap counts in "
+    "neither), the rule of the live 1 h, 24 h and 30 d figures."
+)
+
+UNUSED_SHARE_MEANING = (
+    "A GPU's idle cost is its whole ticks classed idle or held; a namespace's unused share "
+    "is, on every tick, the part of its pods' GPU shares they left unused (busy ticks "
+    "included), and is part of the namespace's cost. The two measure different things: the "
+    "namespaces' unused shares can add up to more or less than the fleet's idle cost, and "
+    "the cost of a GPU idle while no pod holds it is in no namespace."
+)
+
 
 def _ratio(numerator: float, denominator: float) -> float | None:
     """numerator / denominator; None when the denominator is not positive."""
@@ -73,6 +96,18 @@ class Totals:
     def waste_usd(self) -> float:
         """Idle and held cost, USD (idle_cost_usd already holds the held part)."""
         return self.idle_cost_usd
+
+    @property
+    def settled_seconds(self) -> float:
+        """Seconds whose class is known (busy + idle + held + unknown): the span a
+        rate of idle or held cost is taken over (unsettled seconds are in no class)."""
+        return sum(self.class_seconds.values())
+
+    def usd_per_month(self, usd: float) -> float | None:
+        """`usd` spent over the settled seconds, as a rate per 730-hour month; None
+        without settled seconds. Independent of the period's length and of when the
+        GPU was first observed."""
+        return _ratio(usd * HOURS_PER_MONTH * 3600.0, self.settled_seconds)
 
 
 def _totals(rows: Iterable[GpuDay]) -> Totals:
@@ -121,7 +156,7 @@ class HostLine:
     host: str
     gpus: int
     totals: Totals
-    savings_usd_per_month: float | None  # sum over its GPUs with a recommendation
+    savings_usd_per_month: float | None  # sum of its GPUs' actions (WasteItem); None: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +177,25 @@ class WasteItem:
     action: str  # "rightsize", "release held", "release idle"
     action_text: str  # one line a reader can act on (names are data: escape them)
     action_usd_per_month: float  # what the action saves per month
+    idle_usd_per_month: float = 0.0  # the part of it that is idle cost (release idle)
+    held_usd_per_month: float = 0.0  # the part that is held cost (release held)
+    rightsizing_usd_per_month: float = 0.0  # the part that is right-sizing
+
+
+@dataclass(frozen=True, slots=True)
+class Savings:
+    """What acting on every GPU would save per month, USD: each GPU's one action
+    (WasteItem), split by kind. Idle and held are the GPU's idle-only and held cost
+    per settled hour x 730 h; right-sizing is its recommendation's $/h x 730 h."""
+
+    idle_usd_per_month: float
+    held_usd_per_month: float
+    rightsizing_usd_per_month: float
+
+    @property
+    def total_usd_per_month(self) -> float:
+        """idle + held + right-sizing."""
+        return self.idle_usd_per_month + self.held_usd_per_month + self.rightsizing_usd_per_month
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +245,9 @@ class NamespaceLine:
     namespace: str
     pods: int  # distinct pods charged in the period
     cost_usd: float  # busy and idle charged to its pods
-    idle_cost_usd: float  # the unused part of the GPUs its pods held
+    unused_share_usd: float  # part of cost_usd: its pods' share of each tick they left
+    # unused (what they reserved and did not use, busy ticks included); not the GPU's
+    # idle cost, which is whole ticks classed idle or held (docs/reports.md)
     share_ratio: float | None  # of the period's GPU cost; None when that is 0
 
 
@@ -205,7 +261,8 @@ class Report:
     observed_gpu_seconds: float
     expected_gpu_seconds: float | None
     totals: Totals
-    savings_usd_per_month: float | None  # sum of the GPUs' latest recommendations
+    savings_usd_per_month: float | None  # savings.total_usd_per_month; None without GPUs
+    savings: Savings | None  # idle + held + right-sizing over every GPU; None without GPUs
     tokens: TokenLine  # summed over sources
     token_sources: tuple[TokenLine, ...]
     rent_vs_buy_monthly_delta_usd: float | None  # > 0: buying would be cheaper
@@ -260,15 +317,19 @@ def _sum_optional(values: Iterable[float | None]) -> float | None:
     return sum(present) if present else None
 
 
-def _host_lines(rows: tuple[GpuDay, ...], gpus: tuple[GpuLine, ...]) -> tuple[HostLine, ...]:
+def _host_lines(
+    rows: tuple[GpuDay, ...], gpus: tuple[GpuLine, ...], actions: Iterable[WasteItem]
+) -> tuple[HostLine, ...]:
     by_host: dict[str, list[GpuDay]] = defaultdict(list)
     for row in rows:
         by_host[row.host].append(row)
+    saves: dict[str, float] = defaultdict(float)
+    for item in actions:
+        saves[item.gpu.host] += item.action_usd_per_month
     lines = []
     for host in sorted(by_host):
         own = [g for g in gpus if g.host == host]
-        savings = _sum_optional(g.savings_usd_per_month for g in own)
-        lines.append(HostLine(host, len(own), _totals(by_host[host]), savings))
+        lines.append(HostLine(host, len(own), _totals(by_host[host]), saves.get(host)))
     return tuple(lines)
 
 
@@ -289,30 +350,56 @@ def _day_lines(rows: tuple[GpuDay, ...]) -> tuple[DayLine, ...]:
     return tuple(lines)
 
 
-def _waste_item(gpu: GpuLine, period_seconds: float) -> WasteItem | None:
+def _waste_item(gpu: GpuLine) -> WasteItem | None:
     """What to do about `gpu`: rightsize when that saves more per month than releasing
-    its idle/held time would (the period's waste rate x 730 h); None with nothing to gain."""
-    waste = gpu.totals.waste_usd
-    per_month_factor = HOURS_PER_MONTH * 3600.0 / period_seconds
-    release = waste * per_month_factor
+    its idle/held time would; None with nothing to gain. Releasing saves the GPU's idle
+    and held cost per *settled* hour of its own x 730 h (`Totals.usd_per_month`), so the
+    figure does not depend on the period's length or on when the GPU was first seen."""
+    totals = gpu.totals
+    waste = totals.waste_usd
+    held = totals.held_cost_usd
+    idle_rate = totals.usd_per_month(waste - held)
+    held_rate = totals.usd_per_month(held)
+    release = None if idle_rate is None or held_rate is None else idle_rate + held_rate
     rightsize = gpu.savings_usd_per_month
     if waste <= 0 and not rightsize:
         return None
-    if rightsize is not None and gpu.recommended_gpu is not None and rightsize >= release:
+    if (
+        rightsize is not None
+        and gpu.recommended_gpu is not None
+        and (release is None or rightsize >= release)
+    ):
         text = f"move the workload to a {gpu.recommended_gpu}"
-        return WasteItem(gpu, waste, "rightsize", text, rightsize)
-    held = gpu.totals.held_cost_usd
+        return WasteItem(
+            gpu, waste, "rightsize", text, rightsize, rightsizing_usd_per_month=rightsize
+        )
+    if release is None or idle_rate is None or held_rate is None:
+        return None
     if held >= waste - held:
+        action = "release held"
         text = "stop the processes that hold memory on it and compute nothing, or release it"
-        return WasteItem(gpu, waste, "release held", text, release)
-    text = "release or scale down the GPU while it has no work"
-    return WasteItem(gpu, waste, "release idle", text, release)
+    else:
+        action = "release idle"
+        text = "release or scale down the GPU while it has no work"
+    return WasteItem(gpu, waste, action, text, release, idle_rate, held_rate)
 
 
-def _top_waste(gpus: tuple[GpuLine, ...], period_seconds: float) -> tuple[WasteItem, ...]:
-    items = [item for g in gpus if (item := _waste_item(g, period_seconds)) is not None]
+def _actions(gpus: tuple[GpuLine, ...]) -> tuple[WasteItem, ...]:
+    """Every GPU's action, most wasteful first."""
+    items = [item for g in gpus if (item := _waste_item(g)) is not None]
     items.sort(key=lambda i: (-i.waste_usd, -(i.gpu.savings_usd_per_month or 0.0), i.gpu.uuid))
-    return tuple(items[:TOP_WASTE])
+    return tuple(items)
+
+
+def _savings(gpus: tuple[GpuLine, ...], actions: tuple[WasteItem, ...]) -> Savings | None:
+    """The sum of every GPU's action by kind; None without GPUs."""
+    if not gpus:
+        return None
+    return Savings(
+        sum(i.idle_usd_per_month for i in actions),
+        sum(i.held_usd_per_month for i in actions),
+        sum(i.rightsizing_usd_per_month for i in actions),
+    )
 
 
 def _token_lines(data: ReportData) -> tuple[TokenLine, tuple[TokenLine, ...]]:
@@ -356,6 +443,12 @@ def _notes(data: ReportData, totals: Totals, coverage: float | None) -> tuple[st
     notes = list(data.notes)
     if data.expected_gpu_seconds is None:
         notes.append("coverage unknown: the source cannot tell how many GPU-hours to expect")
+    elif totals.observed_seconds > data.expected_gpu_seconds:
+        extra = (totals.observed_seconds - data.expected_gpu_seconds) / 3600.0
+        notes.append(
+            f"{extra:,.2f} GPU-hours were observed beyond the expected span: coverage "
+            "is shown as 100 %"
+        )
     elif coverage is not None and coverage < 1.0:
         missing_hours = (data.expected_gpu_seconds - totals.observed_seconds) / 3600.0
         notes.append(
@@ -402,7 +495,14 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
     totals = _totals(rows)
     expected = data.expected_gpu_seconds
     coverage = _ratio(totals.observed_seconds, expected) if expected is not None else None
+    if coverage is not None and coverage > 1.0:
+        # a source that counts a sampled second outside the span it expects; the local
+        # history and the Prometheus source each bound the two to the same span, so this
+        # guard only keeps a ratio from reading above 100 % (a note says by how much)
+        coverage = 1.0
     gpus = _gpu_lines(rows)
+    actions = _actions(gpus)
+    savings = _savings(gpus, actions)
     tokens, token_sources = _token_lines(data)
     price_sources: dict[str, int] = defaultdict(int)
     for row in rows:
@@ -414,14 +514,15 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
         observed_gpu_seconds=totals.observed_seconds,
         expected_gpu_seconds=expected,
         totals=totals,
-        savings_usd_per_month=_sum_optional(g.savings_usd_per_month for g in gpus),
+        savings_usd_per_month=None if savings is None else savings.total_usd_per_month,
+        savings=savings,
         tokens=tokens,
         token_sources=token_sources,
         rent_vs_buy_monthly_delta_usd=data.rent_vs_buy_monthly_delta_usd,
         days=_day_lines(rows),
-        hosts=_host_lines(rows, gpus),
+        hosts=_host_lines(rows, gpus, actions),
         gpus=gpus,
-        top_waste=_top_waste(gpus, data.period.seconds),
+        top_waste=actions[:TOP_WASTE],
         namespaces=_namespace_lines(data, totals.cost_usd),
         changes=(),
         previous_label=None,
@@ -431,4 +532,24 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
     if previous is None:
         return report
     before = build_report(previous)
-    return replace(report, changes=_changes(report, before), previous_label=previous.period.label)
+    return replace(
+        report,
+        changes=_changes(report, before),
+        previous_label=previous.period.label,
+        notes=(*report.notes, _comparison_note(data.period, previous.period)),
+    )
+
+
+def _comparison_note(period: Period, previous: Period) -> str:
+    """What the month-over-month changes compare, in words."""
+    days = period.seconds / 86400.0
+    before = previous.seconds / 86400.0
+    if period.month_to_date:
+        return (
+            f"month over month: this month to date ({days:,.2f} days) against the same span "
+            f"from the start of the month before ({previous.label}, {before:,.2f} days)"
+        )
+    return (
+        f"month over month: {period.label} ({days:,.2f} days) against {previous.label} "
+        f"({before:,.2f} days), whole month against whole month"
+    )

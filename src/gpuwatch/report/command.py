@@ -222,9 +222,22 @@ def previous_month(moment: datetime) -> tuple[int, int]:
 
 
 def month_before(period: Period) -> Period:
-    """The whole UTC month before the month `period` starts in."""
+    """What month over month compares `period` with, like with like: the whole UTC
+    month before for a whole month; for a month to date, the same span from the start
+    of the month before (the 1st 00:00 to the 6th 14:00 against the same days of the
+    previous month, capped at its end), labelled so every format says which."""
     year, month = previous_month(period.start)
-    return month_period(year, month, period.start)
+    whole = month_period(year, month, period.start)
+    if not period.month_to_date:
+        return whole
+    end = min(whole.start + (period.end - period.start), whole.end)
+    label = f"{utc_text(whole.start)} to {utc_text(end)} (the same span of {whole.label})"
+    return Period(whole.start, end, label)
+
+
+def utc_text(moment: datetime) -> str:
+    """`2026-10-06 14:00 UTC`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _parse_day(text: str, option: str) -> date:

@@ -47,7 +47,7 @@ POD_COLUMNS = (
     "namespace",
     "pod",
     "gpu_cost",
-    "idle_cost",
+    "unused_share_cost",
     "total_cost",
 )
 """The pods file (Kubernetes attribution on): one row per UTC day x pod, what the per-pod

@@ -78,6 +78,18 @@ def rent_vs_buy_text(delta_usd: float | None) -> str:
     return f"renting is cheaper by {usd(-delta_usd)}/month at the measured utilization"
 
 
+def savings_text(report: Report) -> str:
+    """`$1,234.00 (idle $1,000.00 + held $200.00 + right-sizing $34.00)` per month."""
+    savings = report.savings
+    if savings is None:
+        return ABSENT
+    return (
+        f"{usd(savings.total_usd_per_month)} (idle {usd(savings.idle_usd_per_month)} + "
+        f"held {usd(savings.held_usd_per_month)} + right-sizing "
+        f"{usd(savings.rightsizing_usd_per_month)})"
+    )
+
+
 def kpis(report: Report) -> list[tuple[str, str]]:
     """The headline figures as (label, text), in the order every format shows them."""
     totals = report.totals
@@ -89,7 +101,7 @@ def kpis(report: Report) -> list[tuple[str, str]]:
             f"{usd(totals.idle_cost_usd)} ({percent(totals.idle_ratio)} of the cost)",
         ),
         ("Held cost (part of idle)", usd(totals.held_cost_usd)),
-        ("Savings available per month", usd(report.savings_usd_per_month)),
+        ("Savings available per month", savings_text(report)),
         ("Busy-weighted utilization", percent(totals.busy_ratio)),
         ("$/1M generated tokens", usd(tokens.usd_per_million("generation"))),
         ("$/1M prompt tokens", usd(tokens.usd_per_million("prompt"))),

@@ -18,6 +18,9 @@ from gpuwatch.report.build import (
     COST_CLASSES,
     IDLE_MEANING,
     IDLE_MEANING_LINK,
+    SAVINGS_MEANING,
+    TOKENS_MEANING,
+    UNUSED_SHARE_MEANING,
     Change,
     DayLine,
     Report,
@@ -268,9 +271,8 @@ def _appendix(report: Report) -> list[str]:
         f"<li>Idle and held: {_e(IDLE_MEANING)} "
         f'(<a href="{_e(IDLE_MEANING_LINK)}">{_e(IDLE_MEANING_LINK)}</a>)</li>',
         "<li>Busy-weighted utilization = busy ÷ (busy + idle + held) seconds over all GPUs. "
-        "$/1M tokens = the cost charged to the token sources ÷ their tokens of the kind "
-        "x 1,000,000 (each kind divides the same cost). Savings per month = the $/h saving "
-        "of each GPU's latest recommendation x 730 h.</li>",
+        f"{_e(TOKENS_MEANING)} {_e(SAVINGS_MEANING)}</li>",
+        f"<li>Idle cost and unused share: {_e(UNUSED_SHARE_MEANING)}</li>",
         f"<li>Coverage: {_e(f.hours(report.observed_gpu_seconds))} observed of "
         f"{_e(f.hours(report.expected_gpu_seconds))} expected GPU-hours "
         f"({_e(f.percent(report.coverage_ratio))}).</li>",

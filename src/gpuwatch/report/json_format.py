@@ -65,6 +65,14 @@ def report_document(report: Report) -> dict[str, Any]:
         "idle_cost_ratio": totals.idle_ratio,
         "held_cost_usd": totals.held_cost_usd,
         "savings_usd_per_month": report.savings_usd_per_month,
+        "savings": None
+        if report.savings is None
+        else {
+            "idle_usd_per_month": report.savings.idle_usd_per_month,
+            "held_usd_per_month": report.savings.held_usd_per_month,
+            "rightsizing_usd_per_month": report.savings.rightsizing_usd_per_month,
+            "total_usd_per_month": report.savings.total_usd_per_month,
+        },
         "busy_ratio": totals.busy_ratio,
         "state_seconds": dict(totals.class_seconds),
         "usd_per_million_tokens": {k: report.usd_per_million_tokens(k) for k in TOKEN_FIGURES},
@@ -116,7 +124,7 @@ def report_document(report: Report) -> dict[str, Any]:
                 "namespace": n.namespace,
                 "pods": n.pods,
                 "cost_usd": n.cost_usd,
-                "idle_cost_usd": n.idle_cost_usd,
+                "unused_share_usd": n.unused_share_usd,
                 "share_ratio": n.share_ratio,
             }
             for n in report.namespaces

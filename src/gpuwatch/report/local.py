@@ -2,9 +2,19 @@
 
 One `GpuDay` per GPU per UTC day from the stored GPU-hours whose hour starts in the
 period, one `TokenDay` per token source and one `PodDay` per Kubernetes pod per UTC
-day. Coverage: each GPU is expected from the start of its first stored hour (or the
-period's start, when later) to the period's end, so a GPU added mid-month is not blamed
-for the days before it existed.
+day. Coverage: each GPU is expected from its first sample (or the period's start, when
+later) to the period's end, so a GPU added mid-month is not blamed for the days before
+it existed; when the period's first stored tick span starts before the period (a tick
+at 00:00:05 samples from 23:59:55, and the history books it to the hour holding its
+end), the expected span starts there too, so observed never exceeds expected. Hours
+written before schema 6 have no recorded start: the first sample is then estimated as
+the first hour's last sample less its observed seconds.
+
+Token sources: the tokens and the cost of the spans in which every GPU of the source
+was charged in full (`charged_*` columns), as the agent's live $/1M-token windows count
+them: tokens served across a stall the ledger did not charge count in no figure. Hours
+written before schema 6 have no such columns: their raw tokens and cost are used (the
+method notes say how many).
 """
 
 from __future__ import annotations
@@ -37,17 +47,26 @@ def load(config: Config, period: Period) -> ReportData:
         gpu_rows = store.gpu_hours(start, end)
         token_rows = store.token_hours(start, end)
         pod_rows = store.pod_hours(start, end)
-        # each GPU's first sample: its first hour's last sample less the seconds observed
-        first_hours = {
-            r["uuid"]: max(float(r["hour_start"]), float(r["last_seconds"]) - r["observed_seconds"])
-            for r in store.gpu_hours(0.0, end)[::-1]
-        }
+        first_hours = {r["uuid"]: _first_sample(r) for r in store.gpu_hours(0.0, end)[::-1]}
     finally:
         store.close()
-    expected = sum(max(end - max(start, first), 0.0) for first in first_hours.values())
+    spans: dict[str, float] = {}  # uuid: where the period's first stored tick span starts
+    for row in gpu_rows[::-1]:
+        if row["first_seconds"] is not None:
+            spans[row["uuid"]] = float(row["first_seconds"])
+    expected = sum(
+        max(end - min(max(start, first), spans.get(uuid, first)), 0.0)
+        for uuid, first in first_hours.items()
+    )
     notes = []
     if not gpu_rows:
         notes.append("the history holds no GPU-hour in this period")
+    legacy = sum(1 for r in token_rows if r["charged_cost_usd"] is None)
+    if legacy:
+        notes.append(
+            f"{legacy} token source hour(s) were stored before gpuwatch counted tokens over "
+            "charged time only: their raw tokens and cost are used"
+        )
     return ReportData(
         period=period,
         gpu_days=tuple(_gpu_days(gpu_rows)),
@@ -57,6 +76,21 @@ def load(config: Config, period: Period) -> ReportData:
         source="local",
         notes=tuple(notes),
     )
+
+
+def _first_sample(row: dict[str, Any]) -> float:
+    """Where a GPU's first stored hour starts being sampled: its recorded first span
+    start; before schema 6 its last sample less its observed seconds (within the hour)."""
+    if row["first_seconds"] is not None:
+        return float(row["first_seconds"])
+    estimate = float(row["last_seconds"]) - float(row["observed_seconds"])
+    return max(float(row["hour_start"]), estimate)
+
+
+def _charged(row: dict[str, Any], column: str) -> float:
+    """`charged_<column>` of a token hour; the raw `column` in a row stored before it."""
+    value = row[f"charged_{column}"]
+    return float(row[column] if value is None else value)
 
 
 def last_sample_epoch(config: Config) -> float | None:
@@ -125,10 +159,10 @@ def _token_days(rows: Iterable[dict[str, Any]]) -> list[TokenDay]:
             source=source,
             day=day,
             tokens={
-                "prompt": _sum(hours, "prompt_tokens"),
-                "generation": _sum(hours, "generation_tokens"),
+                "prompt": sum(_charged(h, "prompt_tokens") for h in hours),
+                "generation": sum(_charged(h, "generation_tokens") for h in hours),
             },
-            cost_usd=_sum(hours, "cost_usd"),
+            cost_usd=sum(_charged(h, "cost_usd") for h in hours),
         )
         for (source, day), hours in sorted(days.items(), key=lambda item: (item[0][1], item[0][0]))
     ]

@@ -11,7 +11,14 @@ from collections.abc import Iterable, Sequence
 
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
-from gpuwatch.report.build import IDLE_MEANING, IDLE_MEANING_LINK, Report
+from gpuwatch.report.build import (
+    IDLE_MEANING,
+    IDLE_MEANING_LINK,
+    SAVINGS_MEANING,
+    TOKENS_MEANING,
+    UNUSED_SHARE_MEANING,
+    Report,
+)
 
 _SPECIAL = set("\\`*_{}[]|~")
 _LEADING = set("#-+=>!")  # block markers at the start of a line
@@ -125,9 +132,9 @@ def render_markdown(report: Report, generated: str = "") -> str:
         f"- Price sources: {_md(sources or f.ABSENT)}; the whole instance price is charged "
         "to its GPUs.",
         f"- Idle and held: {_md(IDLE_MEANING)} ([docs/analysis.md]({IDLE_MEANING_LINK}))",
-        "- Busy\\-weighted utilization \\= busy ÷ \\(busy \\+ idle \\+ held\\) seconds; "
-        "$/1M tokens \\= cost charged to token sources ÷ tokens of the kind x 1,000,000; "
-        "savings per month \\= each GPU's latest recommendation $/h x 730 h\\.",
+        "- Busy\\-weighted utilization \\= busy ÷ \\(busy \\+ idle \\+ held\\) seconds\\. "
+        f"{_md(TOKENS_MEANING)} {_md(SAVINGS_MEANING)}",
+        f"- Idle cost and unused share: {_md(UNUSED_SHARE_MEANING)}",
         f"- Coverage: {_md(f.hours(report.observed_gpu_seconds))} observed of "
         f"{_md(f.hours(report.expected_gpu_seconds))} expected GPU\\-hours "
         f"\\({_md(f.percent(report.coverage_ratio))}\\)\\.",

@@ -71,7 +71,7 @@ def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict
         ("Total GPU cost", f.usd(totals.cost_usd)),
         ("Idle and held", f"{f.usd(totals.idle_cost_usd)} ({f.percent(totals.idle_ratio)})"),
         ("Held", f.usd(totals.held_cost_usd)),
-        ("Savings available", f"{f.usd(report.savings_usd_per_month)}/month"),
+        ("Savings available per month", f.savings_text(report)),
         ("Busy-weighted utilization", f.percent(totals.busy_ratio)),
         ("$/1M generated tokens", f.usd(report.usd_per_million_tokens("generation"))),
         ("Data coverage", f.percent(report.coverage_ratio)),

@@ -137,13 +137,13 @@ def tokens(report: Report) -> Table:
 def namespaces(report: Report) -> Table:
     """Chargeback: one row per Kubernetes namespace, largest cost first."""
     return Table(
-        ("namespace", "pods", "cost", "idle cost", "share of GPU cost"),
+        ("namespace", "pods", "cost", "unused share", "share of GPU cost"),
         tuple(
             (
                 Name(n.namespace),
                 str(n.pods),
                 f.usd(n.cost_usd),
-                f.usd(n.idle_cost_usd),
+                f.usd(n.unused_share_usd),
                 f.percent(n.share_ratio),
             )
             for n in report.namespaces
