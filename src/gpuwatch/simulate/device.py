@@ -166,16 +166,49 @@ def process_utilization_since(
     if periods <= 0:
         return []
     totals: dict[int, list[float]] = {}
-    for k in range(first, newest + 1):
+    k = first
+    while k <= newest:
+        last = _last_same_period(processes, source, k, newest)
+        repeats = last - k + 1
         for sample in process_utilization(processes, source, k * PROCESS_SAMPLE_PERIOD_S):
             entry = totals.setdefault(sample.pid, [0.0, 0.0, 0.0])
-            entry[0] += sample.sm_percent
-            entry[1] += sample.mem_percent
-            entry[2] = sample.tick
+            # integer percentages: adding one `repeats` times is exactly this product
+            entry[0] += sample.sm_percent * repeats
+            entry[1] += sample.mem_percent * repeats
+            entry[2] = last * PROCESS_SAMPLE_PERIOD_S
+        k = last + 1
     return [
         ProcessUtilization(pid, tick, round(sm / periods), round(mem / periods))
         for pid, (sm, mem, tick) in totals.items()
     ]
+
+
+def _last_same_period(
+    processes: tuple[SimProcess, ...], source: ActivitySource, k: int, newest: int
+) -> int:
+    """The last period (k..`newest`) whose samples are certainly those of period `k`.
+
+    `process_utilization` for period j depends only on the activity over the period
+    and on which processes run at its midpoint. While the source holds the value it has
+    at the start of period k (up to its `next_change`) and no process starts or ends, each
+    later period is the same one-piece average of the same value, so it gives exactly the
+    same samples; the bound on process edges is kept a period short of the edge, so a
+    replay over hours costs one `process_utilization` per change, not one per second.
+    """
+    period = PROCESS_SAMPLE_PERIOD_S
+    start = k * period - period
+    change = source.next_change(start)
+    if change < k * period:
+        return k  # the activity changes inside period k: an average of pieces
+    last = newest if math.isinf(change) else min(newest, math.floor(change / period))
+    while last > k and last * period > change:
+        last -= 1
+    midpoint = start + period / 2
+    for proc in processes:
+        for edge in (proc.start, proc.end):
+            if midpoint < edge < math.inf:
+                last = min(last, math.floor(edge / period) - 1)
+    return max(last, k)
 
 
 class _Readable:
