@@ -23,6 +23,7 @@ from gpuwatch import __version__
 from gpuwatch.alerts import WebhookSecretError
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, load_config, render_config
+from gpuwatch.heap import trim_heap
 from gpuwatch.host_checks import check_config, state_dir_users
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.state_lock import StateDirBusyError, StateDirLock
@@ -315,6 +316,7 @@ def _serve(
         )
         agent.stop()
         return EXIT_FAILURE
+    trim_heap()  # start-up's freed memory back to the system (gpuwatch.heap)
     while not stop.wait(0.5):
         fatal = agent.fatal_reason
         if fatal is not None:  # e.g. a driver upgraded under us: a restart recovers
