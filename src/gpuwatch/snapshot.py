@@ -327,6 +327,16 @@ class RentVsBuyPosition:
     busy_ratio: float = 0.0  # the GPU's busy fraction it was judged at
     owned_usd_per_year: float = 0.0  # GPU and host share
     rent_usd_per_hour: float = 0.0  # the rent it was judged against
+    # the inputs the owned cost used (RentVsBuyConfig.owned_inputs_for; docs/tco.md)
+    life_years: float = 0.0
+    cost_of_capital: float = 0.0  # yearly rate, 0-1
+    ops_usd_per_year: float = 0.0
+    facility: str = ""  # "colocation" (PUE not applied) or "owned" (energy x PUE)
+    pue_applied: float = 1.0
+    hosting_usd_per_kw_month: float = 0.0
+    host_share: bool = True  # False: a bare card
+    capex_usd: float = 0.0  # the GPU's price plus its host's server and networking
+    it_power_watts: float = 0.0  # the GPU's power plus its host's
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,7 @@ def test_capital_is_a_loans_level_payments() -> None:
     assert monthly == pytest.approx(1_334.93, abs=0.005)
     assert capital_usd_per_year(42_600, 3, 0.08) == pytest.approx(12 * monthly)
     assert capital_usd_per_year(42_600, 3, 0.0) == pytest.approx(14_200)
+    assert capital_usd_per_year(42_600, 5, 0.08) == pytest.approx(10_365.29, abs=0.005)  # docs
     # interest costs more than straight-line, more at a higher rate and a longer life
     assert 14_200 < capital_usd_per_year(42_600, 3, 0.08) < capital_usd_per_year(42_600, 3, 0.12)
     with pytest.raises(ValueError, match="cost_of_capital"):

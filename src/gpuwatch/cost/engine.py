@@ -344,6 +344,7 @@ def rent_vs_buy_position(
         price_usd_per_hour if price_usd_per_hour is not None else spec.rent_usd_per_hour
     )
     owned = config.owned_usd_per_gpu_year(spec)
+    inputs = config.owned_inputs_for(spec)
     return RentVsBuyPosition(
         gpu_index=gpu_index,
         uuid=uuid,
@@ -352,6 +353,15 @@ def rent_vs_buy_position(
         busy_ratio=busy_ratio,
         owned_usd_per_year=owned,
         rent_usd_per_hour=rent,
+        life_years=inputs.years,
+        cost_of_capital=inputs.cost_of_capital,
+        ops_usd_per_year=inputs.ops_usd_per_year,
+        facility=inputs.facility,
+        pue_applied=inputs.applied_pue,
+        hosting_usd_per_kw_month=inputs.hosting_usd_per_kw_month,
+        host_share=config.host_share,
+        capex_usd=inputs.capex_usd,
+        it_power_watts=inputs.it_power_watts,
     )
 
 

@@ -104,11 +104,27 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         "rent_usd_per_hour, else its price, else its catalog rent).",
         labels=GPU_LABELS,
     )
+    owned = GaugeMetricFamily(
+        "gpuwatch_rent_vs_buy_owned_usd_per_year",
+        "What owning this GPU would cost a year, busy or not: capital (purchase and host "
+        "share financed over the life) + energy + hosting + operations (docs/tco.md).",
+        labels=GPU_LABELS,
+    )
+    inputs = GaugeMetricFamily(
+        "gpuwatch_rent_vs_buy_inputs_info",
+        "The inputs behind this GPU's owned cost (value 1): life_years, cost_of_capital "
+        "(yearly, 0-1), ops_usd_per_year, facility (colocation: PUE not applied; owned: "
+        "energy x PUE), pue_applied, hosting_usd_per_kw_month, host_share, capex_usd, "
+        "it_power_watts.",
+        labels=(*GPU_LABELS, *RENT_VS_BUY_INPUTS),
+    )
     for position in summary.rent_vs_buy:
         labels = [str(position.gpu_index), position.uuid]
         breakeven.add_metric(labels, position.breakeven_utilization_ratio)
         delta.add_metric(labels, position.monthly_delta_usd)
         rent.add_metric(labels, position.rent_usd_per_hour)
+        owned.add_metric(labels, position.owned_usd_per_year)
+        inputs.add_metric([*labels, *(_label(getattr(position, k)) for k in RENT_VS_BUY_INPUTS)], 1)
     if summary.rent_vs_buy_host_monthly_delta_usd is not None:
         host_delta.add_metric([], summary.rent_vs_buy_host_monthly_delta_usd)
     theoretical = GaugeMetricFamily(
@@ -135,11 +151,35 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         breakeven,
         delta,
         rent,
+        owned,
+        inputs,
         host_delta,
         theoretical,
     ):
         if family.samples:
             yield family
+
+
+RENT_VS_BUY_INPUTS = (
+    "life_years",
+    "cost_of_capital",
+    "ops_usd_per_year",
+    "facility",
+    "pue_applied",
+    "hosting_usd_per_kw_month",
+    "host_share",
+    "capex_usd",
+    "it_power_watts",
+)
+"""The `RentVsBuyPosition` fields `gpuwatch_rent_vs_buy_inputs_info` carries as labels."""
+
+
+def _label(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return str(value)
 
 
 def pod_cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:

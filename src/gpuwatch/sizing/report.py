@@ -16,7 +16,7 @@ from gpuwatch.sizing.fit import RankedGpu
 from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
-from gpuwatch.sizing.units import HOURS_PER_YEAR, to_gb, to_gib
+from gpuwatch.sizing.units import to_gb, to_gib
 
 if TYPE_CHECKING:
     from gpuwatch.tco.config import RentVsBuyConfig
@@ -313,21 +313,22 @@ def _owned_note(run: SizeRun) -> str:
             f"${ownership.usd_per_kwh}/kWh, busy {ownership.utilization:.0%} of the time. "
             "Prices: docs/sizing.md."
         )
-    host = "with its host's share" if config.host_share else "bare card (--bare-card)"
+    host = "GPU and host share" if config.host_share else "bare card"
     facility = (
-        f"by tier (datacenter: colocation, PUE not applied; else owned room, x PUE {config.pue:g})"
+        "colocation for datacenter parts (PUE not applied), else owned room"
         if config.facility is None
-        else f"{config.facility}" + (f", PUE {config.pue:g}" if config.facility == "owned" else "")
+        else f"facility {config.facility}"
     )
     hosting = (
-        "the tier's colocation fee"
+        ""
         if config.hosting_usd_per_kw_month is None
-        else f"${config.hosting_usd_per_kw_month:g}/kW-month"
+        else f", hosting ${config.hosting_usd_per_kw_month:,.2f}/kW-month"
     )
     return (
         f"rented: the catalog's on-demand $/GPU-hour; owned: gpuwatch tco's owned "
-        f"$/GPU-year / {HOURS_PER_YEAR} h, busy {ownership.utilization:.0%} of the time: "
-        f"{host}, {config.life_years:g} years at {config.cost_of_capital * 100:.4g}%/year, "
-        f"ops ${config.ops_usd_per_year_per_gpu:g}/GPU-year, ${config.usd_per_kwh:g}/kWh, "
-        f"facility {facility}, hosting {hosting}. Prices: docs/sizing.md, docs/tco.md."
+        f"$/GPU-year / 8760 h, busy {ownership.utilization:.0%} of the time ({host}, "
+        f"{config.life_years:g} years at {config.cost_of_capital * 100:.4g}%/year, ops "
+        f"${config.ops_usd_per_year_per_gpu:,.2f}/GPU-year, ${config.usd_per_kwh:g}/kWh, "
+        f"PUE {config.pue:g} in an owned room, {facility}{hosting}). Prices: "
+        "docs/sizing.md, docs/tco.md."
     )

@@ -148,6 +148,12 @@ class RentVsBuyConfig(BaseModel):
             self.rent_usd_per_hour_for(gpu), utilization, self.owned_usd_per_gpu_year(gpu)
         )
 
+    def owned_inputs_for(self, gpu: GpuSpec) -> TcoInputs:
+        """Every figure owning `gpu` costs, resolved (what the agent exports beside its
+        position and a report prints); the utilization in it (1.0) is not used by the
+        owned side: `evaluate_tco` it only through `inputs_for`."""
+        return self.inputs_for(gpu, 1.0)
+
     def inputs_for(
         self, gpu: GpuSpec, utilization: float, tokens_per_second: float | None = None
     ) -> TcoInputs:
