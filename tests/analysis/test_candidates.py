@@ -7,14 +7,24 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gpuwatch.alerts.messages import build_alert_message
+from gpuwatch.alerts.policy import decide
 from gpuwatch.analysis.candidates import CandidateRules, RentedGpus
+from gpuwatch.cli import main
+from gpuwatch.clock import ManualClock
+from gpuwatch.report.build import build_report
+from gpuwatch.report.slack import build_summary_message
 from gpuwatch.sizing import build_gpu_catalog
-from gpuwatch.snapshot import recommendation_rule_phrase
+from gpuwatch.snapshot import Recommendation, recommendation_rule_phrase
+from tests.alerts import conftest as alert_fixtures
+from tests.history.demo import HistoryRun
+from tests.report.data import sample_data
 
 CATALOG = build_gpu_catalog()
 
@@ -147,3 +157,64 @@ def test_allow_list_wins_over_a_cloud_listing_and_a_listing_over_the_class() -> 
 )
 def test_rule_phrases(rule: str, phrase: str) -> None:
     assert recommendation_rule_phrase(rule) == phrase
+
+
+def test_the_report_says_which_rule_chose(tmp_path: Path) -> None:
+    """Through the history and `gpuwatch report`: the demo H100's recommendation keeps
+    its rule in the stored hours, and every format says it."""
+    state = tmp_path / "state"
+    run = HistoryRun(state, ManualClock())
+    last = run.run(2 * 3600.0)
+    run.close()
+    rec = next(v for v in last.verdicts if v.gpu_index == 3).recommendation
+    assert rec is not None
+    assert rec.rule == "same_class:datacenter"
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(f'[agent]\nstate_dir = "{state}"\n\n[history]\nenabled = true\n')
+    out = tmp_path / "out"
+    period = ["--from", "2026-01-01", "--to", "2026-01-01"]
+    code = main(
+        ["report", "--config", str(config), *period, "--format", "md,json,html", "--out", str(out)]
+    )
+    assert code == 0
+    document = json.loads(next(out.glob("*.json")).read_text())
+    (gpu,) = [g for g in document["gpus"] if g["gpu_index"] == 3]
+    assert (gpu["recommended_gpu"], gpu["recommended_rule"]) == (rec.gpu_id, rec.rule)
+    markdown = " ".join(next(out.glob("*.md")).read_text().split())
+    assert "A100-SXM-80GB (candidates: same class (data-centre))" in markdown  # the action
+    assert "A100-SXM-80GB: $" in markdown  # the GPU table's recommendation cell, then:
+    assert "/month; candidates: same class (data-centre)" in markdown
+    assert "candidates: same class (data-centre)" in next(out.glob("*.html")).read_text()
+
+
+def test_the_slack_alert_says_which_rule_chose() -> None:
+    start = alert_fixtures.START
+    rec = Recommendation("L40S-48GB", 1.861, 1.2, rule="aws:us-east-1")
+    snap = alert_fixtures.snapshot(
+        ManualClock(start + 2 * 3600),
+        [alert_fixtures.verdict(2, "busy", start, overprovisioned=True, recommendation=rec)],
+        [alert_fixtures.gpu(2, ())],
+    )
+    decision = decide(snap, {}, states=("overprovisioned",), cooldown_seconds=3600.0)
+    message = build_alert_message(
+        hostname=alert_fixtures.HOSTNAME,
+        events=list(decision.events),
+        message_id=1,
+        now_seconds=snap.timestamp_seconds,
+        costs={},
+    )
+    texts = [b["text"]["text"] for b in message["blocks"] if b["type"] == "section"]
+    assert any(
+        "`L40S-48GB` would do, saving $1.20/h (rents at $1.86/h); "
+        "candidates: rented by AWS in us-east-1" in text
+        for text in texts
+    ), texts
+
+
+def test_the_slack_report_says_which_rule_chose() -> None:
+    data = sample_data()
+    data = replace(
+        data, gpu_days=tuple(replace(d, recommended_rule="allow_list") for d in data.gpu_days)
+    )
+    message = json.dumps(build_summary_message(build_report(data), ()))
+    assert "move the workload to a `l4` (candidates: allow-list) (saves" in message

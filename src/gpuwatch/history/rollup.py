@@ -198,6 +198,7 @@ class Rollup:
                 name=gpu.identity.name,
                 last_seconds=max(hour.latest.get("last_seconds", 0.0), t),
                 recommended_gpu=None if recommendation is None else recommendation.gpu_id,
+                recommended_rule=None if recommendation is None else recommendation.rule or None,
                 savings_usd_per_hour=(
                     None if recommendation is None else recommendation.savings_usd_per_hour
                 ),

@@ -133,6 +133,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE token_hours ADD COLUMN charged_generation_tokens REAL;
     ALTER TABLE token_hours ADD COLUMN charged_cost_usd REAL;
     """,
+    # 7: which candidates the hour's recommendation was chosen from (Recommendation.rule:
+    # same_class:<tier>, allow_list, aws:<region>); NULL in rows written before
+    """
+    ALTER TABLE gpu_hours ADD COLUMN recommended_rule TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -160,6 +165,7 @@ GPU_COLUMNS = (
     "recommended_gpu",
     "savings_usd_per_hour",
     "first_seconds",
+    "recommended_rule",
 )
 """Every column of gpu_hours at SCHEMA_VERSION."""
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from gpuwatch.report.model import TIME_CLASSES, TOKEN_KINDS, GpuDay, Period, ReportData
+from gpuwatch.snapshot import recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
 
 TOP_WASTE = 10
@@ -140,6 +141,12 @@ class GpuLine:
     price_sources: tuple[str, ...]
     recommended_gpu: str | None  # from the GPU's latest day
     savings_usd_per_hour: float | None  # of that recommendation
+    recommended_rule: str | None = None  # the candidates it was chosen from
+
+    @property
+    def candidates_phrase(self) -> str:
+        """Which candidates the recommendation came from, in words ("" when unknown)."""
+        return recommendation_rule_phrase(self.recommended_rule or "")
 
     @property
     def savings_usd_per_month(self) -> float | None:
@@ -306,6 +313,7 @@ def _gpu_lines(rows: tuple[GpuDay, ...]) -> tuple[GpuLine, ...]:
                 price_sources=tuple(sources),
                 recommended_gpu=latest.recommended_gpu,
                 savings_usd_per_hour=savings,
+                recommended_rule=latest.recommended_rule,
             )
         )
     lines.sort(key=lambda g: (g.host, g.gpu_index if g.gpu_index is not None else -1, g.uuid))
@@ -370,6 +378,8 @@ def _waste_item(gpu: GpuLine) -> WasteItem | None:
         and (release is None or rightsize >= release)
     ):
         text = f"move the workload to a {gpu.recommended_gpu}"
+        if gpu.candidates_phrase:
+            text += f" (candidates: {gpu.candidates_phrase})"
         return WasteItem(
             gpu, waste, "rightsize", text, rightsize, rightsizing_usd_per_month=rightsize
         )

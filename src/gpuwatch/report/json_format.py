@@ -39,6 +39,7 @@ def _gpu(gpu: GpuLine) -> dict[str, Any]:
         "price_sources": list(gpu.price_sources),
         "recommended_gpu": gpu.recommended_gpu,
         "savings_usd_per_hour": gpu.savings_usd_per_hour,
+        "recommended_rule": gpu.recommended_rule,
         "savings_usd_per_month": gpu.savings_usd_per_month,
     }
 

@@ -137,6 +137,7 @@ def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
                 price_source=sources[-1] if sources else None,
                 recommended_gpu=last["recommended_gpu"],
                 savings_usd_per_hour=last["savings_usd_per_hour"],
+                recommended_rule=last.get("recommended_rule"),
                 memory_peak_bytes=max(peaks) if peaks else None,
             )
         )

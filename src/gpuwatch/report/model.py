@@ -79,6 +79,7 @@ class GpuDay:
     price_source: str | None = None  # static, pricing_api, cost_explorer, catalog
     recommended_gpu: str | None = None  # catalog id of a cheaper GPU that would do
     savings_usd_per_hour: float | None = None  # of that recommendation
+    recommended_rule: str | None = None  # the candidates it was chosen from (Recommendation.rule)
     memory_peak_bytes: float | None = None
 
 

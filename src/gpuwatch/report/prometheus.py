@@ -580,6 +580,7 @@ def _gpu_rows(
     indexes = _label_by_gpu(results[f"info@{i}"], "gpu")
     price_sources = _label_by_gpu(results[f"price@{i}"], "source")
     recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
+    recommended_rules = _label_by_gpu(results[f"recommendation@{i}"], "rule")
     savings = _by_gpu(results[f"savings@{i}"])
     memory = _max_by_gpu(results[f"memory@{i}"])
     role = {r: _by_gpu(deltas[(r, i)]) for r in GPU_ROLES}
@@ -624,6 +625,7 @@ def _gpu_rows(
                 price_source=price_sources.get(gpu),
                 recommended_gpu=recommended.get(gpu),
                 savings_usd_per_hour=savings.get(gpu),
+                recommended_rule=recommended_rules.get(gpu),
                 memory_peak_bytes=memory.get(gpu),
             )
         )

@@ -50,6 +50,8 @@ def _waste_line(item: WasteItem) -> str:
     gpu = item.gpu
     if item.action == "rightsize" and gpu.recommended_gpu is not None:
         action = f"move the workload to a {name_text(gpu.recommended_gpu)}"
+        if gpu.candidates_phrase:
+            action += f" (candidates: {escape(gpu.candidates_phrase)})"
     else:
         action = escape(f.plain_text(item.action_text))
     return (
