@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from gpuwatch.cli import main
 from gpuwatch.clock import ManualClock
 from gpuwatch.report.local import HistoryMissingError, load
 from gpuwatch.report.model import Period
@@ -47,3 +50,48 @@ def test_the_stored_hours_become_gpu_days_and_token_days(tmp_path: Path) -> None
 def test_no_history_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(HistoryMissingError, match="no history at"):
         load(history_config(tmp_path), DAY)
+
+
+def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
+    tmp_path: Path,
+) -> None:
+    """Through `gpuwatch report`: the local report's rent vs buy is the live agent's, the
+    underutilized vLLM GPU shows as such with its mean activity, in every format."""
+    state = tmp_path / "state"
+    run = HistoryRun(state, ManualClock())
+    last = run.run(2 * 3600.0)
+    run.close()
+    live = last.cost.rent_vs_buy_host_monthly_delta_usd
+    assert live is not None
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(f'[agent]\nstate_dir = "{state}"\n\n[history]\nenabled = true\n')
+    out = tmp_path / "out"
+    period = ["--from", "2026-01-01", "--to", "2026-01-01"]
+    formats = ["--format", "html,md,csv,json", "--out", str(out)]
+    code = main(["report", "--config", str(config), *period, *formats])
+    assert code == 0
+    document = json.loads(next(out.glob("*.json")).read_text())
+    # the agent's 30-day window and the history's hold the same two hours
+    assert document["rent_vs_buy_monthly_delta_usd"] == pytest.approx(live, abs=0.01)
+    at_activity = document["rent_vs_buy_activity_monthly_delta_usd"]
+    assert at_activity is not None
+    assert at_activity < live  # the vLLM GPU is busy, at a fifth of its capacity
+    vllm = next(g for g in document["gpus"] if g["gpu_index"] == 3)
+    assert vllm["busy_ratio"] == pytest.approx(1.0)
+    assert vllm["analysis_state_seconds"]["underutilized"] > 3600.0
+    assert 0.1 < vllm["mean_activity_ratio"] < 0.25
+    idle = next(g for g in document["gpus"] if g["gpu_index"] == 1)
+    assert idle["analysis_state_seconds"]["idle"] > 3600.0
+    assert idle["mean_activity_ratio"] == pytest.approx(0.0, abs=0.01)
+    markdown = next(out.glob("*.md")).read_text()
+    assert "## Time in each state" in markdown
+    assert "| underutilized |" in markdown
+    assert "## Rent vs buy" in markdown
+    assert "\\-" not in markdown  # prose is not escaped
+    rows = list(csv.DictReader(next(out.glob("*.csv")).read_text().splitlines()))
+    (row,) = [r for r in rows if r["gpu_index"] == "3"]
+    assert float(row["underutilized_state_seconds"]) > 3600.0
+    assert 0.1 < float(row["mean_activity"]) < 0.25
+    page = next(out.glob("*.html")).read_text()
+    assert "Time in each state" in page
+    assert "underutilized" in page

@@ -1,114 +1,113 @@
-"""An example month for the docs' picture: `python -m tests.report.example DIR`.
+"""The docs' example report, from a real run: `python -m tests.report.example DIR`.
 
-Two hosts of the demo's kind over October 2026 with fixed daily patterns (no randomness),
-so anyone can rerun it and get the same report, PDF and PNG (docs/reports.md).
+Runs the real agent on the simulated `demo` fleet (four H100s: a trainer, an idle GPU,
+a GPU held by a notebook, a lightly loaded vLLM server that is underutilized) with the
+history on, on a manual clock, one tick a minute from 23:00 UTC on 2026-09-30 to 00:30
+on 2026-10-03; then runs `gpuwatch report --from 2026-10-01 --to 2026-10-02` on that
+history through the CLI (every format, PDF included), and draws the PDF's pages as PNG
+with `pdftoppm` (`report-example.png` is page 1, the picture in docs/reports.md).
+
+It prints the live agent's rent-vs-buy host delta at the period's end (what its
+`/status` and `gpuwatch_rent_vs_buy_host_monthly_delta_usd` showed then) beside the
+report's, so the two can be compared by eye. The simulation has no randomness that
+changes between runs: the same command writes the same figures.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuwatch.report.build import build_report
-from gpuwatch.report.command import write_files
-from gpuwatch.report.model import GpuDay, Period, ReportData, TokenDay
+from gpuwatch.clock import ManualClock
+from gpuwatch.config import AgentConfig, Config, HistoryConfig
+from tests.history.demo import HistoryRun
 
-DAY = 86400.0
-# (host, index, name, $/h, busy share, idle share, held share, recommendation, saving $/h)
-GPUS = (
-    ("gpu-node-1", 0, "NVIDIA H100 80GB HBM3", 4.0, 0.85, 0.05, 0.0, None, None),
-    ("gpu-node-1", 1, "NVIDIA H100 80GB HBM3", 4.0, 0.10, 0.75, 0.0, None, None),
-    ("gpu-node-1", 2, "NVIDIA H100 80GB HBM3", 4.0, 0.05, 0.0, 0.90, None, None),
-    ("gpu-node-1", 3, "NVIDIA H100 80GB HBM3", 4.0, 0.95, 0.0, 0.0, "l40s", 2.1),
-    ("gpu-node-2", 0, "NVIDIA L4", 0.8, 0.40, 0.55, 0.0, None, None),
-    ("gpu-node-2", 1, "NVIDIA L4", 0.8, 0.70, 0.10, 0.15, None, None),
-)
+START = datetime(2026, 9, 30, 23, 0, tzinfo=UTC)
+PERIOD_END = datetime(2026, 10, 3, tzinfo=UTC)
+TAIL_SECONDS = 1800.0
+TICK_SECONDS = 60.0
+HOSTNAME = "demo-host"
+PAGES = 3  # pages of the PDF drawn as PNG (page 1 is the docs' picture)
 
 
-def example_month() -> ReportData:
-    """October 2026, six GPUs; gpu-node-2 is down on the 20th (a coverage gap)."""
-    start = datetime(2026, 10, 1, tzinfo=UTC)
-    period = Period(start, datetime(2026, 11, 1, tzinfo=UTC), "2026-10")
-    rows = []
-    tokens = []
-    for n in range(31):
-        day = date(2026, 10, 1) + timedelta(days=n)
-        weekend = day.weekday() >= 5
-        for host, index, name, price, weekday_busy, weekday_idle, held, rec, saving in GPUS:
-            if host == "gpu-node-2" and n == 19:
-                continue
-            busy, idle = weekday_busy, weekday_idle
-            if weekend:  # weekends: half the busy time is idle
-                busy, idle = busy / 2, idle + busy / 2
-            cost = price * 24
-            rows.append(
-                GpuDay(
-                    host=host,
-                    uuid=f"GPU-{host[-1]}{index}00000-0000-0000-0000-000000000000",
-                    name=name,
-                    day=day,
-                    observed_seconds=DAY,
-                    class_seconds={
-                        "busy": busy * DAY,
-                        "idle": idle * DAY,
-                        "held": held * DAY,
-                        "unknown": 0.0,
-                    },
-                    cost_usd=cost,
-                    idle_cost_usd=cost * (idle + held),
-                    held_cost_usd=cost * held,
-                    gpu_index=index,
-                    energy_joules=None,
-                    price_source="static" if host == "gpu-node-1" else "catalog",
-                    recommended_gpu=rec,
-                    savings_usd_per_hour=saving,
-                )
-            )
-        tokens.append(
-            TokenDay(
-                "gpu-node-1",
-                "vllm-llama",
-                day,
-                {"prompt": 4.0e7 * (0.5 if weekend else 1), "generation": 9.0e6},
-                4.0 * 24,
-            )
-        )
-    return ReportData(
-        period=period,
-        gpu_days=tuple(rows),
-        token_days=tuple(tokens),
-        expected_gpu_seconds=6 * 31 * DAY,
-        rent_vs_buy_monthly_delta_usd=-410.0,
-        source="local",
+def run_agent(state_dir: Path) -> float | None:
+    """Run the demo agent with history into `state_dir`; the live host delta at the end
+    of the period ($/month, what /status and /metrics showed)."""
+    config = Config(
+        agent=AgentConfig(
+            hostname=HOSTNAME,
+            state_dir=state_dir,
+            interval_seconds=TICK_SECONDS,
+            slow_interval_seconds=TICK_SECONDS,
+        ),
+        history=HistoryConfig(enabled=True),
     )
+    run = HistoryRun(state_dir, ManualClock(START.timestamp()), config)
+    live = None
+    end = PERIOD_END.timestamp()
+    try:
+        assert run.agent.history is not None
+        ticks = round((end + TAIL_SECONDS - START.timestamp()) / TICK_SECONDS)
+        for i in range(ticks):
+            run.clock.advance(TICK_SECONDS)
+            run.agent.tokens.scrape_due()
+            snapshot = run.agent.tick()
+            if snapshot.timestamp_seconds == end:
+                live = snapshot.cost.rent_vs_buy_host_monthly_delta_usd
+            if i % 60 == 0:
+                run.agent.history.flush()
+    finally:
+        run.close()
+    return live
 
 
 def main(out: Path) -> None:
-    data = example_month()
-    report = build_report(data)
-    files = write_files(
-        report, data, ("html", "md", "csv", "json", "pdf"), out, "2026-11-01 01:00 UTC"
+    out.mkdir(parents=True, exist_ok=True)
+    state_dir = out / "state"
+    live = run_agent(state_dir)
+    config = out / "gpuwatch.toml"
+    config.write_text(
+        f"[agent]\nstate_dir = {json.dumps(str(state_dir))}\nhostname = {json.dumps(HOSTNAME)}\n"
+        "\n[history]\nenabled = true\n"
     )
-    pdf = next(p for p in files if p.suffix == ".pdf")
     subprocess.run(
         [
-            "pdftoppm",
-            "-png",
-            "-r",
-            "80",
-            "-f",
-            "1",
-            "-l",
-            "1",
-            "-singlefile",
-            str(pdf),
-            str(out / "report-example"),
+            sys.executable,
+            "-m",
+            "gpuwatch",
+            "report",
+            "--config",
+            str(config),
+            "--from",
+            "2026-10-01",
+            "--to",
+            "2026-10-02",
+            "--format",
+            "html,md,csv,json,pdf",
+            "--out",
+            str(out),
         ],
         check=True,
     )
-    print("\n".join(str(p) for p in [*files, out / "report-example.png"]))
+    (document,) = out.glob("*.json")
+    report = json.loads(document.read_text())
+    (pdf,) = out.glob("*.pdf")
+    for page in range(1, PAGES + 1):
+        name = "report-example" if page == 1 else f"report-example-{page}"
+        subprocess.run(
+            ["pdftoppm", "-png", "-r", "80", "-f", str(page), "-l", str(page), "-singlefile",
+             str(pdf), str(out / name)],
+            check=True,
+        )  # fmt: skip
+    print(f"live agent's rent vs buy at {PERIOD_END:%Y-%m-%d %H:%M} UTC: {live}")
+    print(f"report's rent vs buy (busy fraction): {report['rent_vs_buy_monthly_delta_usd']}")
+    print(
+        f"report's rent vs buy (mean activity): {report['rent_vs_buy_activity_monthly_delta_usd']}"
+    )
+    print("\n".join(str(p) for p in sorted(out.iterdir()) if p.is_file()))
 
 
 if __name__ == "__main__":

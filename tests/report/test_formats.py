@@ -101,7 +101,7 @@ def test_html_is_self_contained() -> None:
 
 
 def test_html_shows_the_kpis() -> None:
-    text = "".join(_parse(render_html(build_report(sample_data()))).text)
+    text = "".join(_parse(render_html(build_report(sample_data()))).text).replace("\u00a0", " ")
     for figure in (
         "$187.20",
         "$79.20 (42.3 % of the cost)",

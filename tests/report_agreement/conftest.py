@@ -49,6 +49,9 @@ REPORT_FAMILIES = frozenset(
         "gpuwatch_gpu_recommendation_info",
         "gpuwatch_gpu_potential_savings_usd_per_hour",
         "gpuwatch_rent_vs_buy_host_monthly_delta_usd",
+        "gpuwatch_rent_vs_buy_breakeven_utilization_ratio",
+        "gpuwatch_rent_vs_buy_rent_usd_per_hour",
+        "gpuwatch_gpu_activity_mean_ratio",
     }
 )
 """The samples `gpuwatch.report.prometheus` reads (the rest would only slow the backfill)."""
@@ -62,6 +65,7 @@ class Run:
     period: Period
     prometheus_url: str
     tokens: dict[float, tuple[float, float]]  # tick time -> (prompt, generation) totals
+    rent_vs_buy: dict[float, float | None]  # tick time -> the agent's host delta, $/month
 
 
 class Scrapes:
@@ -100,8 +104,11 @@ class Scrapes:
             out.write("# EOF\n")
 
 
-def simulate(state_dir: Path, openmetrics: Path) -> tuple[Config, dict[float, tuple[float, float]]]:
-    """Run the demo agent over the whole span, writing its scrapes to `openmetrics`."""
+def simulate(
+    state_dir: Path, openmetrics: Path
+) -> tuple[Config, dict[float, tuple[float, float]], dict[float, float | None]]:
+    """Run the demo agent over the whole span, writing its scrapes to `openmetrics`;
+    (its config, token totals and rent-vs-buy host delta by tick time)."""
     config = Config(
         agent=AgentConfig(
             hostname=INSTANCE,
@@ -115,6 +122,7 @@ def simulate(state_dir: Path, openmetrics: Path) -> tuple[Config, dict[float, tu
     run = HistoryRun(state_dir, ManualClock(start), config)
     scrapes = Scrapes()
     tokens: dict[float, tuple[float, float]] = {}
+    rent_vs_buy: dict[float, float | None] = {}
     ticks = round((LEAD_SECONDS + DAYS * 86400 + TAIL_SECONDS) / TICK_SECONDS)
     try:
         assert run.agent.history is not None
@@ -122,6 +130,9 @@ def simulate(state_dir: Path, openmetrics: Path) -> tuple[Config, dict[float, tu
             run.clock.advance(TICK_SECONDS)
             run.agent.tokens.scrape_due()
             snapshot = run.agent.tick()
+            rent_vs_buy[snapshot.timestamp_seconds] = (
+                snapshot.cost.rent_vs_buy_host_monthly_delta_usd
+            )
             exposition = generate_latest(run.agent.registry)  # type: ignore[no-untyped-call]
             scrapes.add(exposition.decode(), snapshot.timestamp_seconds)
             (reading,) = run.agent.tokens.readings()
@@ -134,14 +145,14 @@ def simulate(state_dir: Path, openmetrics: Path) -> tuple[Config, dict[float, tu
     finally:
         run.close()
     scrapes.write(openmetrics)
-    return config, tokens
+    return config, tokens, rent_vs_buy
 
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     workdir = tmp_path_factory.mktemp("agreement")
     openmetrics = workdir / "scrapes.om"
-    config, tokens = simulate(workdir / "state", openmetrics)
+    config, tokens, rent_vs_buy = simulate(workdir / "state", openmetrics)
     data = workdir / "prometheus-data"
     try:
         backfill(require_binary("promtool"), openmetrics, data)
@@ -150,6 +161,6 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     url, proc = start_prometheus(data, workdir)
     period = Period(FIRST_DAY, FIRST_DAY + timedelta(days=DAYS), "2026-01-01 to 2026-01-02")
     try:
-        yield Run(config, period, url, tokens)
+        yield Run(config, period, url, tokens, rent_vs_buy)
     finally:
         stop(proc)

@@ -19,7 +19,7 @@ import pytest
 
 from gpuwatch.report import local, prometheus
 from gpuwatch.report.build import Report, build_report
-from gpuwatch.report.model import TOKEN_KINDS
+from gpuwatch.report.model import GPU_STATES, TOKEN_KINDS
 from tests.report_agreement.conftest import DAYS, TICK_SECONDS, Run
 
 CENT = 0.005  # "to the cent": rounded to cents, both print the same figure
@@ -103,3 +103,50 @@ def test_tokens_differ_by_the_ticks_at_the_edges(
         assert mine is not None
         assert theirs is not None
         assert mine == pytest.approx(theirs, rel=USD_PER_MILLION_RELATIVE), kind
+
+
+def test_rent_vs_buy_agrees_with_the_live_agent(
+    demo_run: Run, reports: tuple[Report, Report]
+) -> None:
+    """The live agent's host delta (its status and /metrics) at the period's end, the
+    local report's (from the history) and the Prometheus report's (the agent's gauge)."""
+    here, fleet = reports
+    live = demo_run.rent_vs_buy[demo_run.period.end_epoch]
+    assert live is not None
+    assert fleet.rent_vs_buy_monthly_delta_usd == pytest.approx(live, abs=CENT)
+    assert here.rent_vs_buy_monthly_delta_usd is not None
+    # the history's hours end one tick before the agent's window (the tick at the end
+    # opens the next hour): under a dollar a month on four GPUs
+    assert here.rent_vs_buy_monthly_delta_usd == pytest.approx(live, abs=1.0)
+
+
+def test_rent_vs_buy_at_mean_activity_agrees(reports: tuple[Report, Report]) -> None:
+    here, fleet = reports
+    mine = here.rent_vs_buy_activity_monthly_delta_usd
+    theirs = fleet.rent_vs_buy_activity_monthly_delta_usd
+    assert mine is not None
+    assert theirs is not None
+    assert mine == pytest.approx(theirs, abs=1.0)
+    # the vLLM GPU counts as busy at the busy fraction, at its ~20 % at mean activity
+    assert here.rent_vs_buy_monthly_delta_usd is not None
+    assert mine < here.rent_vs_buy_monthly_delta_usd - 500
+
+
+def test_states_and_activity_agree(reports: tuple[Report, Report]) -> None:
+    here, fleet = reports
+    fleet_gpus = {g.uuid: g.totals for g in fleet.gpus}
+    for gpu in here.gpus:
+        mine, theirs = gpu.totals, fleet_gpus[gpu.uuid]
+        for state in GPU_STATES:
+            assert mine.state_seconds[state] == pytest.approx(
+                theirs.state_seconds[state], abs=2 * TICK_SECONDS
+            ), (gpu.uuid, state)
+        assert mine.no_state_seconds == pytest.approx(theirs.no_state_seconds, abs=2 * TICK_SECONDS)
+        assert mine.mean_activity_ratio is not None
+        assert theirs.mean_activity_ratio is not None
+        assert mine.mean_activity_ratio == pytest.approx(theirs.mean_activity_ratio, abs=2e-3)
+    vllm = next(g for g in here.gpus if g.gpu_index == 3)
+    assert vllm.totals.state_seconds["underutilized"] > 0.9 * DAYS * 86400
+    assert vllm.totals.mean_activity_ratio is not None
+    assert 0.15 < vllm.totals.mean_activity_ratio < 0.25
+    assert vllm.totals.busy_ratio == pytest.approx(1.0)  # the busy fraction counts it busy

@@ -14,7 +14,7 @@ import csv
 import io
 from datetime import UTC, datetime, time, timedelta
 
-from gpuwatch.report.model import GpuDay, PodDay, ReportData
+from gpuwatch.report.model import GPU_STATES, GpuDay, PodDay, ReportData
 
 COLUMNS = (
     "window_start",
@@ -31,6 +31,13 @@ COLUMNS = (
     "held_seconds",
     "unknown_seconds",
     "gpu_efficiency",
+    "busy_state_seconds",
+    "underutilized_state_seconds",
+    "idle_state_seconds",
+    "held_state_seconds",
+    "pending_state_seconds",
+    "unknown_state_seconds",
+    "mean_activity",
     "gpu_cost",
     "idle_cost",
     "held_cost",
@@ -78,6 +85,8 @@ def _row(row: GpuDay, data: ReportData) -> list[str]:
     seconds = row.class_seconds
     busy, idle, held = (seconds.get(k, 0.0) for k in ("busy", "idle", "held"))
     judged = busy + idle + held
+    states = row.state_seconds
+    activity, sampled = row.activity_seconds, row.activity_sampled_seconds
     start, end = _window(row, data)
     return [
         start,
@@ -94,6 +103,9 @@ def _row(row: GpuDay, data: ReportData) -> list[str]:
         _number(held),
         _number(seconds.get("unknown", 0.0)),
         _number(busy / judged if judged > 0 else None),
+        *(_number(states.get(name, 0.0)) for name in GPU_STATES),
+        _number(max(row.observed_seconds - sum(states.values()), 0.0)),
+        _number(activity / sampled if sampled > 0 else None),
         _number(row.cost_usd),
         _number(row.idle_cost_usd),
         _number(row.held_cost_usd),

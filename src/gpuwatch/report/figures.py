@@ -69,13 +69,14 @@ def period_text(period: Period) -> str:
     return text + " (month to date)" if period.month_to_date else text
 
 
-def rent_vs_buy_text(delta_usd: float | None) -> str:
-    """The rent-vs-buy position in words, from the monthly delta (rent - own)."""
+def rent_vs_buy_text(delta_usd: float | None, at: str = "busy fraction") -> str:
+    """The rent-vs-buy position in words, from the monthly delta (rent - own), at the
+    utilization `at` names ("busy fraction", "mean activity")."""
     if delta_usd is None:
         return ABSENT
     if delta_usd > 0:
-        return f"buying would save {usd(delta_usd)}/month at the measured utilization"
-    return f"renting is cheaper by {usd(-delta_usd)}/month at the measured utilization"
+        return f"buying would save {usd(delta_usd)}/month at the {at}"
+    return f"renting is cheaper by {usd(-delta_usd)}/month at the {at}"
 
 
 def savings_text(report: Report) -> str:
@@ -107,5 +108,9 @@ def kpis(report: Report) -> list[tuple[str, str]]:
         ("$/1M prompt tokens", usd(tokens.usd_per_million("prompt"))),
         ("$/1M tokens (all)", usd(tokens.usd_per_million("all"))),
         ("Rent vs buy", rent_vs_buy_text(report.rent_vs_buy_monthly_delta_usd)),
+        (
+            "Rent vs buy at mean activity",
+            rent_vs_buy_text(report.rent_vs_buy_activity_monthly_delta_usd, "mean activity"),
+        ),
         ("Data coverage (GPU-hours observed)", percent(report.coverage_ratio)),
     ]

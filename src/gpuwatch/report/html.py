@@ -10,7 +10,8 @@ PDF's input (`pdf.py`).
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
@@ -18,7 +19,9 @@ from gpuwatch.report.build import (
     COST_CLASSES,
     IDLE_MEANING,
     IDLE_MEANING_LINK,
+    RENT_VS_BUY_MEANING,
     SAVINGS_MEANING,
+    STATES_MEANING,
     TOKENS_MEANING,
     UNUSED_SHARE_MEANING,
     Change,
@@ -42,8 +45,9 @@ h1 { font-size: 22px; margin-bottom: 2px; } h2 { font-size: 16px; margin-top: 26
 table { border-collapse: collapse; margin-top: 6px; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: 3px 8px; text-align: right; }
 th { background: #f4f4f4; } td.text, th.text, td.uuid, th.uuid { text-align: left; }
-td.uuid { font-family: "DejaVu Sans Mono", monospace; font-size: 9px; word-break: break-all;
-          max-width: 150px; }
+td.uuid { font-family: "DejaVu Sans Mono", monospace; font-size: 9px; white-space: nowrap; }
+td.gpu { min-width: 80px; }
+.meaning { font-size: 11px; color: #444; }
 table { font-size: 11px; }
 tr { page-break-inside: avoid; }
 .legend span { display: inline-block; margin-right: 14px; }
@@ -55,7 +59,7 @@ svg.chart { width: 100%; max-width: 760px; height: auto; }
 """
 
 
-_TEXT_HEADERS = frozenset({"host", "GPU", "action", "recommendation", "source"})
+_TEXT_HEADERS = frozenset({"host", "GPU", "action", "recommendation", "source", "position"})
 
 
 def _e(text: object) -> str:
@@ -67,11 +71,26 @@ def _name(text: str) -> str:
     return _e(f.plain_name(text))
 
 
+_UNIT = re.compile(r"(\d) (%|h|points)(?!\w)")
+
+
+def _figure(text: str) -> str:
+    """A figure's text escaped, its number kept on one line with its unit ("100.0 %",
+    "12.5 h": a no-break space, so a narrow cell never breaks "100.0 / %")."""
+    return _e(_UNIT.sub("\\1\u00a0\\2", text))
+
+
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
     """A table; cells are already escaped. The first `text_columns` columns, and those
     whose header is in _TEXT_HEADERS, are left-aligned text; "uuid" columns are small."""
     classes = [
-        "uuid" if h == "uuid" else "text" if i < text_columns or h in _TEXT_HEADERS else ""
+        "uuid"
+        if h == "uuid"
+        else "text gpu"
+        if h == "GPU"
+        else "text"
+        if i < text_columns or h in _TEXT_HEADERS
+        else ""
         for i, h in enumerate(headers)
     ]
 
@@ -87,11 +106,20 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: 
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _shared(table: tables.Table) -> str:
-    """A table of `tables`: names escaped as data, the other cells as text."""
+def _shared(table: tables.Table, short: Mapping[str, str] | None = None) -> str:
+    """A table of `tables`: names escaped as data, the other cells as text. With
+    `short` (tables.short_uuids), a "uuid" cell shows its short form, the whole UUID in
+    its title (and in the page's GPU identities table), so no UUID wraps in a cell."""
+    uuid_column = table.headers.index("uuid") if "uuid" in table.headers else -1
+
+    def cell(i: int, c: str) -> str:
+        if short is not None and i == uuid_column and c in short:
+            return f'<span title="{_name(c)}">{_name(short[c])}</span>'
+        return _name(c) if isinstance(c, tables.Name) else _figure(c)
+
     return _table(
         table.headers,
-        ([_name(c) if isinstance(c, tables.Name) else _e(c) for c in row] for row in table.rows),
+        ([cell(i, c) for i, c in enumerate(row)] for row in table.rows),
         text_columns=table.text_columns,
     )
 
@@ -199,7 +227,7 @@ def _legend() -> str:
 def _kpis(report: Report) -> str:
     cells = "".join(
         f'<div class="kpi"><div class="label">{_e(label)}</div>'
-        f'<div class="value">{_e(value)}</div></div>'
+        f'<div class="value">{_figure(value)}</div></div>'
         for label, value in f.kpis(report)
     )
     return f'<div class="kpis">{cells}</div>'
@@ -209,18 +237,19 @@ def _change_row(change: Change) -> list[str]:
     if change.unit == "ratio":
         now, before = f.percent(change.current), f.percent(change.previous)
         delta = f.ABSENT if change.delta is None else f"{change.delta * 100:+.1f} points"
-        return [_e(change.name), _e(before), _e(now), _e(delta), ""]
+        return [_e(change.name), _figure(before), _figure(now), _figure(delta), ""]
     return [
         _e(change.name),
         _e(f.usd(change.previous)),
         _e(f.usd(change.current)),
         _e(f.signed_usd(change.delta)),
-        _e(f.signed_percent(change.relative)),
+        _figure(f.signed_percent(change.relative)),
     ]
 
 
 def _sections(report: Report) -> list[str]:
     out: list[str] = []
+    short = tables.short_uuids(g.uuid for g in report.gpus)
     out.append("<h2>Cost per day</h2>")
     chart = cost_per_day_svg(report.days)
     out.append(chart + _legend() if chart else _nodata("Cost per day"))
@@ -228,7 +257,7 @@ def _sections(report: Report) -> list[str]:
     out.append("<h2>The most wasteful GPUs</h2>")
     if report.top_waste:
         out.append(waste_svg(report.top_waste) or "")
-        out.append(_shared(tables.waste(report)))
+        out.append(_shared(tables.waste(report), short))
     else:
         out.append(_nodata("Wasteful GPUs"))
 
@@ -245,7 +274,20 @@ def _sections(report: Report) -> list[str]:
     out.append(_shared(tables.hosts(report)) if report.hosts else _nodata("Hosts"))
 
     out.append("<h2>GPUs</h2>")
-    out.append(_shared(tables.gpus(report)) if report.gpus else _nodata("GPUs"))
+    out.append(_shared(tables.gpus(report), short) if report.gpus else _nodata("GPUs"))
+
+    out.append("<h2>Time in each state</h2>")
+    if report.gpus:
+        out.append(_shared(tables.states(report), short))
+        out.append(f'<p class="meaning">{_e(STATES_MEANING)}</p>')
+        out.append("<h2>GPU identities</h2>")
+        out.append(_shared(tables.identities(report)))
+    else:
+        out.append(_nodata("States"))
+
+    out.append("<h2>Rent vs buy</h2>")
+    out.append(_shared(tables.rent_vs_buy(report)))
+    out.append(f'<p class="meaning">{_e(RENT_VS_BUY_MEANING)}</p>')
 
     out.append("<h2>Tokens</h2>")
     if report.token_sources:

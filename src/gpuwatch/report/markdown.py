@@ -1,8 +1,12 @@
 """The report as Markdown (GitHub-flavoured tables), for a wiki page or a pull request.
 
-Names are data: `_md` puts them on one line and backslash-escapes every character
-Markdown or a table gives a meaning to, and writes `<`, `>` and `&` as entities, so a
-name cannot add a link, a column, an image, a heading or HTML.
+Names are data: `_md` puts them on one line and backslash-escapes the characters
+Markdown or a table gives a meaning to inside a line (`\\`, backtick, `*`, `_`, `[`, `]`,
+`|`, `~`), and writes `<`, `>` and `&` as entities, so a name cannot add a link, a
+column, an image, emphasis or HTML. Every name and figure sits inside a line (a table
+cell, after "- " or "# "), where `#`, `-` or `+` mean nothing, so those stay as they are
+("-$12.00" is not escaped). The report's own sentences (`_prose`) hold no Markdown
+syntax and are written as they are.
 """
 
 from __future__ import annotations
@@ -14,21 +18,22 @@ from gpuwatch.report import tables
 from gpuwatch.report.build import (
     IDLE_MEANING,
     IDLE_MEANING_LINK,
+    RENT_VS_BUY_MEANING,
     SAVINGS_MEANING,
+    STATES_MEANING,
     TOKENS_MEANING,
     UNUSED_SHARE_MEANING,
     Report,
 )
 
-_SPECIAL = set("\\`*_{}[]|~")
-_LEADING = set("#-+=>!")  # block markers at the start of a line
+_SPECIAL = set("\\`*_[]|~")
 
 
 def _md(text: object) -> str:
     """Escape a text for Markdown inline content and table cells."""
     out = []
-    for i, char in enumerate(f.plain_text(str(text))):
-        if char in _SPECIAL or (i == 0 and char in _LEADING):
+    for char in f.plain_text(str(text)):
+        if char in _SPECIAL:
             out.append("\\" + char)
         elif char == "<":
             out.append("&lt;")
@@ -39,6 +44,12 @@ def _md(text: object) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def _prose(text: str) -> str:
+    """Our own sentences (the method's meanings) as Markdown: written as they are, since
+    they hold no Markdown syntax (a test keeps it so); only `<` and `&` are entities."""
+    return f.plain_text(text).replace("&", "&amp;").replace("<", "&lt;")
 
 
 def _name(text: str) -> str:
@@ -118,6 +129,12 @@ def render_markdown(report: Report, generated: str = "") -> str:
     out += _shared(tables.hosts(report))
     out += ["", "## GPUs", ""]
     out += _shared(tables.gpus(report))
+    out += ["", "## Time in each state", ""]
+    out += _shared(tables.states(report))
+    out += ["", _prose(STATES_MEANING)]
+    out += ["", "## Rent vs buy", ""]
+    out += _shared(tables.rent_vs_buy(report))
+    out += ["", _prose(RENT_VS_BUY_MEANING)]
     if report.token_sources:
         out += ["", "## Tokens", ""]
         out += _shared(tables.tokens(report))
@@ -131,13 +148,13 @@ def render_markdown(report: Report, generated: str = "") -> str:
         "",
         f"- Price sources: {_md(sources or f.ABSENT)}; the whole instance price is charged "
         "to its GPUs.",
-        f"- Idle and held: {_md(IDLE_MEANING)} ([docs/analysis.md]({IDLE_MEANING_LINK}))",
-        "- Busy\\-weighted utilization \\= busy ÷ \\(busy \\+ idle \\+ held\\) seconds\\. "
-        f"{_md(TOKENS_MEANING)} {_md(SAVINGS_MEANING)}",
-        f"- Idle cost and unused share: {_md(UNUSED_SHARE_MEANING)}",
+        f"- Idle and held: {_prose(IDLE_MEANING)} ([docs/analysis.md]({IDLE_MEANING_LINK}))",
+        "- Busy-weighted utilization = busy ÷ (busy + idle + held) seconds. "
+        f"{_prose(TOKENS_MEANING)} {_prose(SAVINGS_MEANING)}",
+        f"- Idle cost and unused share: {_prose(UNUSED_SHARE_MEANING)}",
         f"- Coverage: {_md(f.hours(report.observed_gpu_seconds))} observed of "
-        f"{_md(f.hours(report.expected_gpu_seconds))} expected GPU\\-hours "
-        f"\\({_md(f.percent(report.coverage_ratio))}\\)\\.",
+        f"{_md(f.hours(report.expected_gpu_seconds))} expected GPU-hours "
+        f"({_md(f.percent(report.coverage_ratio))}).",
         "",
         "## Gaps and notes",
         "",
