@@ -13,10 +13,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 
-from gpuwatch.report.model import TIME_CLASSES, TOKEN_KINDS, GpuDay, Period, ReportData
+from gpuwatch.report.model import (
+    GPU_STATES,
+    TIME_CLASSES,
+    TOKEN_KINDS,
+    GpuDay,
+    Period,
+    ReportData,
+)
 from gpuwatch.snapshot import recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
 
@@ -63,6 +70,36 @@ UNUSED_SHARE_MEANING = (
     "the cost of a GPU idle while no pod holds it is in no namespace."
 )
 
+STATES_MEANING = (
+    "Time in each state is the seconds the analysis sampled the GPU in it: busy (mean "
+    "activity over the analysis window at or above the underutilized target, 25 % by "
+    "default), underutilized (busy, but its window mean activity under that target), "
+    "idle, held, pending (not yet judged: the window is not full) and unknown (observed "
+    "in no state: observed seconds - the states' seconds). Idle and held here start when "
+    "the window confirms them; the cost classes settle a spell back to its start, so their idle "
+    "seconds are larger. Mean activity = the time-weighted mean of the analysis window's "
+    "mean activity (GPM SM activity, else kernel-busy time) over the seconds it was known."
+)
+
+RENT_VS_BUY_MEANING = (
+    "Rent vs buy, per GPU as the agent computes it (docs/tco.md): rent $/h x 730 h x "
+    "utilization - owned $/GPU-year ÷ 12, summed over the GPUs, over the 30 days before "
+    "the period's end; positive: buying would be cheaper. At the busy fraction, "
+    "utilization = busy ÷ (busy + idle + held) seconds, where busy counts every second "
+    "not idle, held or unknown, underutilized seconds included, as 100 % used. At mean "
+    "activity, utilization = the GPU's mean activity over the same 30 days, so an "
+    "underutilized GPU counts at what it does."
+)
+
+_AN_LETTERS = frozenset("AEFHILMNORSX8")
+"""Initial characters read with a vowel sound in a GPU name (A100, H100, L4, RTX, 8000):
+"an"; the others ("a T4", "a V100", "a B200") take "a"."""
+
+
+def with_article(name: str) -> str:
+    """`name` with its indefinite article: "an A100", "an H100", "an L4", "a T4"."""
+    return f"an {name}" if name[:1].upper() in _AN_LETTERS else f"a {name}"
+
 
 def _ratio(numerator: float, denominator: float) -> float | None:
     """numerator / denominator; None when the denominator is not positive."""
@@ -80,6 +117,21 @@ class Totals:
     idle_cost_usd: float  # idle and held
     held_cost_usd: float
     energy_joules: float | None  # None when no row had energy
+    state_seconds: Mapping[str, float] = field(default_factory=dict)  # GPU_STATES: sampled
+    activity_seconds: float = 0.0  # window mean activity x seconds
+    activity_sampled_seconds: float = 0.0  # seconds with an activity figure
+
+    @property
+    def no_state_seconds(self) -> float:
+        """Observed seconds sampled in no analysis state (no verdict: GPU lost, no
+        signal): observed - the states' seconds, at least 0."""
+        return max(self.observed_seconds - sum(self.state_seconds.values()), 0.0)
+
+    @property
+    def mean_activity_ratio(self) -> float | None:
+        """activity seconds / seconds with an activity figure: the time-weighted mean of
+        the analysis window's mean activity; None without any."""
+        return _ratio(self.activity_seconds, self.activity_sampled_seconds)
 
     @property
     def busy_ratio(self) -> float | None:
@@ -116,8 +168,14 @@ def _totals(rows: Iterable[GpuDay]) -> Totals:
     observed = cost = idle = held = 0.0
     seconds = dict.fromkeys(TIME_CLASSES, 0.0)
     energy: float | None = None
+    states = dict.fromkeys(GPU_STATES, 0.0)
+    activity = sampled = 0.0
     for row in rows:
         count += 1
+        for name in GPU_STATES:
+            states[name] += row.state_seconds.get(name, 0.0)
+        activity += row.activity_seconds
+        sampled += row.activity_sampled_seconds
         observed += row.observed_seconds
         cost += row.cost_usd
         idle += row.idle_cost_usd
@@ -126,7 +184,7 @@ def _totals(rows: Iterable[GpuDay]) -> Totals:
             seconds[name] += row.class_seconds.get(name, 0.0)
         if row.energy_joules is not None:
             energy = (energy or 0.0) + row.energy_joules
-    return Totals(count, observed, seconds, cost, idle, held, energy)
+    return Totals(count, observed, seconds, cost, idle, held, energy, states, activity, sampled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +331,7 @@ class Report:
     tokens: TokenLine  # summed over sources
     token_sources: tuple[TokenLine, ...]
     rent_vs_buy_monthly_delta_usd: float | None  # > 0: buying would be cheaper
+    rent_vs_buy_activity_monthly_delta_usd: float | None  # the same at mean activity
     days: tuple[DayLine, ...]
     hosts: tuple[HostLine, ...]
     gpus: tuple[GpuLine, ...]
@@ -377,7 +436,7 @@ def _waste_item(gpu: GpuLine) -> WasteItem | None:
         and gpu.recommended_gpu is not None
         and (release is None or rightsize >= release)
     ):
-        text = f"move the workload to a {gpu.recommended_gpu}"
+        text = f"move the workload to {with_article(gpu.recommended_gpu)}"
         if gpu.candidates_phrase:
             text += f" (candidates: {gpu.candidates_phrase})"
         return WasteItem(
@@ -529,6 +588,7 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
         tokens=tokens,
         token_sources=token_sources,
         rent_vs_buy_monthly_delta_usd=data.rent_vs_buy_monthly_delta_usd,
+        rent_vs_buy_activity_monthly_delta_usd=data.rent_vs_buy_activity_monthly_delta_usd,
         days=_day_lines(rows),
         hosts=_host_lines(rows, gpus, actions),
         gpus=gpus,

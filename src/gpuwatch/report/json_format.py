@@ -4,7 +4,9 @@ Keys are snake_case with units (`_usd`, `_seconds`, `_ratio`); an absent figure 
 `null`, never 0. Stable keys: `period`, `coverage_ratio`, `total_cost_usd`,
 `idle_cost_usd`, `held_cost_usd`, `savings_usd_per_month`, `usd_per_million_tokens`
 (`prompt`, `generation`, `all`) and `gpus` (`host`, `uuid`, `name`, `cost_usd`,
-`idle_cost_usd`, `busy_ratio`, `state_seconds`, ...); docs/reports.md lists the rest.
+`idle_cost_usd`, `busy_ratio`, `state_seconds` (the cost classes' seconds),
+`analysis_state_seconds` (busy, underutilized, idle, held, pending, unknown),
+`mean_activity_ratio`, ...); docs/reports.md lists the rest.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ def _totals(totals: Totals) -> dict[str, Any]:
         "busy_ratio": totals.busy_ratio,
         "observed_seconds": totals.observed_seconds,
         "state_seconds": dict(totals.class_seconds),
+        "analysis_state_seconds": {
+            **totals.state_seconds,
+            "unknown": totals.no_state_seconds,
+        },
+        "mean_activity_ratio": totals.mean_activity_ratio,
         "energy_joules": totals.energy_joules,
     }
 
@@ -80,6 +87,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "tokens": dict(report.tokens.tokens),
         "token_cost_usd": report.tokens.cost_usd,
         "rent_vs_buy_monthly_delta_usd": report.rent_vs_buy_monthly_delta_usd,
+        "rent_vs_buy_activity_monthly_delta_usd": report.rent_vs_buy_activity_monthly_delta_usd,
         "days": [
             {
                 "day": d.day.isoformat(),

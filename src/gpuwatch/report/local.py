@@ -24,9 +24,26 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from gpuwatch.config import Config
+from gpuwatch.cost.engine import RENT_VS_BUY_WINDOW, rent_vs_buy_position
+from gpuwatch.cost.ledger import WINDOWS
 from gpuwatch.history.schema import STATE_COLUMNS
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
-from gpuwatch.report.model import TIME_CLASSES, GpuDay, Period, PodDay, ReportData, TokenDay
+from gpuwatch.report.model import (
+    GPU_STATES,
+    TIME_CLASSES,
+    GpuDay,
+    Period,
+    PodDay,
+    ReportData,
+    TokenDay,
+)
+from gpuwatch.sizing import build_gpu_catalog
+from gpuwatch.snapshot import RentVsBuyPosition
+from gpuwatch.tco.model import monthly_delta_usd
+
+RENT_VS_BUY_WINDOW_SECONDS = dict(WINDOWS)[RENT_VS_BUY_WINDOW]
+"""The rent-vs-buy position is judged over the 30 days before the period's end, as the
+agent judges it over the 30 days before each tick."""
 
 
 class HistoryMissingError(Exception):
@@ -48,6 +65,7 @@ def load(config: Config, period: Period) -> ReportData:
         token_rows = store.token_hours(start, end)
         pod_rows = store.pod_hours(start, end)
         first_hours = {r["uuid"]: _first_sample(r) for r in store.gpu_hours(0.0, end)[::-1]}
+        window_rows = store.gpu_hours(end - RENT_VS_BUY_WINDOW_SECONDS, end)
     finally:
         store.close()
     spans: dict[str, float] = {}  # uuid: where the period's first stored tick span starts
@@ -58,6 +76,7 @@ def load(config: Config, period: Period) -> ReportData:
         max(end - min(max(start, first), spans.get(uuid, first)), 0.0)
         for uuid, first in first_hours.items()
     )
+    positions = rent_vs_buy_positions(config, window_rows)
     notes = []
     if not gpu_rows:
         notes.append("the history holds no GPU-hour in this period")
@@ -73,8 +92,65 @@ def load(config: Config, period: Period) -> ReportData:
         token_days=tuple(_token_days(token_rows)),
         pod_days=tuple(_pod_days(pod_rows)),
         expected_gpu_seconds=expected if first_hours else None,
+        rent_vs_buy_monthly_delta_usd=_host_delta(positions, "busy"),
+        rent_vs_buy_activity_monthly_delta_usd=_host_delta(positions, "activity"),
         source="local",
         notes=tuple(notes),
+    )
+
+
+def rent_vs_buy_positions(
+    config: Config, rows: Iterable[dict[str, Any]]
+) -> list[tuple[RentVsBuyPosition, float | None]]:
+    """Each GPU's rent-vs-buy position over `rows` (its hours of the 30 days before the
+    period's end), as the agent computes it (`gpuwatch.cost.engine.rent_vs_buy_position`):
+    at busy / (busy + idle + held) seconds and the latest stored price, with the mean
+    activity (activity seconds / seconds with activity) beside it; None without any."""
+    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_gpu.setdefault(row["uuid"], []).append(row)
+    catalog = build_gpu_catalog(config.sizing.gpus)
+    out = []
+    for uuid, hours in sorted(by_gpu.items()):
+        busy = _sum(hours, "busy_seconds")
+        judged = busy + _sum(hours, "idle_seconds") + _sum(hours, "held_seconds")
+        prices = [h["price_usd_per_hour"] for h in hours if h["price_usd_per_hour"] is not None]
+        last = hours[-1]
+        position = rent_vs_buy_position(
+            catalog,
+            config.rent_vs_buy,
+            name=str(last["name"]),
+            gpu_index=int(last["gpu_index"] if last["gpu_index"] is not None else -1),
+            uuid=uuid,
+            busy_ratio=busy / judged if judged > 0 else None,
+            price_usd_per_hour=prices[-1] if prices else None,
+        )
+        sampled = _sum(hours, "activity_sampled_seconds")
+        activity = _sum(hours, "activity_seconds") / sampled if sampled > 0 else None
+        if position is not None:
+            out.append((position, None if activity is None else min(max(activity, 0.0), 1.0)))
+    return out
+
+
+def _host_delta(
+    positions: Iterable[tuple[RentVsBuyPosition, float | None]], at: str
+) -> float | None:
+    """The sum of the GPUs' monthly deltas at their busy fraction ("busy") or mean
+    activity ("activity"); None when no GPU has that figure."""
+    deltas = []
+    for position, activity in positions:
+        if at == "busy":
+            deltas.append(position.monthly_delta_usd)
+        elif activity is not None:
+            deltas.append(activity_monthly_delta_usd(position, activity))
+    return sum(deltas) if deltas else None
+
+
+def activity_monthly_delta_usd(position: RentVsBuyPosition, activity_ratio: float) -> float:
+    """The GPU's monthly delta at `activity_ratio` instead of its busy fraction: the same
+    rent and owned cost (tco's `monthly_delta_usd`)."""
+    return monthly_delta_usd(
+        position.rent_usd_per_hour, activity_ratio, position.owned_usd_per_year
     )
 
 
@@ -139,6 +215,9 @@ def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
                 savings_usd_per_hour=last["savings_usd_per_hour"],
                 recommended_rule=last.get("recommended_rule"),
                 memory_peak_bytes=max(peaks) if peaks else None,
+                state_seconds={name: _sum(hours, f"{name}_state_seconds") for name in GPU_STATES},
+                activity_seconds=_sum(hours, "activity_seconds"),
+                activity_sampled_seconds=_sum(hours, "activity_sampled_seconds"),
             )
         )
     return out

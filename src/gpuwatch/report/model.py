@@ -5,8 +5,9 @@ rows, so every figure of a report is computed once, by `build.py`, whatever the 
 
 - `GpuDay`: one GPU on one UTC day of the period — seconds observed and seconds in each
   class (busy, idle, held, unknown; unsettled time is in none), its cost, idle and held
-  cost in USD, energy in joules, and the overprovisioning recommendation in force at the
-  end of the day;
+  cost in USD, energy in joules, the seconds sampled in each analysis state (busy,
+  underutilized, idle, held, pending) and the activity seconds (mean activity x seconds),
+  and the overprovisioning recommendation in force at the end of the day;
 - `TokenDay`: one token source on one UTC day — tokens by kind and the cost charged to
   the source (a GPU named by n sources charges each 1/n);
 - `PodDay`: one Kubernetes pod on one UTC day — the cost and idle cost the per-pod
@@ -25,6 +26,10 @@ from datetime import UTC, date, datetime
 
 TIME_CLASSES = ("busy", "idle", "held", "unknown")
 """Classes of settled GPU time (gpuwatch.analysis.states)."""
+
+GPU_STATES = ("busy", "underutilized", "idle", "held", "pending")
+"""Analysis states a GPU is sampled in (gpuwatch.analysis.states), in report order;
+seconds with a sample but no state are "unknown" in the report's state table."""
 
 TOKEN_KINDS = ("prompt", "generation")
 """Kinds of counted tokens; "all" is their sum."""
@@ -81,6 +86,9 @@ class GpuDay:
     savings_usd_per_hour: float | None = None  # of that recommendation
     recommended_rule: str | None = None  # the candidates it was chosen from (Recommendation.rule)
     memory_peak_bytes: float | None = None
+    state_seconds: Mapping[str, float] = field(default_factory=dict)  # GPU_STATES: sampled
+    activity_seconds: float = 0.0  # window mean activity x seconds, summed
+    activity_sampled_seconds: float = 0.0  # the seconds with an activity figure
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,5 +130,6 @@ class ReportData:
     pod_days: tuple[PodDay, ...] = ()  # empty without Kubernetes attribution
     expected_gpu_seconds: float | None = None
     rent_vs_buy_monthly_delta_usd: float | None = None
+    rent_vs_buy_activity_monthly_delta_usd: float | None = None  # at mean activity
     source: str = "local"  # "local" or the Prometheus-compatible URL (no credentials)
     notes: tuple[str, ...] = field(default=())

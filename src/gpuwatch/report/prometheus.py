@@ -69,9 +69,12 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.report import prometheus_rules as rules
-from gpuwatch.report.model import GpuDay, Period, PodDay, ReportData, TokenDay
+from gpuwatch.report.model import GPU_STATES, GpuDay, Period, PodDay, ReportData, TokenDay
+from gpuwatch.sizing.units import HOURS_PER_YEAR
+from gpuwatch.tco.model import monthly_delta_usd
 
 DAY_SECONDS = 86400
+RENT_VS_BUY_DAYS = 30  # the agent's rent-vs-buy window (gpuwatch.cost.engine)
 LOOKBACK_MS = 300_000  # Prometheus's default lookback delta (5 minutes)
 RAW_BASE_MS = 7 * DAY_SECONDS * 1000  # how far back a raw fetch looks for a counter's base
 
@@ -112,6 +115,14 @@ DAY_FIGURES = {
 }
 """Per-day figures by role (range function, metric, matchers, recorded operation, how
 the recorded parts combine)."""
+
+RAW_DAY_FIGURES = {
+    "busy_states": ("sum_over_time", 'gpuwatch_gpu_state{state=~"busy|underutilized"}'),
+    "activity_sum": ("sum_over_time", "gpuwatch_gpu_activity_mean_ratio"),
+    "activity_count": ("count_over_time", "gpuwatch_gpu_activity_mean_ratio"),
+}
+"""Per-day figures always read raw (the recording rules do not record them): the busy and
+underutilized state samples, and the activity gauge's samples (sum and count)."""
 
 ProgressCallback = Callable[[int, int], None]
 """Called with (queries done, queries planned) as the report's queries complete."""
@@ -363,6 +374,9 @@ def _day_jobs(client: Client, days: list[_Day], plans: Plans) -> dict[str, Calla
             else:
                 expr = rules.day_expr(figure, _ms(d.start), _ms(d.end), plan)
             jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
+        for name, (function, series) in RAW_DAY_FIGURES.items():
+            expr = f"{function}({series}[{window}] @ {_at(d.end)})"
+            jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
     return jobs
 
 
@@ -527,6 +541,7 @@ def load(
         f"{_at(period.end_epoch)}))",
         period.end_epoch,
     )
+    activity_delta = _rent_vs_buy_at_activity(client, period.end_epoch)
     return ReportData(
         period=period,
         gpu_days=tuple(gpu_days),
@@ -534,9 +549,39 @@ def load(
         pod_days=tuple(pod_days),
         expected_gpu_seconds=float(expected) if first_seen else None,
         rent_vs_buy_monthly_delta_usd=next(iter(delta.values()), None),
+        rent_vs_buy_activity_monthly_delta_usd=activity_delta,
         source=options.display_url,
         notes=tuple(notes),
     )
+
+
+def _rent_vs_buy_at_activity(client: Client, at: float) -> float | None:
+    """The fleet's rent-vs-buy delta at each GPU's mean activity over the 30 days before
+    `at` (mean of `gpuwatch_gpu_activity_mean_ratio` samples) instead of its busy
+    fraction: rent x 730 h x activity - owned / 12, with the rent and breakeven the agent
+    last exported (owned = breakeven x rent x 8760 h). None when no GPU has all three
+    (an agent before `gpuwatch_rent_vs_buy_rent_usd_per_hour`)."""
+    last = f"[1d] @ {_at(at)}"
+    rent = _by_gpu(
+        client.vector(f"last_over_time(gpuwatch_rent_vs_buy_rent_usd_per_hour{last})", at)
+    )
+    breakeven = _by_gpu(
+        client.vector(f"last_over_time(gpuwatch_rent_vs_buy_breakeven_utilization_ratio{last})", at)
+    )
+    window = f"[{RENT_VS_BUY_DAYS}d] @ {_at(at)}"
+    activity = _by_gpu(
+        client.vector(f"avg_over_time(gpuwatch_gpu_activity_mean_ratio{window})", at)
+    )
+    deltas = [
+        monthly_delta_usd(
+            rent[gpu],
+            min(max(activity[gpu], 0.0), 1.0),
+            breakeven[gpu] * rent[gpu] * HOURS_PER_YEAR,
+        )
+        for gpu in sorted(rent)
+        if gpu in breakeven and gpu in activity and rent[gpu] > 0
+    ]
+    return sum(deltas) if deltas else None
 
 
 def _plan_days(client: Client, mode: str, days: list[_Day]) -> tuple[Plans, list[str]]:
@@ -573,9 +618,11 @@ def _gpu_rows(
     up_count = _by_gpu(results[f"up_count@{i}"])
     up_sum = _by_gpu(results[f"up_sum@{i}"])
     states: dict[str, dict[tuple[str, str], float]] = defaultdict(lambda: defaultdict(float))
-    for labels, value in results[f"states@{i}"].items():
+    for labels, value in (*results[f"states@{i}"].items(), *results[f"busy_states@{i}"].items()):
         if (gpu := _gpu_key(labels)) is not None:
             states[dict(labels).get("state", "")][gpu] += value
+    activity_sum = _by_gpu(results[f"activity_sum@{i}"])
+    activity_count = _by_gpu(results[f"activity_count@{i}"])
     names = _label_by_gpu(results[f"info@{i}"], "name")
     indexes = _label_by_gpu(results[f"info@{i}"], "gpu")
     price_sources = _label_by_gpu(results[f"price@{i}"], "source")
@@ -627,6 +674,9 @@ def _gpu_rows(
                 savings_usd_per_hour=savings.get(gpu),
                 recommended_rule=recommended_rules.get(gpu),
                 memory_peak_bytes=memory.get(gpu),
+                state_seconds={name: states[name].get(gpu, 0.0) * iv for name in GPU_STATES},
+                activity_seconds=activity_sum.get(gpu, 0.0) * iv,
+                activity_sampled_seconds=activity_count.get(gpu, 0.0) * iv,
             )
         )
     return rows

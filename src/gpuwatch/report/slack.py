@@ -35,7 +35,7 @@ from gpuwatch.alerts.messages import (
 from gpuwatch.alerts.outbox import Outbox
 from gpuwatch.alerts.secret import WebhookUrl
 from gpuwatch.report import figures as f
-from gpuwatch.report.build import Report, WasteItem
+from gpuwatch.report.build import Report, WasteItem, with_article
 
 REPORT_OUTBOX_FILE = "reports.sqlite3"
 SLACK_WASTE_ITEMS = 5
@@ -49,7 +49,7 @@ def _waste_line(item: WasteItem) -> str:
     (its recommended GPU is a name too)."""
     gpu = item.gpu
     if item.action == "rightsize" and gpu.recommended_gpu is not None:
-        action = f"move the workload to a {name_text(gpu.recommended_gpu)}"
+        action = f"move the workload to {with_article(name_text(gpu.recommended_gpu))}"
         if gpu.candidates_phrase:
             action += f" (candidates: {escape(gpu.candidates_phrase)})"
     else:

@@ -8,10 +8,12 @@ is one change here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpuwatch.report import figures as f
 from gpuwatch.report.build import Report
+from gpuwatch.report.model import GPU_STATES
 
 
 class Name(str):
@@ -103,6 +105,92 @@ def gpus(report: Report) -> Table:
         ),
         text_columns=4,
     )
+
+
+def states(report: Report) -> Table:
+    """One row per GPU: hours sampled in each analysis state and its mean activity."""
+    return Table(
+        (
+            "host",
+            "#",
+            "GPU",
+            "uuid",
+            *STATE_HEADERS,
+            "unknown",
+            "mean activity",
+        ),
+        tuple(
+            (
+                Name(g.host),
+                "" if g.gpu_index is None else str(g.gpu_index),
+                Name(g.name),
+                Name(g.uuid),
+                *(f.hours(g.totals.state_seconds.get(s, 0.0)) for s in GPU_STATES),
+                f.hours(g.totals.no_state_seconds),
+                f.percent(g.totals.mean_activity_ratio),
+            )
+            for g in report.gpus
+        ),
+        text_columns=4,
+    )
+
+
+STATE_HEADERS = tuple(GPU_STATES)
+"""The state table's columns of hours, in GPU_STATES order (busy ... pending)."""
+
+
+def rent_vs_buy(report: Report) -> Table:
+    """The fleet's rent-vs-buy position at the busy fraction and at mean activity."""
+    return Table(
+        ("utilization taken as", "rent - own / month", "position"),
+        (
+            (
+                "busy fraction (underutilized counts as busy)",
+                f.signed_usd(report.rent_vs_buy_monthly_delta_usd),
+                f.rent_vs_buy_text(report.rent_vs_buy_monthly_delta_usd, "busy fraction"),
+            ),
+            (
+                "mean activity",
+                f.signed_usd(report.rent_vs_buy_activity_monthly_delta_usd),
+                f.rent_vs_buy_text(report.rent_vs_buy_activity_monthly_delta_usd, "mean activity"),
+            ),
+        ),
+    )
+
+
+def identities(report: Report) -> Table:
+    """One row per GPU with its whole UUID (the other tables of a page may shorten it)."""
+    return Table(
+        ("host", "#", "GPU", "uuid"),
+        tuple(
+            (
+                Name(g.host),
+                "" if g.gpu_index is None else str(g.gpu_index),
+                Name(g.name),
+                Name(g.uuid),
+            )
+            for g in report.gpus
+        ),
+        text_columns=4,
+    )
+
+
+SHORT_UUID_CHARS = 12
+"""A shortened UUID keeps at least this many characters ("GPU-2fc0195c": the prefix
+and the first group), more when two GPUs of the report would share them."""
+
+
+def short_uuids(uuids: Iterable[str]) -> dict[str, str]:
+    """Each UUID shortened to its shortest prefix of at least SHORT_UUID_CHARS characters
+    that no other UUID of `uuids` starts with, "…" marking a cut; whole when that is all."""
+    unique = sorted(set(uuids))
+    out = {}
+    for uuid in unique:
+        n = SHORT_UUID_CHARS
+        while n < len(uuid) and any(o != uuid and o.startswith(uuid[:n]) for o in unique):
+            n += 1
+        out[uuid] = uuid if n >= len(uuid) else uuid[:n] + "…"
+    return out
 
 
 def tokens(report: Report) -> Table:
