@@ -1,10 +1,12 @@
 # The two commands of the README's quick start:
 #   make demo   install gpuwatch into .venv and run the agent on the simulated demo fleet
+#               (SPEED=60: 60 simulated seconds per real second, the first window in 30 s)
 #   make test   install the test dependencies (Python, Debian's prometheus and poppler) and run every check
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LISTEN ?= 127.0.0.1:9842
+SPEED ?=
 
 .PHONY: demo test lint typecheck unit bench prometheus report-tools image-tools bindings mutation
 
@@ -15,7 +17,10 @@ $(BIN)/python:
 demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet .
 	@echo "gpuwatch: metrics at http://$(LISTEN)/metrics (Ctrl-C stops)"
-	$(BIN)/gpuwatch run --simulate demo --listen $(LISTEN)
+	@echo 'gpuwatch: every GPU shows state "pending" and $$0 idle for the first 30 simulated minutes (the analysis window);'
+	@echo '  to see the states now: $(BIN)/gpuwatch status --simulate demo --at 2000 (a few seconds),'
+	@echo '  or run the demo faster: make demo SPEED=60 (the window fills in 30 s)'
+	$(BIN)/gpuwatch run --simulate demo --listen $(LISTEN)$(if $(SPEED), --speed $(SPEED))
 
 # Debian's prometheus gives both prometheus and promtool, prometheus-alertmanager the
 # Alertmanager the alert rules are delivered to, victoria-metrics the single-node

@@ -22,12 +22,14 @@ GPM_GAP_SECONDS = 0.15
 """Between the two ticks of a one-off sample (GPM needs at least 100 ms)."""
 MAX_REPLAY_TICKS = 3600
 """A replay ticks every `agent.interval_seconds`, coarser when that would exceed this
-many ticks, but never more than `MAX_REPLAY_STEP_SECONDS` apart."""
+many ticks, but never more than `MAX_REPLAY_STEP_SECONDS` apart: beyond 60 simulated
+hours it takes more than this many ticks (`at` / 60)."""
 MAX_REPLAY_STEP_SECONDS = 60.0
 """The longest gap the analysis and the cost ledger count in full."""
 MAX_REPLAY_SECONDS = 31 * 86400.0
-"""The longest replay `gpuwatch status --at` accepts (31 simulated days: 44,640 ticks,
-under a minute); beyond it the command refuses with exit 2 instead of running for hours."""
+"""The longest replay `gpuwatch status --at` accepts (31 simulated days: 44,640 ticks, about
+75 s of CPU on the benchmark VM, docs/benchmarks.md); beyond it the command refuses with
+exit 2 instead of running for hours."""
 PROGRESS_EVERY_SECONDS = 0.5
 """How often `ProgressLine` rewrites its line (real seconds)."""
 
