@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     config.write_text(f'[agent]\nstate_dir = "{state}"\n\n[history]\nenabled = true\n')
     out = tmp_path / "out"
     period = ["--from", "2026-01-01", "--to", "2026-01-01"]
-    formats = ["--format", "html,md,csv,json", "--out", str(out)]
+    formats = ["--format", "html,md,csv,json,pdf", "--out", str(out)]
     code = main(["report", "--config", str(config), *period, *formats])
     assert code == 0
     document = json.loads(next(out.glob("*.json")).read_text())
@@ -95,3 +96,15 @@ def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     page = next(out.glob("*.html")).read_text()
     assert "Time in each state" in page
     assert "underutilized" in page
+    pdf = subprocess.run(
+        ["pdftotext", "-layout", str(next(out.glob("*.pdf"))), "-"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.replace("\u00a0", " ")
+    lines = pdf.splitlines()
+    assert "underutilized" in pdf
+    assert "GPU identities" in pdf
+    for gpu in document["gpus"]:  # each whole UUID on one line, never wrapped
+        assert any(gpu["uuid"] in line for line in lines), gpu["uuid"]
+    assert not any(line.strip() in ("%", "h") for line in lines)
