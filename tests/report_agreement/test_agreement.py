@@ -15,8 +15,12 @@ and the /metrics samples Prometheus stored. What may differ, and why (docs/repor
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from gpuwatch.cli import main
 from gpuwatch.report import local, prometheus
 from gpuwatch.report.build import Report, build_report
 from gpuwatch.report.model import GPU_STATES, TOKEN_KINDS
@@ -150,3 +154,31 @@ def test_states_and_activity_agree(reports: tuple[Report, Report]) -> None:
     assert vllm.totals.mean_activity_ratio is not None
     assert 0.15 < vllm.totals.mean_activity_ratio < 0.25
     assert vllm.totals.busy_ratio == pytest.approx(1.0)  # the busy fraction counts it busy
+
+
+def test_the_three_agree_through_the_cli(
+    demo_run: Run, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwatch report` on the history and on Prometheus, as a user runs them: the
+    rent-vs-buy position of both is the live agent's at the period's end (its /status and
+    gauge), and both show the vLLM GPU underutilized at the same mean activity."""
+    config = tmp_path / "gpuwatch.toml"
+    state_dir = json.dumps(str(demo_run.config.agent.state_dir))
+    config.write_text(f"[agent]\nstate_dir = {state_dir}\n\n[history]\nenabled = true\n")
+    period = ["--from", "2026-01-01", "--to", "2026-01-02", "--format", "json"]
+    documents = []
+    for source in (["--config", str(config)], ["--prometheus", demo_run.prometheus_url]):
+        assert main(["report", *source, *period]) == 0
+        documents.append(json.loads(capsys.readouterr().out))
+    here, fleet = documents
+    live = demo_run.rent_vs_buy[demo_run.period.end_epoch]
+    assert live is not None
+    assert fleet["rent_vs_buy_monthly_delta_usd"] == pytest.approx(live, abs=CENT)
+    assert here["rent_vs_buy_monthly_delta_usd"] == pytest.approx(live, abs=1.0)
+    assert here["rent_vs_buy_activity_monthly_delta_usd"] == pytest.approx(
+        fleet["rent_vs_buy_activity_monthly_delta_usd"], abs=1.0
+    )
+    for document in documents:
+        vllm = next(g for g in document["gpus"] if g["gpu_index"] == 3)
+        assert vllm["analysis_state_seconds"]["underutilized"] > 0.9 * DAYS * 86400
+        assert 0.15 < vllm["mean_activity_ratio"] < 0.25
