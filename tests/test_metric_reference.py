@@ -176,6 +176,8 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
         "gpuwatch_alert_last_success_timestamp_seconds",
         "gpuwatch_cost_per_million_tokens_usd",  # tested in tests/cost/test_demo_cost.py
         "gpuwatch_token_source_cost_usd_total",  # tests/cost/test_demo_tokens.py
+        "gpuwatch_token_source_charged_tokens_total",  # tests/report_agreement
+        "gpuwatch_token_source_charged_cost_usd_total",  # tests/report_agreement
         "gpuwatch_prompt_tokens_by_origin_total",  # tests/tokens/test_collector.py
         "gpuwatch_token_source_scrape_duration_seconds",
     }

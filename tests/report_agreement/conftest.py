@@ -42,6 +42,8 @@ REPORT_FAMILIES = frozenset(
         "gpuwatch_gpu_energy_joules_total",
         "gpuwatch_tokens_total",
         "gpuwatch_token_source_cost_usd_total",
+        "gpuwatch_token_source_charged_tokens_total",
+        "gpuwatch_token_source_charged_cost_usd_total",
         "gpuwatch_gpu_up",
         "gpuwatch_gpu_state",
         "gpuwatch_gpu_info",

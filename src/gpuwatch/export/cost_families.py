@@ -72,8 +72,26 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         "its GPUs, a GPU named by several sources split equally between them.",
         labels=("source",),
     )
+    charged_tokens = CounterMetricFamily(
+        "gpuwatch_token_source_charged_tokens",
+        "Tokens the source served in the scrape-to-scrape spans in which every GPU of the "
+        "source was charged for all of the span, since the agent started: what the "
+        "$/1M-token windows and the report count (a stalled agent's span counts in none).",
+        labels=("source", "kind"),
+    )
+    charged_cost = CounterMetricFamily(
+        "gpuwatch_token_source_charged_cost_usd",
+        "Cost charged to the token source over those same spans, in USD, since the agent "
+        "started: the numerator of its $/1M tokens.",
+        labels=("source",),
+    )
     for charged in summary.token_sources:
         source_cost.add_metric([charged.source], charged.cost_usd_total)
+        charged_tokens.add_metric([charged.source, "prompt"], charged.counted_prompt_tokens_total)
+        charged_tokens.add_metric(
+            [charged.source, "generation"], charged.counted_generation_tokens_total
+        )
+        charged_cost.add_metric([charged.source], charged.counted_cost_usd_total)
     busy = GaugeMetricFamily(
         "gpuwatch_utilization_busy_ratio",
         "Busy seconds / (busy + idle + held seconds) summed over the host's GPUs, over the "
@@ -146,6 +164,8 @@ def cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         held_cost,
         per_token,
         source_cost,
+        charged_tokens,
+        charged_cost,
         busy,
         gpu_busy,
         breakeven,

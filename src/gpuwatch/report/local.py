@@ -6,7 +6,9 @@ day. Coverage: each GPU is expected from its first sample (or the period's start
 later) to the period's end, so a GPU added mid-month is not blamed for the days before
 it existed; when the period's first stored tick span starts before the period (a tick
 at 00:00:05 samples from 23:59:55, and the history books it to the hour holding its
-end), the expected span starts there too, so observed never exceeds expected. Hours
+end), the expected span starts there too, and when the first tick after the period
+samples from before its end, the expected span ends there: both edges move as the
+booked spans do, so observed never exceeds expected. Hours
 written before schema 6 have no recorded start: the first sample is then estimated as
 the first hour's last sample less its observed seconds.
 
@@ -65,15 +67,20 @@ def load(config: Config, period: Period) -> ReportData:
         token_rows = store.token_hours(start, end)
         pod_rows = store.pod_hours(start, end)
         first_hours = {r["uuid"]: _first_sample(r) for r in store.gpu_hours(0.0, end)[::-1]}
+        after = store.gpu_hours(end, end + 1.0)  # the hour starting at the end, if any
         window_rows = store.gpu_hours(end - RENT_VS_BUY_WINDOW_SECONDS, end)
     finally:
         store.close()
+    # the history books a tick's span (t - tick, t] to the hour holding t: the period's
+    # first tick may sample from before its start, and the first tick after its end
+    # from before its end. Expected spans move with them, so observed never exceeds it.
     spans: dict[str, float] = {}  # uuid: where the period's first stored tick span starts
     for row in gpu_rows[::-1]:
         if row["first_seconds"] is not None:
             spans[row["uuid"]] = float(row["first_seconds"])
+    ends = {r["uuid"]: float(r["first_seconds"]) for r in after if r["first_seconds"] is not None}
     expected = sum(
-        max(end - min(max(start, first), spans.get(uuid, first)), 0.0)
+        max(min(end, ends.get(uuid, end)) - min(max(start, first), spans.get(uuid, first)), 0.0)
         for uuid, first in first_hours.items()
     )
     positions = rent_vs_buy_positions(config, window_rows)

@@ -86,10 +86,16 @@ COUNTERS = {
     "energy": "gpuwatch_gpu_energy_joules_total",
     "tokens": "gpuwatch_tokens_total",
     "token_cost": "gpuwatch_token_source_cost_usd_total",
+    "charged_tokens": "gpuwatch_token_source_charged_tokens_total",
+    "charged_token_cost": "gpuwatch_token_source_charged_cost_usd_total",
     "pod_cost": "gpuwatch_pod_cost_usd_total",
     "pod_idle_cost": "gpuwatch_pod_idle_cost_usd_total",
 }
 """The counters a report reads, by role."""
+
+RAW_RESET_ROLES = frozenset({"charged_tokens", "charged_token_cost"})
+"""Counters whose resets are always read raw: the recording rules (version 2) predate
+them and record no `resets` for them."""
 
 GPU_ROLES = ("cost", "idle_cost", "held_cost", "idle_seconds", "energy")
 """The counters of `COUNTERS` labelled per GPU (uuid)."""
@@ -355,7 +361,7 @@ def _counter_jobs(client: Client, days: list[_Day], plans: Plans) -> dict[str, C
         jobs[f"{role}@start"] = _bind(client.vector, f"{metric} @ {_at(first)}", first)
         for i, (d, plan) in enumerate(zip(days, plans, strict=True)):
             jobs[f"{role}@{i}"] = _bind(client.vector, f"{metric} @ {_at(d.end)}", d.end)
-            if plan is None:
+            if plan is None or role in RAW_RESET_ROLES:
                 expr = f"resets({metric}[{d.ms + LOOKBACK_MS}ms] @ {_at(d.end)})"
             else:
                 expr = rules.resets_expr(metric, _ms(d.start), _ms(d.end), plan)
@@ -534,7 +540,13 @@ def load(
             first_seen.setdefault((gpu_day.host, gpu_day.uuid), i)
         gpu_days.extend(row)
     expected = sum(period.end_epoch - days[i].start for i in first_seen.values())
-    token_days = _token_rows(days, deltas)
+    token_days, uncharged = _token_rows(days, deltas)
+    if uncharged:
+        notes.append(
+            f"{uncharged} token source-day(s) come from agents that export no "
+            "gpuwatch_token_source_charged_* counters (older versions): their raw tokens "
+            "and cost are used, tokens served while such an agent stalled included"
+        )
     pod_days = _pod_rows(days, deltas)
     delta = client.vector(
         "sum(last_over_time(gpuwatch_rent_vs_buy_host_monthly_delta_usd[1d] @ "
@@ -684,30 +696,50 @@ def _gpu_rows(
 
 def _token_rows(
     days: list[_Day], deltas: Mapping[tuple[str, int], dict[LabelKey, float]]
-) -> list[TokenDay]:
+) -> tuple[list[TokenDay], int]:
+    """One TokenDay per host, source and day: the tokens and cost over charged time
+    (`gpuwatch_token_source_charged_*`, the live windows' rule) where the source's agent
+    exports them, else its raw tokens and cost; and how many source-days were raw."""
     rows: list[TokenDay] = []
+    raw_days = 0
     for i, d in enumerate(days):
-        tokens: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-        cost: dict[tuple[str, str], float] = defaultdict(float)
-        for labels, value in deltas[("tokens", i)].items():
-            found = dict(labels)
-            if "source" in found and "kind" in found:
-                kinds = tokens[(host_of(labels), found["source"])]
-                kinds[found["kind"]] = kinds.get(found["kind"], 0.0) + value
-        for labels, value in deltas[("token_cost", i)].items():
-            if "source" in (found := dict(labels)):
-                cost[(host_of(labels), found["source"])] += value
-        for host, source in sorted(tokens.keys() | cost.keys()):
+        tokens, cost = _token_sums(deltas, "tokens", "token_cost", i)
+        charged_tokens, charged_cost = _token_sums(
+            deltas, "charged_tokens", "charged_token_cost", i
+        )
+        for key in sorted(tokens.keys() | cost.keys() | charged_cost.keys()):
+            charged = key in charged_cost
+            raw_days += not charged
             rows.append(
                 TokenDay(
-                    host=host,
-                    source=source,
+                    host=key[0],
+                    source=key[1],
                     day=d.day,
-                    tokens=tokens.get((host, source), {}),
-                    cost_usd=cost.get((host, source), 0.0),
+                    tokens=(charged_tokens if charged else tokens).get(key, {}),
+                    cost_usd=(charged_cost if charged else cost).get(key, 0.0),
                 )
             )
-    return rows
+    return rows, raw_days
+
+
+def _token_sums(
+    deltas: Mapping[tuple[str, int], dict[LabelKey, float]],
+    tokens_role: str,
+    cost_role: str,
+    i: int,
+) -> tuple[dict[tuple[str, str], dict[str, float]], dict[tuple[str, str], float]]:
+    """Day `i`'s tokens by kind and cost per (host, source), from two counter roles."""
+    tokens: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    cost: dict[tuple[str, str], float] = defaultdict(float)
+    for labels, value in deltas[(tokens_role, i)].items():
+        found = dict(labels)
+        if "source" in found and "kind" in found:
+            kinds = tokens[(host_of(labels), found["source"])]
+            kinds[found["kind"]] = kinds.get(found["kind"], 0.0) + value
+    for labels, value in deltas[(cost_role, i)].items():
+        if "source" in (found := dict(labels)):
+            cost[(host_of(labels), found["source"])] += value
+    return tokens, cost
 
 
 def pod_of(labels: LabelKey) -> tuple[str, str] | None:
