@@ -40,6 +40,15 @@ def test_coverage_is_observed_over_expected_gpu_seconds() -> None:
     assert any("GPU-hours of the period were not observed" in n for n in report.notes)
 
 
+def test_coverage_never_reads_above_one() -> None:
+    """A source that counted more seconds than it expected (it should not: both local
+    and fleet bound them to the same span) shows 100 % and says by how much."""
+    data = replace(sample_data(), expected_gpu_seconds=388800.0 - 360.0)
+    report = build_report(data)
+    assert report.coverage_ratio == 1.0
+    assert "0.10 GPU-hours were observed beyond the expected span" in " ".join(report.notes)
+
+
 def test_coverage_is_absent_when_the_source_cannot_tell() -> None:
     report = build_report(replace(sample_data(), expected_gpu_seconds=None))
     assert report.coverage_ratio is None
