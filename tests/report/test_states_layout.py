@@ -16,7 +16,7 @@ from gpuwatch.report.csv_format import render_csv
 from gpuwatch.report.html import render_html
 from gpuwatch.report.json_format import render_json
 from gpuwatch.report.markdown import render_markdown
-from gpuwatch.report.model import GpuDay, ReportData
+from gpuwatch.report.model import GpuDay, RentVsBuyGpu, ReportData
 from gpuwatch.report.pdf import render_pdf
 from tests.report.data import DAY1, DAY2, H100, PERIOD, gpu_day, seconds
 
@@ -174,3 +174,27 @@ def test_pdf_keeps_uuids_and_percentages_on_one_line(tmp_path: Path) -> None:
     assert "GPU-2fc0195c-9…" in text
     assert "100.0 %" in text
     assert not any(line.strip() == "%" for line in lines)
+
+
+def test_rent_vs_buy_per_gpu_lines_render_in_every_format() -> None:
+    line = RentVsBuyGpu(
+        host="node-1",
+        uuid=UUID_A,
+        gpu_index=0,
+        rent_usd_per_hour=4.0,
+        owned_usd_per_year=11_694.0,
+        busy_ratio=1.0,
+        activity_ratio=0.2,
+        monthly_delta_usd=4.0 * 730 * 1.0 - 11_694.0 / 12,  # 1,945.50
+        activity_monthly_delta_usd=4.0 * 730 * 0.2 - 11_694.0 / 12,  # -390.50
+    )
+    report = build_report(replace(states_data(), rent_vs_buy_gpus=(line,)))
+    markdown = render_markdown(report)
+    row = (
+        f"| node-1 | 0 | {UUID_A} | $4.00 | $11,694.00 | 100.0 % | 20.0 % | +$1,945.50 | -$390.50 |"
+    )
+    assert row in markdown
+    assert json.loads(render_json(report))["rent_vs_buy_gpus"][0]["owned_usd_per_year"] == 11694
+    page = render_html(report)
+    assert "+$1,945.50" in page
+    assert "20.0\u00a0%" in page

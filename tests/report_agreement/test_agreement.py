@@ -24,7 +24,7 @@ from gpuwatch.cli import main
 from gpuwatch.report import local, prometheus
 from gpuwatch.report.build import Report, build_report
 from gpuwatch.report.model import GPU_STATES, TOKEN_KINDS
-from tests.report_agreement.conftest import DAYS, TICK_SECONDS, Run
+from tests.report_agreement.conftest import DAYS, INSTANCE, TICK_SECONDS, Run
 
 CENT = 0.005  # "to the cent": rounded to cents, both print the same figure
 BUSY_RATIO_TOLERANCE = 2 * TICK_SECONDS / (DAYS * 86400)
@@ -182,3 +182,40 @@ def test_the_three_agree_through_the_cli(
         vllm = next(g for g in document["gpus"] if g["gpu_index"] == 3)
         assert vllm["analysis_state_seconds"]["underutilized"] > 0.9 * DAYS * 86400
         assert 0.15 < vllm["mean_activity_ratio"] < 0.25
+
+
+def test_rent_vs_buy_per_gpu_agrees_and_adds_up(reports: tuple[Report, Report]) -> None:
+    """The per-GPU lines behind the two sums: the same rent, owned cost, busy fraction
+    and mean activity from both sources; each delta is rent x 730 h x u - owned / 12 and
+    the lines add up to the headline figures."""
+    here, fleet = reports
+    assert len(here.rent_vs_buy_gpus) == len(fleet.rent_vs_buy_gpus) == 4
+    theirs = {g.uuid: g for g in fleet.rent_vs_buy_gpus}
+    for mine in here.rent_vs_buy_gpus:
+        other = theirs[mine.uuid]
+        assert mine.host == other.host == INSTANCE
+        assert mine.gpu_index == other.gpu_index
+        assert mine.rent_usd_per_hour == pytest.approx(other.rent_usd_per_hour)
+        assert mine.owned_usd_per_year == pytest.approx(other.owned_usd_per_year)
+        assert mine.busy_ratio is not None
+        assert other.busy_ratio is not None
+        assert mine.busy_ratio == pytest.approx(other.busy_ratio, abs=BUSY_RATIO_TOLERANCE)
+        assert mine.activity_ratio is not None
+        assert other.activity_ratio is not None
+        assert mine.activity_ratio == pytest.approx(other.activity_ratio, abs=2e-3)
+        for line in (mine, other):
+            assert line.busy_ratio is not None
+            assert line.activity_ratio is not None
+            for u, delta in (
+                (line.busy_ratio, line.monthly_delta_usd),
+                (line.activity_ratio, line.activity_monthly_delta_usd),
+            ):
+                by_hand = line.rent_usd_per_hour * 730 * u - line.owned_usd_per_year / 12
+                assert delta == pytest.approx(by_hand, abs=CENT)
+    for report in (here, fleet):
+        assert report.rent_vs_buy_monthly_delta_usd == pytest.approx(
+            sum(g.monthly_delta_usd or 0.0 for g in report.rent_vs_buy_gpus), abs=CENT
+        )
+        assert report.rent_vs_buy_activity_monthly_delta_usd == pytest.approx(
+            sum(g.activity_monthly_delta_usd or 0.0 for g in report.rent_vs_buy_gpus), abs=CENT
+        )

@@ -22,6 +22,7 @@ from gpuwatch.report.model import (
     TOKEN_KINDS,
     GpuDay,
     Period,
+    RentVsBuyGpu,
     ReportData,
 )
 from gpuwatch.snapshot import recommendation_rule_phrase
@@ -332,6 +333,7 @@ class Report:
     token_sources: tuple[TokenLine, ...]
     rent_vs_buy_monthly_delta_usd: float | None  # > 0: buying would be cheaper
     rent_vs_buy_activity_monthly_delta_usd: float | None  # the same at mean activity
+    rent_vs_buy_gpus: tuple[RentVsBuyGpu, ...]  # per GPU, by host and index
     days: tuple[DayLine, ...]
     hosts: tuple[HostLine, ...]
     gpus: tuple[GpuLine, ...]
@@ -589,6 +591,12 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
         token_sources=token_sources,
         rent_vs_buy_monthly_delta_usd=data.rent_vs_buy_monthly_delta_usd,
         rent_vs_buy_activity_monthly_delta_usd=data.rent_vs_buy_activity_monthly_delta_usd,
+        rent_vs_buy_gpus=tuple(
+            sorted(
+                data.rent_vs_buy_gpus,
+                key=lambda g: (g.host, -1 if g.gpu_index is None else g.gpu_index, g.uuid),
+            )
+        ),
         days=_day_lines(rows),
         hosts=_host_lines(rows, gpus, actions),
         gpus=gpus,

@@ -287,6 +287,8 @@ def _sections(report: Report) -> list[str]:
 
     out.append("<h2>Rent vs buy</h2>")
     out.append(_shared(tables.rent_vs_buy(report)))
+    if report.rent_vs_buy_gpus:
+        out.append(_shared(tables.rent_vs_buy_gpus(report), short))
     out.append(f'<p class="meaning">{_e(RENT_VS_BUY_MEANING)}</p>')
 
     out.append("<h2>Tokens</h2>")

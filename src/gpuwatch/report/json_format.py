@@ -88,6 +88,20 @@ def report_document(report: Report) -> dict[str, Any]:
         "token_cost_usd": report.tokens.cost_usd,
         "rent_vs_buy_monthly_delta_usd": report.rent_vs_buy_monthly_delta_usd,
         "rent_vs_buy_activity_monthly_delta_usd": report.rent_vs_buy_activity_monthly_delta_usd,
+        "rent_vs_buy_gpus": [
+            {
+                "host": g.host,
+                "uuid": g.uuid,
+                "gpu_index": g.gpu_index,
+                "rent_usd_per_hour": g.rent_usd_per_hour,
+                "owned_usd_per_year": g.owned_usd_per_year,
+                "busy_ratio": g.busy_ratio,
+                "activity_ratio": g.activity_ratio,
+                "monthly_delta_usd": g.monthly_delta_usd,
+                "activity_monthly_delta_usd": g.activity_monthly_delta_usd,
+            }
+            for g in report.rent_vs_buy_gpus
+        ],
         "days": [
             {
                 "day": d.day.isoformat(),

@@ -36,6 +36,7 @@ from gpuwatch.report.model import (
     GpuDay,
     Period,
     PodDay,
+    RentVsBuyGpu,
     ReportData,
     TokenDay,
 )
@@ -101,6 +102,7 @@ def load(config: Config, period: Period) -> ReportData:
         expected_gpu_seconds=expected if first_hours else None,
         rent_vs_buy_monthly_delta_usd=_host_delta(positions, "busy"),
         rent_vs_buy_activity_monthly_delta_usd=_host_delta(positions, "activity"),
+        rent_vs_buy_gpus=_rent_vs_buy_gpus(positions, {r["uuid"]: r["host"] for r in window_rows}),
         source="local",
         notes=tuple(notes),
     )
@@ -137,6 +139,28 @@ def rent_vs_buy_positions(
         if position is not None:
             out.append((position, None if activity is None else min(max(activity, 0.0), 1.0)))
     return out
+
+
+def _rent_vs_buy_gpus(
+    positions: Iterable[tuple[RentVsBuyPosition, float | None]], hosts: dict[str, str]
+) -> tuple[RentVsBuyGpu, ...]:
+    """The report's per-GPU lines of the positions (host from the GPU's latest hour)."""
+    return tuple(
+        RentVsBuyGpu(
+            host=str(hosts.get(p.uuid, "")),
+            uuid=p.uuid,
+            gpu_index=p.gpu_index if p.gpu_index >= 0 else None,
+            rent_usd_per_hour=p.rent_usd_per_hour,
+            owned_usd_per_year=p.owned_usd_per_year,
+            busy_ratio=p.busy_ratio,
+            activity_ratio=activity,
+            monthly_delta_usd=p.monthly_delta_usd,
+            activity_monthly_delta_usd=(
+                None if activity is None else activity_monthly_delta_usd(p, activity)
+            ),
+        )
+        for p, activity in positions
+    )
 
 
 def _host_delta(

@@ -134,6 +134,9 @@ def render_markdown(report: Report, generated: str = "") -> str:
     out += ["", _prose(STATES_MEANING)]
     out += ["", "## Rent vs buy", ""]
     out += _shared(tables.rent_vs_buy(report))
+    if report.rent_vs_buy_gpus:
+        out += [""]
+        out += _shared(tables.rent_vs_buy_gpus(report))
     out += ["", _prose(RENT_VS_BUY_MEANING)]
     if report.token_sources:
         out += ["", "## Tokens", ""]

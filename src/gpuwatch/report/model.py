@@ -116,6 +116,22 @@ class PodDay:
 
 
 @dataclass(frozen=True, slots=True)
+class RentVsBuyGpu:
+    """One GPU's rent-vs-buy position at the period's end (the 30 days before it), with
+    what it is computed from: rent $/h x 730 h x utilization - owned $/year / 12."""
+
+    host: str
+    uuid: str
+    gpu_index: int | None
+    rent_usd_per_hour: float
+    owned_usd_per_year: float
+    busy_ratio: float | None  # busy / (busy + idle + held) seconds
+    activity_ratio: float | None  # mean activity
+    monthly_delta_usd: float | None  # at busy_ratio
+    activity_monthly_delta_usd: float | None  # at activity_ratio
+
+
+@dataclass(frozen=True, slots=True)
 class ReportData:
     """Everything a source found for a period; `build.py` computes the report from it.
 
@@ -131,5 +147,6 @@ class ReportData:
     expected_gpu_seconds: float | None = None
     rent_vs_buy_monthly_delta_usd: float | None = None
     rent_vs_buy_activity_monthly_delta_usd: float | None = None  # at mean activity
+    rent_vs_buy_gpus: tuple[RentVsBuyGpu, ...] = ()  # the GPUs behind the two sums
     source: str = "local"  # "local" or the Prometheus-compatible URL (no credentials)
     notes: tuple[str, ...] = field(default=())

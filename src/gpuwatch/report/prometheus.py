@@ -69,7 +69,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.report import prometheus_rules as rules
-from gpuwatch.report.model import GPU_STATES, GpuDay, Period, PodDay, ReportData, TokenDay
+from gpuwatch.report.model import (
+    GPU_STATES,
+    GpuDay,
+    Period,
+    PodDay,
+    RentVsBuyGpu,
+    ReportData,
+    TokenDay,
+)
 from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.model import monthly_delta_usd
 
@@ -553,7 +561,13 @@ def load(
         f"{_at(period.end_epoch)}))",
         period.end_epoch,
     )
-    activity_delta = _rent_vs_buy_at_activity(client, period.end_epoch)
+    rent_vs_buy = _rent_vs_buy_gpus(client, period.end_epoch)
+    at_activity = [
+        g.activity_monthly_delta_usd
+        for g in rent_vs_buy
+        if g.activity_monthly_delta_usd is not None
+    ]
+    activity_delta = sum(at_activity) if at_activity else None
     return ReportData(
         period=period,
         gpu_days=tuple(gpu_days),
@@ -562,38 +576,57 @@ def load(
         expected_gpu_seconds=float(expected) if first_seen else None,
         rent_vs_buy_monthly_delta_usd=next(iter(delta.values()), None),
         rent_vs_buy_activity_monthly_delta_usd=activity_delta,
+        rent_vs_buy_gpus=rent_vs_buy,
         source=options.display_url,
         notes=tuple(notes),
     )
 
 
-def _rent_vs_buy_at_activity(client: Client, at: float) -> float | None:
-    """The fleet's rent-vs-buy delta at each GPU's mean activity over the 30 days before
-    `at` (mean of `gpuwatch_gpu_activity_mean_ratio` samples) instead of its busy
-    fraction: rent x 730 h x activity - owned / 12, with the rent and breakeven the agent
-    last exported (owned = breakeven x rent x 8760 h). None when no GPU has all three
-    (an agent before `gpuwatch_rent_vs_buy_rent_usd_per_hour`)."""
-    last = f"[1d] @ {_at(at)}"
-    rent = _by_gpu(
-        client.vector(f"last_over_time(gpuwatch_rent_vs_buy_rent_usd_per_hour{last})", at)
-    )
-    breakeven = _by_gpu(
-        client.vector(f"last_over_time(gpuwatch_rent_vs_buy_breakeven_utilization_ratio{last})", at)
-    )
+def _rent_vs_buy_gpus(client: Client, at: float) -> tuple[RentVsBuyGpu, ...]:
+    """Each GPU's rent-vs-buy position at `at`, from what its agent last exported: rent
+    (`gpuwatch_rent_vs_buy_rent_usd_per_hour`), owned = breakeven x rent x 8760 h, the
+    30-day busy fraction (`gpuwatch_gpu_busy_ratio{window="30d"}`) and delta at it
+    (`gpuwatch_rent_vs_buy_monthly_delta_usd`), and the mean activity over the 30 days
+    before `at` (mean of `gpuwatch_gpu_activity_mean_ratio` samples) with the delta at it:
+    rent x 730 h x activity - owned / 12. GPUs without a rent (agents before that gauge)
+    are left out."""
+
+    def last(metric: str) -> dict[LabelKey, float]:
+        return client.vector(f"last_over_time({metric}[1d] @ {_at(at)})", at)
+
+    rent_series = last("gpuwatch_rent_vs_buy_rent_usd_per_hour")
+    rent, indexes = _by_gpu(rent_series), _label_by_gpu(rent_series, "gpu")
+    breakeven = _by_gpu(last("gpuwatch_rent_vs_buy_breakeven_utilization_ratio"))
+    delta = _by_gpu(last("gpuwatch_rent_vs_buy_monthly_delta_usd"))
+    busy = _by_gpu(last('gpuwatch_gpu_busy_ratio{window="30d"}'))
     window = f"[{RENT_VS_BUY_DAYS}d] @ {_at(at)}"
     activity = _by_gpu(
         client.vector(f"avg_over_time(gpuwatch_gpu_activity_mean_ratio{window})", at)
     )
-    deltas = [
-        monthly_delta_usd(
-            rent[gpu],
-            min(max(activity[gpu], 0.0), 1.0),
-            breakeven[gpu] * rent[gpu] * HOURS_PER_YEAR,
+    lines = []
+    for gpu in sorted(rent):
+        if gpu not in breakeven or rent[gpu] <= 0:
+            continue
+        owned = breakeven[gpu] * rent[gpu] * HOURS_PER_YEAR
+        mean = activity.get(gpu)
+        mean = None if mean is None else min(max(mean, 0.0), 1.0)
+        index = indexes.get(gpu)
+        lines.append(
+            RentVsBuyGpu(
+                host=gpu[0],
+                uuid=gpu[1],
+                gpu_index=int(index) if index is not None and index.isdigit() else None,
+                rent_usd_per_hour=rent[gpu],
+                owned_usd_per_year=owned,
+                busy_ratio=busy.get(gpu),
+                activity_ratio=mean,
+                monthly_delta_usd=delta.get(gpu),
+                activity_monthly_delta_usd=(
+                    None if mean is None else monthly_delta_usd(rent[gpu], mean, owned)
+                ),
+            )
         )
-        for gpu in sorted(rent)
-        if gpu in breakeven and gpu in activity and rent[gpu] > 0
-    ]
-    return sum(deltas) if deltas else None
+    return tuple(lines)
 
 
 def _plan_days(client: Client, mode: str, days: list[_Day]) -> tuple[Plans, list[str]]:

@@ -158,6 +158,38 @@ def rent_vs_buy(report: Report) -> Table:
     )
 
 
+def rent_vs_buy_gpus(report: Report) -> Table:
+    """Each GPU's rent-vs-buy position and what it is computed from."""
+    return Table(
+        (
+            "host",
+            "#",
+            "uuid",
+            "rent / h",
+            "owned / year",
+            "busy fraction",
+            "mean activity",
+            "rent - own at busy",
+            "at activity",
+        ),
+        tuple(
+            (
+                Name(g.host),
+                "" if g.gpu_index is None else str(g.gpu_index),
+                Name(g.uuid),
+                f.usd(g.rent_usd_per_hour),
+                f.usd(g.owned_usd_per_year),
+                f.percent(g.busy_ratio),
+                f.percent(g.activity_ratio),
+                f.signed_usd(g.monthly_delta_usd),
+                f.signed_usd(g.activity_monthly_delta_usd),
+            )
+            for g in report.rent_vs_buy_gpus
+        ),
+        text_columns=3,
+    )
+
+
 def identities(report: Report) -> Table:
     """One row per GPU with its whole UUID (the other tables of a page may shorten it)."""
     return Table(
