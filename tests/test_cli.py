@@ -137,3 +137,15 @@ def test_a_token_source_that_never_answers_does_not_delay_shutdown(tmp_path: Pat
     assert proc.returncode == 0, err.decode()
     assert elapsed < 5.0
     assert b"maximum number of running instances" not in err
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["run"], ["status"], ["check-config"], ["size"], ["tco"], ["report"], ["alert"]]
+)
+def test_every_help_renders(command: list[str]) -> None:
+    """argparse formats help text with %: a stray % in a help string breaks --help."""
+    from gpuwatch.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*command, "--help"])
+    assert stop.value.code == 0

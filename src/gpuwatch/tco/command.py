@@ -102,7 +102,7 @@ def add_ownership_options(parser: argparse.ArgumentParser) -> None:
         "--cost-of-capital",
         metavar="R",
         help=f"yearly rate the purchase is financed at: 0.08 or 8%% "
-        f"(default {DEFAULT_COST_OF_CAPITAL:.0%}, estimate)",
+        f"(default {DEFAULT_COST_OF_CAPITAL:.0%}%, estimate)",
     )
     group.add_argument(
         "--ops-usd-per-year",
