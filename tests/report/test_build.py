@@ -85,6 +85,9 @@ def test_savings_without_recommendations_are_idle_and_held() -> None:
     assert report.savings.held_usd_per_month == pytest.approx(36 / 48 * 730)
     assert report.savings.rightsizing_usd_per_month == 0.0
     assert build_report(replace(data, gpu_days=())).savings is None
+    # GPUs seen but nothing settled and nothing recommended: no rate to take, absent
+    unsettled = tuple(replace(r, class_seconds={}) for r in rows)
+    assert build_report(replace(data, gpu_days=unsettled)).savings is None
 
 
 def test_release_savings_do_not_depend_on_the_period_length() -> None:

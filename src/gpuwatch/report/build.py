@@ -463,8 +463,9 @@ def _actions(gpus: tuple[GpuLine, ...]) -> tuple[WasteItem, ...]:
 
 
 def _savings(gpus: tuple[GpuLine, ...], actions: tuple[WasteItem, ...]) -> Savings | None:
-    """The sum of every GPU's action by kind; None without GPUs."""
-    if not gpus:
+    """The sum of every GPU's action by kind; None without a GPU that has settled time
+    or a recommendation (nothing to take a rate from)."""
+    if not any(g.totals.settled_seconds > 0 or g.savings_usd_per_month is not None for g in gpus):
         return None
     return Savings(
         sum(i.idle_usd_per_month for i in actions),
