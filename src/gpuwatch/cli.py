@@ -139,9 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpuwatch.tco import run_tco  # noqa: PLC0415
 
             config = load_config(args.config)
-            return run_tco(
-                args, gpu_overrides=config.sizing.gpus, rent_vs_buy=config.rent_vs_buy
-            )
+            return run_tco(args, gpu_overrides=config.sizing.gpus, rent_vs_buy=config.rent_vs_buy)
         if args.command == "alert":
             from gpuwatch.alerts.command import run_alert  # noqa: PLC0415
 
