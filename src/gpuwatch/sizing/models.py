@@ -16,6 +16,7 @@ import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -45,6 +46,28 @@ def default_intermediate_size(hidden_size: int, *, gated: bool = True) -> int:
     return -(-width // LLAMA_MLP_MULTIPLE) * LLAMA_MLP_MULTIPLE
 
 
+FULL_ATTENTION = "full_attention"
+SLIDING_ATTENTION = "sliding_attention"
+LayerType = Literal["full_attention", "sliding_attention"]
+"""A layer's attention as config.json's ``layer_types`` names it."""
+
+
+def check_moe_fields(
+    *, layers: int, experts: int, experts_per_token: int, dense_layers: int
+) -> None:
+    """Raise ValueError naming the field when the MoE fields contradict each other."""
+    if experts == 0:
+        if experts_per_token or dense_layers:
+            raise ValueError("experts_per_token and dense_layers need experts (MoE) > 0")
+        return
+    if not 0 < experts_per_token <= experts:
+        raise ValueError(
+            f"experts_per_token ({experts_per_token}) must be 1 to experts ({experts})"
+        )
+    if dense_layers >= layers:
+        raise ValueError(f"dense_layers ({dense_layers}) must be below layers ({layers})")
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A decoder-only transformer: its size and the shapes the memory model needs.
@@ -55,6 +78,16 @@ class ModelSpec:
     `vocab_size` the vocabulary, `tied_embeddings` an LM head sharing the input
     embedding, `sliding_window` the tokens each layer attends to (None: all); None in
     `intermediate_size` or `vocab_size` takes the defaults named in `assumed`.
+
+    Mixture of experts: `experts` routed experts per MoE layer (0: dense), of which
+    `experts_per_token` run per token, each an MLP `moe_intermediate_size` wide (None:
+    `intermediate_size`); `shared_experts` run for every token; the first
+    `dense_layers` layers (config.json's ``first_k_dense_replace``) have a dense MLP of
+    `intermediate_size`. Multi-head latent attention (DeepSeek V2/V3): `kv_lora_rank`
+    and `qk_rope_head_dim` set, the cache holds their sum per layer per token.
+    `layer_types` names each layer's attention ("full_attention" or
+    "sliding_attention", the latter caching at most `sliding_window` tokens); None
+    with a `sliding_window` means every layer slides.
     """
 
     name: str
@@ -70,6 +103,61 @@ class ModelSpec:
     tied_embeddings: bool = False
     gated_mlp: bool = True
     sliding_window: int | None = None
+    experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int | None = None
+    shared_experts: int = 0
+    dense_layers: int = 0
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    layer_types: tuple[str, ...] | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the MLPs are mixtures of routed experts (`experts` > 0)."""
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts: all but the first `dense_layers`."""
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def expert_size(self) -> int:
+        """One expert's MLP width: `moe_intermediate_size`, else `mlp_size`."""
+        if self.moe_intermediate_size is not None:
+            return self.moe_intermediate_size
+        return self.mlp_size
+
+    @property
+    def parameters_per_expert(self) -> int:
+        """Weights of one expert's MLP: (3 if gated else 2) x hidden x expert width."""
+        return (3 if self.gated_mlp else 2) * self.hidden_size * self.expert_size
+
+    @property
+    def expert_parameters(self) -> int:
+        """All routed experts' MLP weights over the MoE layers (0 for a dense model).
+
+        Shared experts and the router (hidden x experts per layer) run for every token
+        and are not counted here.
+        """
+        return self.moe_layers * self.experts * self.parameters_per_expert
+
+    @property
+    def router_parameters(self) -> int:
+        """The routers' weights: hidden x experts per MoE layer."""
+        return self.moe_layers * self.hidden_size * self.experts
+
+    @property
+    def active_parameters(self) -> int:
+        """Parameters one token uses: all but the routed experts it is not sent to.
+
+        `parameters` minus (experts - experts_per_token) experts per MoE layer; the
+        shared experts, router, attention, embeddings and norms all count. Equal to
+        `parameters` for a dense model.
+        """
+        unused = self.moe_layers * (self.experts - self.experts_per_token)
+        return self.parameters - unused * self.parameters_per_expert
 
     @property
     def mlp_size(self) -> int:
@@ -137,6 +225,14 @@ class ModelCatalogEntry(BaseModel):
     tied_embeddings: bool = False
     gated_mlp: bool = True
     sliding_window: int | None = Field(default=None, gt=0)
+    experts: int = Field(default=0, ge=0)
+    experts_per_token: int = Field(default=0, ge=0)
+    moe_intermediate_size: int | None = Field(default=None, gt=0)
+    shared_experts: int = Field(default=0, ge=0)
+    dense_layers: int = Field(default=0, ge=0)
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    layer_types: tuple[LayerType, ...] | None = None
     source: str = CONFIG_SOURCE
 
     @model_validator(mode="after")
@@ -148,6 +244,24 @@ class ModelCatalogEntry(BaseModel):
             )
         if self.head_dim is None and self.hidden_size % self.attention_heads:
             raise ValueError("head_dim is needed: hidden_size is not a multiple of attention_heads")
+        check_moe_fields(
+            layers=self.layers,
+            experts=self.experts,
+            experts_per_token=self.experts_per_token,
+            dense_layers=self.dense_layers,
+        )
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            raise ValueError("kv_lora_rank and qk_rope_head_dim (MLA) come together")
+        if self.layer_types is not None and len(self.layer_types) != self.layers:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries for {self.layers} layers"
+            )
+        if (
+            self.layer_types is not None
+            and SLIDING_ATTENTION in self.layer_types
+            and self.sliding_window is None
+        ):
+            raise ValueError("layer_types has sliding_attention layers but no sliding_window")
         return self
 
     def to_spec(self) -> ModelSpec:
@@ -166,6 +280,14 @@ class ModelCatalogEntry(BaseModel):
             tied_embeddings=self.tied_embeddings,
             gated_mlp=self.gated_mlp,
             sliding_window=self.sliding_window,
+            experts=self.experts,
+            experts_per_token=self.experts_per_token,
+            moe_intermediate_size=self.moe_intermediate_size,
+            shared_experts=self.shared_experts,
+            dense_layers=self.dense_layers,
+            kv_lora_rank=self.kv_lora_rank,
+            qk_rope_head_dim=self.qk_rope_head_dim,
+            layer_types=self.layer_types,
         )
 
 
