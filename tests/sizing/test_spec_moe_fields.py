@@ -109,3 +109,59 @@ def test_entry_carries_moe_fields_to_spec() -> None:
     spec = entry.to_spec()
     assert (spec.experts, spec.experts_per_token, spec.shared_experts) == (4, 2, 1)
     assert spec.layer_types == ("sliding_attention", "full_attention")
+
+
+def test_mla_caches_latent_and_rope_key_without_kv_heads() -> None:
+    # deepseek-ai/DeepSeek-V3 config.json: 61 layers, kv_lora_rank 512,
+    # qk_rope_head_dim 64, 128 heads: 576 values per layer per token, 70,272 B at bf16.
+    spec = ModelSpec(
+        name="dsv3",
+        parameters=671 * 10**9,
+        layers=61,
+        hidden_size=7168,
+        attention_heads=128,
+        kv_heads=128,
+        head_dim=128,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+    )
+    assert spec.kv_values_per_layer == 576
+    assert spec.kv_cache_bytes_per_token(2.0) == 61 * 576 * 2 == 70_272
+
+
+def test_hybrid_layers_cache_per_layer_type() -> None:
+    # openai/gpt-oss-20b config.json: 24 layers alternating sliding_attention (window 128)
+    # and full_attention, 8 KV heads x head_dim 64.
+    spec = ModelSpec(
+        name="gpt-oss-20b",
+        parameters=20_914_757_184,
+        layers=24,
+        hidden_size=2880,
+        attention_heads=64,
+        kv_heads=8,
+        head_dim=64,
+        sliding_window=128,
+        layer_types=("sliding_attention", "full_attention") * 12,
+    )
+    per_layer_token = 2 * 8 * 64 * 2  # bytes at bf16
+    assert (spec.sliding_layers, spec.full_layers) == (12, 12)
+    assert spec.kv_cache_bytes_per_sequence(8192, 2.0) == per_layer_token * (12 * 8192 + 12 * 128)
+    # below the window every layer caches the whole context
+    assert spec.kv_cache_bytes_per_sequence(100, 2.0) == per_layer_token * 24 * 100
+    assert spec.kv_cache_tokens(8192) == 8192
+
+
+def test_uniform_window_still_caps_every_layer() -> None:
+    # mistralai/Mistral-7B-v0.1 config.json: sliding_window 4096 on all 32 layers.
+    spec = ModelSpec(
+        name="mistral-7b",
+        parameters=7_241_732_096,
+        layers=32,
+        hidden_size=4096,
+        attention_heads=32,
+        kv_heads=8,
+        head_dim=128,
+        sliding_window=4096,
+    )
+    assert spec.kv_cache_tokens(32768) == 4096
+    assert spec.kv_cache_bytes_per_sequence(32768, 2.0) == 32 * 2 * 8 * 128 * 2 * 4096

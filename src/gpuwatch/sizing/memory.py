@@ -312,13 +312,13 @@ def weight_bytes(parameters: int, precision: Precision) -> int:
 def kv_cache_bytes(
     model: ModelSpec, context_tokens: int, batch: int, bytes_per_value: float = 2.0
 ) -> int:
-    """KV cache bytes: 2 x layers x kv_heads x head_dim x bytes x cached tokens x batch.
+    """KV cache bytes: per layer 2 x kv_heads x head_dim (MLA: kv_lora_rank +
+    qk_rope_head_dim) values x bytes x cached tokens, summed over layers, x batch.
 
-    Grouped-query attention is counted through `model.kv_heads`; a sliding window caps
-    the cached tokens per sequence (`ModelSpec.kv_cache_tokens`).
+    Grouped-query attention is counted through `model.kv_heads`; sliding-window layers
+    cache at most the window (`ModelSpec.kv_cache_bytes_per_sequence`).
     """
-    tokens = model.kv_cache_tokens(context_tokens)
-    return round(model.kv_cache_bytes_per_token(bytes_per_value) * tokens * batch)
+    return round(model.kv_cache_bytes_per_sequence(context_tokens, bytes_per_value) * batch)
 
 
 def workload_kv_cache_bytes(workload: Workload) -> int:
@@ -358,6 +358,11 @@ def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBrea
         notes.append(
             f"KV cache: {model.kv_cache_tokens(workload.context_tokens)} of the "
             f"{workload.context_tokens} context tokens, the model's sliding window"
+        )
+    elif (model.sliding_window or workload.context_tokens) < workload.context_tokens:
+        notes.append(
+            f"KV cache: {model.sliding_layers} of {model.layers} layers slide and cache "
+            f"at most {model.sliding_window} tokens, the rest the whole context"
         )
     return MemoryBreakdown(
         weights_bytes=base,

@@ -182,15 +182,60 @@ class ModelSpec:
             notes.append(f"vocabulary {self.vocabulary} (Llama 2's)")
         return tuple(notes)
 
-    def kv_cache_tokens(self, context_tokens: int) -> int:
-        """Tokens cached per sequence: the context, at most the sliding window."""
+    @property
+    def is_mla(self) -> bool:
+        """Whether attention is multi-head latent attention (DeepSeek V2/V3)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def sliding_layers(self) -> int:
+        """Layers that attend to (and cache) at most `sliding_window` tokens.
+
+        Those `layer_types` names "sliding_attention"; without `layer_types`, every
+        layer when there is a `sliding_window`, else none.
+        """
         if self.sliding_window is None:
+            return 0
+        if self.layer_types is None:
+            return self.layers
+        return sum(kind == SLIDING_ATTENTION for kind in self.layer_types)
+
+    @property
+    def full_layers(self) -> int:
+        """Layers that attend to (and cache) the whole context."""
+        return self.layers - self.sliding_layers
+
+    @property
+    def kv_values_per_layer(self) -> int:
+        """Values one token adds to one layer's cache.
+
+        Multi-head latent attention caches the compressed KV latent and the shared
+        RoPE key: kv_lora_rank + qk_rope_head_dim (DeepSeek-V3: 512 + 64 = 576), with
+        no KV-head factor; else K and V per KV head: 2 x kv_heads x head_dim.
+        """
+        if self.kv_lora_rank is not None:
+            return self.kv_lora_rank + (self.qk_rope_head_dim or 0)
+        return 2 * self.kv_heads * self.head_dim
+
+    def kv_cache_tokens(self, context_tokens: int) -> int:
+        """Tokens cached per sequence by the layers that cache the most: the context,
+        at most the sliding window when every layer slides."""
+        if self.sliding_window is None or self.full_layers:
             return context_tokens
         return min(context_tokens, self.sliding_window)
 
     def kv_cache_bytes_per_token(self, bytes_per_value: float) -> float:
-        """Bytes of K and V one token adds: 2 x layers x kv_heads x head_dim x bytes."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * bytes_per_value
+        """Bytes one token adds to the cache of all layers (while within the window):
+        layers x `kv_values_per_layer` x bytes per value."""
+        return self.layers * self.kv_values_per_layer * bytes_per_value
+
+    def kv_cache_bytes_per_sequence(self, context_tokens: int, bytes_per_value: float) -> float:
+        """Bytes of one sequence's KV cache at `context_tokens`, layer type by layer type:
+        full layers cache the context, sliding layers at most `sliding_window` tokens."""
+        cached = self.full_layers * context_tokens
+        if self.sliding_window is not None:
+            cached += self.sliding_layers * min(context_tokens, self.sliding_window)
+        return cached * self.kv_values_per_layer * bytes_per_value
 
     @property
     def embedding_parameters(self) -> int:
