@@ -1,0 +1,516 @@
+"""Quantized checkpoints: how many bytes a model's weights take, component by component.
+
+A `QuantizationScheme` says how a checkpoint stores its weights: the bits per quantized
+value, the block (group) each scale covers, the bits of that scale and of a zero point,
+which weights it covers (every linear layer, or only the routed experts), and what stays
+16-bit. Checkpoints keep the input embedding and the LM head 16-bit (AWQ, GPTQ, FP8,
+bitsandbytes and gpt-oss's MXFP4 all do: they are not ``nn.Linear`` or are listed in
+``modules_to_not_convert``/``ignore``), and norms are never quantized.
+
+`weight_bytes_by_component(model, scheme)` splits a `ModelSpec`'s parameters into
+embeddings, LM head, norms, routed experts and the other linear weights
+(``parameters - embeddings - head - norms - experts``; router weights and biases ride with
+the latter) and prices each in bytes. Bits per quantized weight:
+
+- AWQ INT4 (group 128): 4 + (16-bit scale + 4-bit packed zero) / 128 = 4.156.
+- GPTQ INT4 (group 128): the same 4.156, plus a 32-bit ``g_idx`` per input channel.
+- FP8 W8A8 (e4m3): 8 + one fp32 scale per output channel (or per tensor: ~0).
+- INT8 W8A8 (per channel): 8 + one fp32 scale per output channel.
+- MXFP4 (OCP microscaling): 4 + one 8-bit E8M0 scale per 32 values = 4.25.
+- NVFP4: 4 + one FP8 (E4M3) scale per 16 values = 4.5, plus one fp32 scale per tensor.
+- bitsandbytes NF4 (block 64, double quantization): 4 + 8/64 + 32/(64 x 256) = 4.127.
+- bitsandbytes int8 (LLM.int8()): 8 + one fp32 scale per row.
+
+Per-row and per-column counts take the hidden size as each matrix's width (rows =
+weights / hidden): exact for the attention and up/gate projections, and these lines are
+0.05 % of the total or less, so the approximation does not move a figure.
+`scheme_from_quantization_config` reads a Hugging Face ``quantization_config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwatch.sizing.models import ModelSpec
+
+Covers = Literal["linear", "experts"]
+"""Which weights a scheme quantizes: every linear layer but the head, or routed experts only."""
+
+ComputeFormat = Literal["bf16", "fp8", "fp4"]
+"""The math a scheme runs in: weight-only formats dequantize to bf16."""
+
+SIXTEEN_BITS = 16
+
+
+class QuantizationConfigError(ValueError):
+    """A ``quantization_config`` gpuwatch cannot size; the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuantizationScheme:
+    """How a checkpoint stores its weights.
+
+    `bits`: bits per quantized value. `group_size`: values sharing one scale (None: one
+    scale per output channel, `per_tensor` True: one per tensor). `scale_bits` and
+    `zero_bits`: bits of each group's scale and zero point. `second_level_bits`: bits per
+    group of constants that scale the scales (bitsandbytes' double quantization).
+    `column_bits`: bits per input channel (GPTQ's ``g_idx``). `tensor_scale_bits`: bits
+    per tensor (NVFP4's fp32 global scale; counted per layer matrix, negligible).
+    `covers`: "linear" (every linear layer except the LM head) or "experts" (routed
+    experts only; gpt-oss's MXFP4). `unquantized_bits`: storage of everything else
+    (16: bf16/fp16). `compute`: the format of the matrix math (W8A8 FP8 runs FP8,
+    weight-only formats dequantize to bf16, NVFP4/MXFP4 run FP4 where the GPU has FP4
+    tensor cores). `modules_to_not_convert`: the checkpoint's own list, kept for the
+    record. `description`: one line for notes.
+    """
+
+    name: str
+    method: str
+    bits: int
+    group_size: int | None
+    scale_bits: int
+    description: str
+    zero_bits: int = 0
+    per_tensor: bool = False
+    second_level_bits: float = 0.0
+    column_bits: int = 0
+    tensor_scale_bits: int = 0
+    covers: Covers = "linear"
+    unquantized_bits: int = SIXTEEN_BITS
+    compute: ComputeFormat = "bf16"
+    modules_to_not_convert: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.bits not in (2, 3, 4, 8):
+            raise QuantizationConfigError(f"bits must be 2, 3, 4 or 8, not {self.bits}")
+        if self.group_size is not None and self.group_size <= 0:
+            raise QuantizationConfigError(f"group_size must be positive, not {self.group_size}")
+        if min(self.scale_bits, self.zero_bits, self.column_bits, self.tensor_scale_bits) < 0:
+            raise QuantizationConfigError("scale, zero, column and tensor bits must be >= 0")
+
+    @property
+    def bits_per_weight(self) -> float:
+        """Bits per quantized weight, group constants included (per-row scales excluded)."""
+        if self.group_size is None:
+            return float(self.bits)
+        return self.bits + (self.scale_bits + self.zero_bits + self.second_level_bits) / (
+            self.group_size
+        )
+
+    def quantized_bytes(self, weights: int, width: int) -> int:
+        """Bytes of `weights` quantized weights in matrices `width` inputs wide.
+
+        Groups run along the input dimension; per-channel scales and ``g_idx`` take
+        rows = columns = weights / width.
+        """
+        if weights <= 0:
+            return 0
+        bits = weights * self.bits_per_weight
+        rows = weights / width
+        if self.group_size is None and not self.per_tensor:
+            bits += rows * self.scale_bits
+        bits += rows * self.column_bits
+        return round(bits / 8)
+
+
+@dataclass(frozen=True, slots=True)
+class WeightBytes:
+    """A model's weight bytes by component; `total` is their sum.
+
+    `embeddings` the input embedding, `lm_head` an untied output head (0 when tied),
+    `norms` the norm weights, `experts` all routed experts (0 for a dense model), `linear`
+    every other weight (attention, dense and shared-expert MLPs, routers, biases).
+    """
+
+    embeddings: int
+    lm_head: int
+    norms: int
+    linear: int
+    experts: int
+
+    @property
+    def total(self) -> int:
+        """All weight bytes."""
+        return self.embeddings + self.lm_head + self.norms + self.linear + self.experts
+
+    def parts(self) -> tuple[tuple[str, int], ...]:
+        """(name, bytes) for a breakdown's `parts`."""
+        return (
+            ("weights_embeddings_bytes", self.embeddings),
+            ("weights_lm_head_bytes", self.lm_head),
+            ("weights_norms_bytes", self.norms),
+            ("weights_linear_bytes", self.linear),
+            ("weights_experts_bytes", self.experts),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterSplit:
+    """A model's parameters by component (counts, not bytes)."""
+
+    embeddings: int
+    lm_head: int
+    norms: int
+    linear: int
+    experts: int
+
+
+def parameter_split(model: ModelSpec) -> ParameterSplit:
+    """`model.parameters` split into embeddings, head, norms, routed experts and the rest.
+
+    The rest (linear) is ``parameters - embeddings - head - norms - experts``, floored at 0
+    (a catalog count smaller than its own embeddings would be a bad entry, not weights).
+    """
+    embed = model.vocabulary * model.hidden_size
+    head = 0 if model.tied_embeddings else embed
+    norms = model.norm_parameters
+    experts = model.expert_parameters
+    linear = max(model.parameters - embed - head - norms - experts, 0)
+    return ParameterSplit(embed, head, norms, linear, experts)
+
+
+def weight_bytes_by_component(model: ModelSpec, scheme: QuantizationScheme | None) -> WeightBytes:
+    """Bytes of `model`'s weights stored by `scheme` (None: all 16-bit), by component."""
+    split = parameter_split(model)
+    sixteen = (scheme.unquantized_bits if scheme else SIXTEEN_BITS) / 8
+    width = model.hidden_size
+
+    def stored(count: int, quantized: bool) -> int:
+        if scheme is None or not quantized:
+            return round(count * sixteen)
+        return scheme.quantized_bytes(count, width)
+
+    linear_quantized = scheme is not None and scheme.covers == "linear"
+    return WeightBytes(
+        embeddings=round(split.embeddings * sixteen),
+        lm_head=round(split.lm_head * sixteen),
+        norms=round(split.norms * sixteen),
+        linear=stored(split.linear, linear_quantized),
+        experts=stored(split.experts, scheme is not None),
+    )
+
+
+AWQ_INT4 = QuantizationScheme(
+    name="awq-int4",
+    method="awq",
+    bits=4,
+    group_size=128,
+    scale_bits=16,
+    zero_bits=4,
+    description="AWQ INT4 (GEMM): 4-bit weights, a 16-bit scale and a 4-bit zero per 128",
+)
+GPTQ_INT4 = QuantizationScheme(
+    name="gptq-int4",
+    method="gptq",
+    bits=4,
+    group_size=128,
+    scale_bits=16,
+    zero_bits=4,
+    column_bits=32,
+    description=(
+        "GPTQ INT4: 4-bit weights, a 16-bit scale and a 4-bit zero per 128, a 32-bit g_idx "
+        "per input channel"
+    ),
+)
+FP8 = QuantizationScheme(
+    name="fp8",
+    method="fp8",
+    bits=8,
+    group_size=None,
+    scale_bits=32,
+    compute="fp8",
+    description="FP8 W8A8 (e4m3): 8-bit weights, one fp32 scale per output channel",
+)
+INT8 = QuantizationScheme(
+    name="int8",
+    method="int8",
+    bits=8,
+    group_size=None,
+    scale_bits=32,
+    description="INT8 W8A8: 8-bit weights, one fp32 scale per output channel",
+)
+MXFP4 = QuantizationScheme(
+    name="mxfp4",
+    method="mxfp4",
+    bits=4,
+    group_size=32,
+    scale_bits=8,
+    compute="fp4",
+    description="MXFP4: 4-bit E2M1 values, one 8-bit E8M0 scale per 32 (4.25 bits)",
+)
+NVFP4 = QuantizationScheme(
+    name="nvfp4",
+    method="nvfp4",
+    bits=4,
+    group_size=16,
+    scale_bits=8,
+    tensor_scale_bits=32,
+    compute="fp4",
+    description="NVFP4: 4-bit E2M1 values, one FP8 E4M3 scale per 16 (4.5 bits), fp32 per tensor",
+)
+NF4 = QuantizationScheme(
+    name="nf4",
+    method="bitsandbytes",
+    bits=4,
+    group_size=64,
+    scale_bits=8,
+    second_level_bits=32 / 256,
+    description=(
+        "bitsandbytes NF4 with double quantization: 4-bit, an 8-bit absmax per 64, an fp32 "
+        "constant per 256 absmax (4.127 bits)"
+    ),
+)
+BNB_INT8 = QuantizationScheme(
+    name="bnb-int8",
+    method="bitsandbytes",
+    bits=8,
+    group_size=None,
+    scale_bits=32,
+    description="bitsandbytes LLM.int8(): 8-bit weights, one fp32 scale per row",
+)
+
+SCHEMES: dict[str, QuantizationScheme] = {
+    scheme.name: scheme for scheme in (AWQ_INT4, GPTQ_INT4, FP8, INT8, MXFP4, NVFP4, NF4, BNB_INT8)
+}
+"""The named schemes `gpuwatch size --precision` accepts, by name."""
+
+PRECISION_SCHEMES: dict[str, QuantizationScheme] = {"int4": AWQ_INT4, "int8": INT8, "fp8": FP8}
+"""The scheme a plain int4/int8/fp8 precision means for a model with an architecture."""
+
+
+def _int_field(config: Mapping[str, object], key: str, default: int | None = None) -> int | None:
+    value = config.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise QuantizationConfigError(
+            f"quantization_config.{key} must be an integer, not {value!r}"
+        )
+    return value
+
+
+def _names(config: Mapping[str, object], *keys: str) -> tuple[str, ...]:
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise QuantizationConfigError(
+                f"quantization_config.{key} must be a list of module names, not {value!r}"
+            )
+        return tuple(str(item) for item in value)
+    return ()
+
+
+def _covers(skipped: tuple[str, ...]) -> Covers:
+    """Experts only when the checkpoint leaves attention unconverted (gpt-oss's layout)."""
+    return "experts" if any("attn" in name for name in skipped) else "linear"
+
+
+def _int4_group(
+    config: Mapping[str, object], base: QuantizationScheme, method: str
+) -> QuantizationScheme:
+    bits = _int_field(config, "bits", 4)
+    if bits != 4:
+        raise QuantizationConfigError(
+            f"quantization_config.bits: {method} with {bits} bits is not sized (4 only)"
+        )
+    group = _int_field(config, "group_size", 128)
+    skipped = _names(config, "modules_to_not_convert")
+    return QuantizationScheme(
+        name=base.name,
+        method=method,
+        bits=4,
+        group_size=None if group == -1 else group,
+        scale_bits=16,
+        zero_bits=4,
+        column_bits=base.column_bits,
+        covers=_covers(skipped),
+        modules_to_not_convert=skipped,
+        description=base.description.replace("128", str(group) if group != -1 else "channel"),
+    )
+
+
+def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
+    groups = config.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        raise QuantizationConfigError(
+            "quantization_config.config_groups: compressed-tensors needs at least one group"
+        )
+    first = next(iter(groups.values()))
+    weights = first.get("weights") if isinstance(first, dict) else None
+    if not isinstance(weights, dict):
+        raise QuantizationConfigError(
+            "quantization_config.config_groups.*.weights: missing weight quantization args"
+        )
+    bits = _int_field(weights, "num_bits")
+    kind = weights.get("type")
+    strategy = weights.get("strategy")
+    skipped = _names(config, "ignore")
+    fmt = config.get("format")
+    if bits == 8 and kind == "float":
+        base = FP8
+    elif bits == 8 and kind == "int":
+        base = INT8
+    elif bits == 4 and fmt == "nvfp4-pack-quantized":
+        base = NVFP4
+    elif bits == 4 and kind == "int":
+        group = _int_field(weights, "group_size", 128)
+        return QuantizationScheme(
+            name="w4a16",
+            method="compressed-tensors",
+            bits=4,
+            group_size=group,
+            scale_bits=16,
+            zero_bits=0 if weights.get("symmetric", True) else 4,
+            covers=_covers(skipped),
+            modules_to_not_convert=skipped,
+            description=f"compressed-tensors W4A16: 4-bit weights, a 16-bit scale per {group}",
+        )
+    else:
+        raise QuantizationConfigError(
+            "quantization_config.config_groups.*.weights: "
+            f"{bits}-bit {kind} ({fmt}) is not a format gpuwatch sizes"
+        )
+    return QuantizationScheme(
+        name=base.name,
+        method="compressed-tensors",
+        bits=base.bits,
+        group_size=base.group_size,
+        scale_bits=base.scale_bits,
+        per_tensor=strategy == "tensor",
+        tensor_scale_bits=base.tensor_scale_bits,
+        compute=base.compute,
+        covers=_covers(skipped),
+        modules_to_not_convert=skipped,
+        description=base.description
+        + (" (per-tensor scales)" if strategy == "tensor" and base.group_size is None else ""),
+    )
+
+
+def scheme_from_quantization_config(config: Mapping[str, object]) -> QuantizationScheme:
+    """The scheme of a Hugging Face config.json's ``quantization_config``.
+
+    Reads ``quant_method`` awq, gptq, fp8, fbgemm_fp8, compressed-tensors, mxfp4,
+    modelopt (NVFP4/FP8) and bitsandbytes, with ``bits``, ``group_size``,
+    ``modules_to_not_convert``/``ignore``; raises `QuantizationConfigError` naming the
+    field for anything else.
+    """
+    method = config.get("quant_method")
+    if not isinstance(method, str):
+        raise QuantizationConfigError(
+            f"quantization_config.quant_method must be a string, not {method!r}"
+        )
+    method = method.lower()
+    if method == "awq":
+        return _int4_group(config, AWQ_INT4, "awq")
+    if method == "gptq":
+        return _int4_group(config, GPTQ_INT4, "gptq")
+    if method in ("fp8", "fbgemm_fp8"):
+        skipped = _names(config, "modules_to_not_convert", "ignored_layers")
+        block = config.get("weight_block_size")
+        if block is not None:
+            if (
+                not isinstance(block, list)
+                or len(block) != 2
+                or not all(isinstance(side, int) and side > 0 for side in block)
+            ):
+                raise QuantizationConfigError(
+                    f"quantization_config.weight_block_size must be two positive integers, "
+                    f"not {block!r}"
+                )
+            rows, cols = block
+            return QuantizationScheme(
+                name="fp8",
+                method=method,
+                bits=8,
+                group_size=rows * cols,
+                scale_bits=32,
+                compute="fp8",
+                covers=_covers(skipped),
+                modules_to_not_convert=skipped,
+                description=f"FP8 W8A8 (e4m3), one fp32 scale per {rows}x{cols} block",
+            )
+        return QuantizationScheme(
+            name="fp8",
+            method=method,
+            bits=8,
+            group_size=None,
+            scale_bits=32,
+            compute="fp8",
+            covers=_covers(skipped),
+            modules_to_not_convert=skipped,
+            description=FP8.description,
+        )
+    if method == "compressed-tensors":
+        return _compressed_tensors(config)
+    if method == "mxfp4":
+        skipped = _names(config, "modules_to_not_convert")
+        return QuantizationScheme(
+            name="mxfp4",
+            method="mxfp4",
+            bits=4,
+            group_size=32,
+            scale_bits=8,
+            compute="fp4",
+            covers="experts" if not skipped or _covers(skipped) == "experts" else "linear",
+            modules_to_not_convert=skipped,
+            description=MXFP4.description,
+        )
+    if method == "modelopt":
+        algo = config.get("quant_algo")
+        skipped = _names(config, "exclude_modules", "modules_to_not_convert")
+        if algo == "NVFP4":
+            base = NVFP4
+        elif algo == "FP8":
+            base = FP8
+        else:
+            raise QuantizationConfigError(
+                f"quantization_config.quant_algo: modelopt {algo!r} is not sized (NVFP4, FP8)"
+            )
+        return QuantizationScheme(
+            name=base.name,
+            method="modelopt",
+            bits=base.bits,
+            group_size=base.group_size,
+            scale_bits=base.scale_bits,
+            tensor_scale_bits=base.tensor_scale_bits,
+            compute=base.compute,
+            covers=_covers(skipped),
+            modules_to_not_convert=skipped,
+            description=base.description,
+        )
+    if method == "bitsandbytes":
+        skipped = _names(config, "llm_int8_skip_modules")
+        if config.get("load_in_4bit"):
+            kind = config.get("bnb_4bit_quant_type", "nf4")
+            if kind not in ("nf4", "fp4"):
+                raise QuantizationConfigError(
+                    f"quantization_config.bnb_4bit_quant_type must be nf4 or fp4, not {kind!r}"
+                )
+            double = bool(config.get("bnb_4bit_use_double_quant", False))
+            return QuantizationScheme(
+                name="nf4",
+                method="bitsandbytes",
+                bits=4,
+                group_size=64,
+                scale_bits=8 if double else 32,
+                second_level_bits=32 / 256 if double else 0.0,
+                covers=_covers(skipped),
+                modules_to_not_convert=skipped,
+                description=(
+                    f"bitsandbytes {kind.upper()}, block 64, "
+                    + ("double quantization" if double else "fp32 absmax")
+                ),
+            )
+        if config.get("load_in_8bit"):
+            return BNB_INT8
+        raise QuantizationConfigError(
+            "quantization_config.load_in_4bit/load_in_8bit: bitsandbytes config loads neither"
+        )
+    raise QuantizationConfigError(
+        f"quantization_config.quant_method {method!r} is not one gpuwatch sizes "
+        "(awq, gptq, fp8, fbgemm_fp8, compressed-tensors, mxfp4, modelopt, bitsandbytes)"
+    )

@@ -1,0 +1,260 @@
+"""Quantized checkpoints: weight bytes by component against published checkpoint sizes."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuwatch.sizing import ModelSpec, build_model_catalog
+from gpuwatch.sizing.quantization import (
+    AWQ_INT4,
+    FP8,
+    GPTQ_INT4,
+    MXFP4,
+    NF4,
+    NVFP4,
+    QuantizationConfigError,
+    QuantizationScheme,
+    parameter_split,
+    scheme_from_quantization_config,
+    weight_bytes_by_component,
+)
+
+GB = 10**9
+GIB = 2**30
+
+# openai/gpt-oss-120b and gpt-oss-20b config.json (huggingface.co/openai/gpt-oss-120b):
+# hidden_size 2880, intermediate_size 2880, num_attention_heads 64, num_key_value_heads 8,
+# head_dim 64, vocab_size 201088, num_local_experts 128 / 32, num_experts_per_tok 4,
+# num_hidden_layers 36 / 24, untied head; quantization_config quant_method "mxfp4" with
+# modules_to_not_convert self_attn, router, embed_tokens, lm_head. Total parameters from the
+# gpt-oss model card (arXiv 2508.10925, table 1): 116.83B and 20.91B.
+GPT_OSS_120B = ModelSpec(
+    name="gpt-oss-120b",
+    parameters=116_829_156_672,
+    layers=36,
+    hidden_size=2880,
+    attention_heads=64,
+    kv_heads=8,
+    head_dim=64,
+    intermediate_size=2880,
+    vocab_size=201088,
+    experts=128,
+    experts_per_token=4,
+)
+GPT_OSS_20B = ModelSpec(
+    name="gpt-oss-20b",
+    parameters=20_914_757_184,
+    layers=24,
+    hidden_size=2880,
+    attention_heads=64,
+    kv_heads=8,
+    head_dim=64,
+    intermediate_size=2880,
+    vocab_size=201088,
+    experts=32,
+    experts_per_token=4,
+)
+GPT_OSS_QUANTIZATION_CONFIG = {
+    "quant_method": "mxfp4",
+    "modules_to_not_convert": [
+        "model.layers.*.self_attn",
+        "model.layers.*.mlp.router",
+        "model.embed_tokens",
+        "lm_head",
+    ],
+}
+
+
+def _total(model: str | ModelSpec, scheme: QuantizationScheme | None) -> int:
+    spec = build_model_catalog().get(model) if isinstance(model, str) else model
+    return weight_bytes_by_component(spec, scheme).total
+
+
+def test_llama_31_8b_awq_int4_is_the_checkpoint_size() -> None:
+    """hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4: safetensors total 5.73 GB
+    (GEMM, group 128, zero point; embed_tokens and lm_head bf16)."""
+    assert _total("llama-3.1-8b", AWQ_INT4) == pytest.approx(5.73 * GB, rel=0.05)
+
+
+def test_llama_31_70b_awq_int4_is_39_8_gb() -> None:
+    """hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4: ~39.8 GB by the same layout
+    (issue 17); 35.3 GB flat would fit a 48 GB card with headroom, this does not."""
+    total = _total("llama-3.1-70b", AWQ_INT4)
+    assert total == pytest.approx(39.8 * GB, rel=0.05)
+    assert total > 39 * GB
+
+
+def test_gptq_int4_adds_g_idx_to_the_awq_layout() -> None:
+    """GPTQ (AutoGPTQ/GPTQModel): qweight int4, scales fp16 and qzeros int4 per group of
+    128, a g_idx int32 per input channel. hugging-quants/Meta-Llama-3.1-8B-Instruct-GPTQ-INT4
+    is ~5.7 GB like the AWQ release; g_idx is a few MB on top."""
+    awq = _total("llama-3.1-8b", AWQ_INT4)
+    gptq = _total("llama-3.1-8b", GPTQ_INT4)
+    assert 0 < gptq - awq < 0.01 * GB
+    assert gptq == pytest.approx(5.73 * GB, rel=0.05)
+
+
+def test_llama_31_8b_fp8_keeps_embeddings_and_head_16_bit() -> None:
+    """neuralmagic (RedHatAI) Meta-Llama-3.1-8B-Instruct-FP8: ~9.1 GB of safetensors, the
+    linear layers FP8, embed_tokens and lm_head (ignore: ["lm_head"]) bf16. JongYeop/
+    Llama-3.1-8B-Instruct-FP8-W8A8-Dynamic-Per-Token lists "~8.5GB" (GiB: 9.1 GB)."""
+    total = _total("llama-3.1-8b", FP8)
+    assert total == pytest.approx(9.1 * GB, rel=0.05)
+    assert total == pytest.approx(8.5 * GIB, rel=0.05)
+    parts = weight_bytes_by_component(build_model_catalog().get("llama-3.1-8b"), FP8)
+    assert parts.embeddings == parts.lm_head == 128256 * 4096 * 2
+
+
+def test_gpt_oss_120b_mxfp4_experts_is_the_checkpoint_size() -> None:
+    """gpt-oss model card (arXiv 2508.10925, table 1): checkpoint 60.8 GiB; expert weights
+    MXFP4 (4.25 bits), attention, router, embeddings and head bf16."""
+    scheme = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    assert scheme.covers == "experts"
+    total = _total(GPT_OSS_120B, scheme)
+    assert total == pytest.approx(60.8 * GIB, rel=0.05)
+    assert total < 80 * GB  # "fits a single 80 GB GPU"
+
+
+def test_gpt_oss_20b_mxfp4_experts_is_the_checkpoint_size() -> None:
+    """gpt-oss model card: gpt-oss-20b checkpoint 12.8 GiB; runs within 16 GB."""
+    scheme = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    total = _total(GPT_OSS_20B, scheme)
+    assert total == pytest.approx(12.8 * GIB, rel=0.05)
+    assert total < 16 * GB
+
+
+def test_gpt_oss_mxfp4_on_every_linear_would_be_smaller() -> None:
+    """Quantizing attention too (covers linear) must shrink it: the covers field is read."""
+    assert _total(GPT_OSS_120B, MXFP4) < _total(
+        GPT_OSS_120B, scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    )
+
+
+def test_block_format_bits_per_weight() -> None:
+    """OCP Microscaling spec v1.0: MXFP4 = E2M1 + one E8M0 per 32 = 4.25 bits; NVIDIA
+    NVFP4 (Blackwell): E2M1 + one E4M3 per 16 = 4.5 bits (plus fp32 per tensor); QLoRA paper
+    (Dettmers et al. 2023, 3.1): double quantization cuts the constants from 32/64 = 0.5 to
+    8/64 + 32/(64 x 256) = 0.127 bits per parameter; AWQ 4 + (16 + 4)/128."""
+    assert MXFP4.bits_per_weight == 4.25
+    assert NVFP4.bits_per_weight == 4.5
+    assert NF4.bits_per_weight - 4 == pytest.approx(0.127, abs=0.0005)
+    assert AWQ_INT4.bits_per_weight == pytest.approx(4.15625)
+
+
+def test_llama_31_70b_nvfp4_is_about_40_gib() -> None:
+    """JongYeop/Llama-3.1-70B-Instruct-NVFP4-W4A4 (llm-compressor, lm_head ignored):
+    "~40GB", the card's GB being GiB as its FP8 sibling's are."""
+    assert _total("llama-3.1-70b", NVFP4) == pytest.approx(40 * GIB, rel=0.05)
+
+
+def test_bnb_nf4_8b_is_about_5_7_gb() -> None:
+    """bitsandbytes NF4 with double quantization leaves embeddings and lm_head 16-bit
+    (transformers skips lm_head): unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit is ~5.7 GB."""
+    config = {
+        "quant_method": "bitsandbytes",
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_use_double_quant": True,
+    }
+    scheme = scheme_from_quantization_config(config)
+    assert scheme.bits_per_weight == NF4.bits_per_weight
+    assert _total("llama-3.1-8b", scheme) == pytest.approx(5.7 * GB, rel=0.05)
+
+
+def test_parameter_split_sums_to_the_parameters() -> None:
+    spec = build_model_catalog().get("llama-3.1-8b")
+    split = parameter_split(spec)
+    assert (
+        split.embeddings + split.lm_head + split.norms + split.linear + split.experts
+        == spec.parameters
+    )
+    assert split.experts == 0
+    moe = parameter_split(GPT_OSS_120B)
+    assert moe.experts == 36 * 128 * 3 * 2880 * 2880
+
+
+def test_unquantized_is_two_bytes_per_parameter() -> None:
+    spec = build_model_catalog().get("llama-3.1-8b")
+    assert weight_bytes_by_component(spec, None).total == spec.parameters * 2
+
+
+@pytest.mark.parametrize(
+    ("config", "name", "bits", "group"),
+    [
+        # hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 config.json
+        (
+            {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
+            "awq-int4",
+            4,
+            128,
+        ),
+        # hugging-quants/Meta-Llama-3.1-8B-Instruct-GPTQ-INT4 config.json
+        (
+            {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True},
+            "gptq-int4",
+            4,
+            128,
+        ),
+        # deepseek-ai/DeepSeek-V3 config.json: fp8, e4m3, weight_block_size [128, 128]
+        (
+            {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
+            "fp8",
+            8,
+            128 * 128,
+        ),
+        # nvidia/Llama-3.1-8B-Instruct-FP4 (ModelOpt) quantization_config
+        (
+            {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head"]},
+            "nvfp4",
+            4,
+            16,
+        ),
+        # neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8 (compressed-tensors, per-tensor)
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "format": "float-quantized",
+                "config_groups": {
+                    "group_0": {
+                        "targets": ["Linear"],
+                        "weights": {"num_bits": 8, "type": "float", "strategy": "tensor"},
+                    }
+                },
+                "ignore": ["lm_head"],
+            },
+            "fp8",
+            8,
+            None,
+        ),
+    ],
+)
+def test_scheme_from_quantization_config(
+    config: dict[str, object], name: str, bits: int, group: int | None
+) -> None:
+    scheme = scheme_from_quantization_config(config)
+    assert (scheme.name, scheme.bits, scheme.group_size) == (name, bits, group)
+
+
+def test_fp8_compute_and_weight_only_compute() -> None:
+    assert FP8.compute == "fp8"
+    assert AWQ_INT4.compute == "bf16"
+    assert scheme_from_quantization_config({"quant_method": "fp8"}).compute == "fp8"
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"quant_method": "eetq"}, "quant_method"),
+        ({}, "quant_method"),
+        ({"quant_method": "awq", "bits": 3}, "bits"),
+        ({"quant_method": "gptq", "bits": "four"}, "bits"),
+        ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size"),
+        ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "quant_algo"),
+        ({"quant_method": "bitsandbytes"}, "load_in_4bit"),
+        ({"quant_method": "awq", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert"),
+        ({"quant_method": "compressed-tensors"}, "config_groups"),
+    ],
+)
+def test_bad_quantization_config_names_the_field(config: dict[str, object], field: str) -> None:
+    with pytest.raises(QuantizationConfigError, match=field):
+        scheme_from_quantization_config(config)
