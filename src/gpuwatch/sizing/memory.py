@@ -29,6 +29,12 @@ from gpuwatch.sizing.adapters import (
     unquantized_parameters,
 )
 from gpuwatch.sizing.models import ModelSpec
+from gpuwatch.sizing.quantization import (
+    PRECISION_SCHEMES,
+    QuantizationScheme,
+    WeightBytes,
+    weight_bytes_by_component,
+)
 from gpuwatch.sizing.shapes import derive_architecture
 
 
@@ -206,10 +212,16 @@ class Workload:
     batch: int = DEFAULT_BATCH
     kv_cache_precision: Precision | None = None
     training: TrainingSetup = DEFAULT_TRAINING
+    quantization: QuantizationScheme | None = None
 
     def __post_init__(self) -> None:
         if self.parameters <= 0:
             raise ValueError("the parameter count must be positive")
+        if self.quantization is not None and self.mode is not Mode.INFERENCE:
+            raise ValueError(
+                f"quantization ({self.quantization.name}) is a served checkpoint's layout: "
+                "inference mode only (qlora sizes its NF4 base itself)"
+            )
         if self.context_tokens <= 0:
             raise ValueError("context tokens must be positive")
         if self.batch <= 0:
@@ -249,8 +261,40 @@ class Workload:
 
     @property
     def weight_precision(self) -> Precision:
-        """`precision`, or the mode's default."""
-        return self.precision or DEFAULT_PRECISION[self.mode]
+        """`precision`, else the `quantization` scheme's storage, else the mode's default."""
+        if self.precision is not None:
+            return self.precision
+        if self.quantization is not None:
+            return scheme_precision(self.quantization)
+        return DEFAULT_PRECISION[self.mode]
+
+    @property
+    def weight_scheme(self) -> QuantizationScheme | None:
+        """How the served weights are laid out, None for plain 16/32-bit or a bare count.
+
+        `quantization` when given; else, for inference of a model with an architecture,
+        the scheme a plain int4, int8 or fp8 precision stands for (`PRECISION_SCHEMES`:
+        AWQ INT4 group 128, INT8 and FP8 W8A8 per channel; embeddings and LM head 16-bit).
+        A bare parameter count keeps the flat bytes per parameter of seed 001's tables.
+        """
+        if self.quantization is not None:
+            return self.quantization
+        if self.mode is not Mode.INFERENCE or self.architecture is None:
+            return None
+        return PRECISION_SCHEMES.get(self.weight_precision.value)
+
+    @property
+    def math_precision(self) -> Precision:
+        """The precision the matrix math runs in (for the compute ceiling).
+
+        FP8 for FP8 W8A8 schemes; BF16 for weight-only schemes, which dequantize (AWQ,
+        GPTQ, bitsandbytes; INT8 and MXFP4/NVFP4 too, the GPU catalog lists no INT8 or
+        FP4 peak); else the weight precision.
+        """
+        scheme = self.weight_scheme
+        if scheme is None:
+            return self.weight_precision
+        return Precision.FP8 if scheme.compute == "fp8" else Precision.BF16
 
     @property
     def compute_bytes(self) -> float:
@@ -309,6 +353,33 @@ def weight_bytes(parameters: int, precision: Precision) -> int:
     return round(parameters * precision.bytes_per_value)
 
 
+def scheme_precision(scheme: QuantizationScheme) -> Precision:
+    """The `Precision` bucket a scheme's quantized values fall in: INT4 for 4-bit and
+    below, FP8 for 8-bit FP8 math, else INT8."""
+    if scheme.bits <= 4:
+        return Precision.INT4
+    return Precision.FP8 if scheme.compute == "fp8" else Precision.INT8
+
+
+def workload_weight_parts(workload: Workload) -> WeightBytes | None:
+    """An inference workload's weight bytes by component when its weights follow a
+    quantization scheme (`Workload.weight_scheme`), else None."""
+    scheme = workload.weight_scheme
+    model = workload.architecture
+    if scheme is None or model is None:
+        return None
+    return weight_bytes_by_component(model, scheme)
+
+
+def workload_weight_bytes(workload: Workload) -> int:
+    """Bytes of the workload's weights: by component for a quantized checkpoint
+    (`workload_weight_parts`), else parameters x bytes per value."""
+    parts = workload_weight_parts(workload)
+    if parts is not None:
+        return parts.total
+    return weight_bytes(workload.parameters, workload.weight_precision)
+
+
 def kv_cache_bytes(
     model: ModelSpec, context_tokens: int, batch: int, bytes_per_value: float = 2.0
 ) -> int:
@@ -345,8 +416,33 @@ def _adamw_bytes(parameters: int, compute_bytes: float) -> tuple[int, int, int]:
     return weights, gradients, optimizer
 
 
+def _scheme_note(workload: Workload, parts: WeightBytes) -> str:
+    scheme = workload.weight_scheme
+    assert scheme is not None
+    covered = "routed experts" if scheme.covers == "experts" else "linear layers"
+    mapped = (
+        f"{workload.weight_precision} read as {scheme.name}: "
+        if workload.quantization is None
+        else ""
+    )
+    kept = (
+        parts.total
+        - (parts.experts if scheme.covers == "experts" else 0)
+        - (parts.linear if scheme.covers == "linear" else 0)
+    )
+    kept_what = "embeddings, LM head and norms" + (
+        ", attention and the rest" if scheme.covers == "experts" else ""
+    )
+    return (
+        f"weights: {mapped}{scheme.description} on the {covered} "
+        f"({scheme.bits_per_weight:.4g} bits each); {kept_what} stay "
+        f"{scheme.unquantized_bits}-bit ({kept / 1e9:.3g} GB)"
+    )
+
+
 def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBreakdown:
-    base = weight_bytes(workload.parameters, workload.weight_precision)
+    base = workload_weight_bytes(workload)
+    weight_parts = workload_weight_parts(workload)
     model = workload.architecture
     notes: list[str] = []
     if model is None:
@@ -368,7 +464,9 @@ def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBrea
         weights_bytes=base,
         kv_cache_bytes=workload_kv_cache_bytes(workload),
         overhead_bytes=round(base * assumptions.inference_overhead_ratio),
-        notes=tuple(notes),
+        notes=tuple(notes)
+        + (() if weight_parts is None else (_scheme_note(workload, weight_parts),)),
+        parts=() if weight_parts is None else weight_parts.parts(),
         architecture=model,
     )
 
