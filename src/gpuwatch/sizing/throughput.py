@@ -13,7 +13,13 @@ compute-bound: ``FLOP/s x MFU / (6 x params)`` for full training (forward 2 + ba
 from __future__ import annotations
 
 from gpuwatch.sizing.gpus import GpuSpec
-from gpuwatch.sizing.memory import Mode, Precision, Workload, weight_bytes, workload_kv_cache_bytes
+from gpuwatch.sizing.memory import (
+    Mode,
+    Precision,
+    Workload,
+    workload_kv_cache_bytes,
+    workload_weight_bytes,
+)
 
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.7
 """Fraction of peak bandwidth (and of peak FLOP/s) decoding reaches: seed 001's estimator
@@ -48,10 +54,9 @@ def ridge_point_flops_per_byte(gpu: GpuSpec) -> float:
 
 
 def decode_bytes_per_step(workload: Workload) -> int:
-    """Bytes read from memory per decoding step: the weights plus the batch's KV cache."""
-    return weight_bytes(workload.parameters, workload.weight_precision) + workload_kv_cache_bytes(
-        workload
-    )
+    """Bytes read from memory per decoding step: the weights as stored (a quantized
+    checkpoint's real bytes, `memory.workload_weight_bytes`) plus the batch's KV cache."""
+    return workload_weight_bytes(workload) + workload_kv_cache_bytes(workload)
 
 
 def decode_arithmetic_intensity(workload: Workload) -> float:
@@ -76,7 +81,7 @@ def compute_bound_tokens_per_second(
 ) -> float:
     """Decode tokens/s if FLOP/s were the only limit: FLOP/s x efficiency / (2 x params)."""
     _check_efficiency(efficiency)
-    flops = peak_flops_per_second(gpu, workload.weight_precision) * efficiency
+    flops = peak_flops_per_second(gpu, workload.math_precision) * efficiency
     return flops / (DECODE_FLOPS_PER_PARAMETER * workload.parameters)
 
 
