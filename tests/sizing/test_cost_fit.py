@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpuwatch.sizing import (
@@ -111,7 +113,8 @@ def test_zero_throughput_has_no_price() -> None:
 
 def test_fits_needs_headroom(catalog: GpuCatalog) -> None:
     l40s = catalog.get("L40S-48GB")
-    breakdown = memory_requirement(Workload(20 * B, precision=Precision.FP16))  # 48 GB total
+    breakdown = memory_requirement(Workload(20 * B, precision=Precision.FP16, context_tokens=1))
+    breakdown = replace(breakdown, kv_cache_bytes=0)  # 40 GB weights + 8 GB overhead
     assert breakdown.total_bytes == 48 * GB
     assert fits(l40s, breakdown, headroom=0.0)
     assert not fits(l40s, breakdown)
@@ -169,10 +172,11 @@ def test_rank_lists_every_gpu_fitting_first_cheapest_first(catalog: GpuCatalog) 
 
 
 def test_rank_figures_follow_the_formulas(catalog: GpuCatalog) -> None:
-    ranked = rank_gpus(catalog, Workload(7 * B), efficiency=1.0)
+    ranked = rank_gpus(catalog, Workload(7 * B, context_tokens=1), efficiency=1.0)
     h100 = next(row for row in ranked if row.name == "H100-SXM-80GB")
     assert h100.memory_bytes == 80 * GB
-    assert h100.tokens_per_second == pytest.approx(3.35e12 / 14e9)
+    # bandwidth over the weights and a one-token KV cache (0.5 MB, the derived LLaMA-7B shape)
+    assert h100.tokens_per_second == pytest.approx(3.35e12 / (14e9 + 2 * 32 * 32 * 128 * 2))
     assert h100.usd_per_million_tokens_rented == pytest.approx(
         6.88 / (h100.tokens_per_second * 3600) * 1e6
     )

@@ -60,9 +60,13 @@ def test_7b_fp16_plans_16_to_18_gb_with_overhead() -> None:
     """Seed 000: "for a 7B model at FP16, plan on roughly 16-18 GB including overhead"."""
     breakdown = memory_requirement(Workload(7 * B))
     assert breakdown.overhead_bytes == round(2.8 * GB)
-    assert breakdown.total_bytes == round(16.8 * GB)
-    assert breakdown.kv_cache_bytes == 0
-    assert any("KV cache not computed" in note for note in breakdown.notes)
+    assert breakdown.weights_bytes + breakdown.overhead_bytes == round(16.8 * GB)
+    # the seed's figure is for a short context; at the default 4,096 tokens the derived
+    # LLaMA-7B shape (32 layers x 32 KV heads x 128) adds its KV cache, never 0
+    assert breakdown.kv_cache_bytes == 2 * 32 * 32 * 128 * 2 * 4096
+    assert any("LLaMA-7B" in note and "KV cache" in note for note in breakdown.notes)
+    short = memory_requirement(Workload(7 * B, context_tokens=256))
+    assert 16 * GB < short.total_bytes < 18 * GB
 
 
 def test_7b_at_int4_drops_under_8_gb() -> None:
@@ -246,12 +250,13 @@ def test_seed_001_rule_ignores_context_and_batch() -> None:
 
 
 def test_architecture_activations_grow_with_context_and_batch() -> None:
-    """34 x s x b x h per layer without checkpointing, plus fp32 logits (flash attention)."""
+    """34 x s x b x h per layer without checkpointing, plus 16 B of logits per token per
+    vocabulary entry (flash attention)."""
     llama = build_model_catalog().get("llama-2-7b")
     one = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=2048))
     four = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=4096, batch=2))
     layers = 32 * 34 * 2048 * 4096
-    logits = 4 * 2048 * 32000
+    logits = 16 * 2048 * 32000
     assert one.activations_bytes == layers + logits
     assert four.activations_bytes == 4 * (layers + logits)
     assert one.total_bytes - one.activations_bytes == 18 * llama.parameters
@@ -266,7 +271,7 @@ def test_gradient_checkpointing_keeps_layer_inputs_and_one_layer() -> None:
     assert dict(breakdown.parts) == {
         "activations_stored_bytes": 32 * 2 * s * h,
         "activations_working_layer_bytes": 34 * s * h,
-        "activations_logits_bytes": 4 * s * 32000,
+        "activations_logits_bytes": 16 * s * 32000,
     }
 
 
@@ -279,7 +284,7 @@ def test_checkpointing_defaults_on_for_lora_off_for_full_training() -> None:
     assert not Workload(llama, Mode.LORA, training=off).gradient_checkpointing
     with_ckpt = memory_requirement(Workload(llama, Mode.LORA))
     without = memory_requirement(Workload(llama, Mode.LORA, training=off))
-    assert without.activations_bytes > 8 * with_ckpt.activations_bytes
+    assert without.activations_bytes > 5 * with_ckpt.activations_bytes
 
 
 def test_without_flash_attention_the_scores_grow_with_the_square_of_the_context() -> None:
@@ -295,8 +300,10 @@ def test_fp32_activations_take_twice_the_bytes() -> None:
     llama = build_model_catalog().get("llama-2-7b")
     bf16 = memory_requirement(Workload(llama, Mode.TRAIN, context_tokens=1024))
     fp32 = memory_requirement(Workload(llama, Mode.TRAIN, Precision.FP32, context_tokens=1024))
-    logits = 4 * 1024 * 32000  # fp32 either way
-    assert fp32.activations_bytes - logits == 2 * (bf16.activations_bytes - logits)
+    # logits: 16-bit logits, fp32 copy, log-softmax, fp32 and 16-bit gradients (16 B) in
+    # bf16; no copy or cast back in fp32 (12 B)
+    bf16_logits, fp32_logits = 16 * 1024 * 32000, 12 * 1024 * 32000
+    assert fp32.activations_bytes - fp32_logits == 2 * (bf16.activations_bytes - bf16_logits)
 
 
 def test_a_bare_count_trains_with_the_nearest_published_shape() -> None:
@@ -307,7 +314,10 @@ def test_a_bare_count_trains_with_the_nearest_published_shape() -> None:
     assert shape.parameters == 65 * B
     assert "LLaMA-65B" in breakdown.notes[0]
     assert "give a MODEL" in breakdown.notes[0]
-    assert memory_requirement(Workload(65 * B)).architecture is None  # inference: no guess
+    inference = memory_requirement(Workload(65 * B))  # the same shape sizes the KV cache
+    assert inference.architecture is not None
+    assert inference.architecture.name == "shape of LLaMA-65B"
+    assert inference.kv_cache_bytes == 2 * 80 * 64 * 128 * 2 * 4096
 
 
 # --- LoRA and QLoRA ---------------------------------------------------------------------
@@ -388,7 +398,7 @@ def test_seed_001_qlora_rule_gives_its_4_to_6_bytes_per_parameter() -> None:
     breakdown = memory_requirement(Workload(7 * B, Mode.QLORA), SEED_001)
     assert breakdown.activations_bytes == 28 * GB
     assert 4 * 7 * B <= breakdown.total_bytes <= 6 * 7 * B
-    assert memory_requirement(Workload(7 * B, Mode.QLORA)).total_bytes < 1 * 7 * B
+    assert memory_requirement(Workload(7 * B, Mode.QLORA)).total_bytes < 1.25 * 7 * B
 
 
 def test_mistral_sliding_window_caps_the_kv_cache() -> None:

@@ -53,11 +53,11 @@ def test_seed_004_7b_lora_is_about_24_gb(capsys: pytest.CaptureFixture[str]) -> 
     report = size(
         capsys, "llama-2-7b", "--mode", "lora", "--context", "2048", "--no-gradient-checkpointing"
     )
-    assert 23 * GB < report["total_bytes"] < 24 * GB  # 23.5 GB
+    assert 24 * GB < report["total_bytes"] < 24.5 * GB  # 24.3 GB
     assert gpu(report, "A100-SXM-40GB")["fits"] is True
     assert gpu(report, "RTX-4090-24GB")["fits"] is False  # ~24 GB leaves no headroom on 24 GB
     default = size(capsys, "llama-2-7b", "--mode", "lora")  # checkpointing, 4096 tokens
-    assert 16 * GB < default["total_bytes"] < 17 * GB
+    assert 17 * GB < default["total_bytes"] < 18 * GB  # 17.9 GB
     assert gpu(default, "RTX-4090-24GB")["fits"] is True  # "a single 24-40GB GPU"
 
 
@@ -65,13 +65,13 @@ def test_seed_004_13b_lora_fits_an_a100_40gb(capsys: pytest.CaptureFixture[str])
     """Seed 004: LLaMA 13B LoRA ~40 GB, "typically fits on an A100 40GB": it does with
     gradient checkpointing (the LoRA default); ~40 GB is the figure without it at 2,048."""
     report = size(capsys, "llama-2-13b", "--mode", "lora")
-    assert 29 * GB < report["total_bytes"] < 31 * GB
+    assert 31 * GB < report["total_bytes"] < 32 * GB  # 31.5 GB
     assert gpu(report, "A100-SXM-40GB")["fits"] is True
     assert gpu(report, "A100-PCIe-40GB")["fits"] is True
     plain = size(
         capsys, "llama-2-13b", "--mode", "lora", "--context", "2048", "--no-gradient-checkpointing"
     )
-    assert 40 * GB < plain["total_bytes"] < 42 * GB  # 41.6 GB
+    assert 42 * GB < plain["total_bytes"] < 43 * GB  # 42.3 GB
     assert gpu(plain, "A100-SXM-40GB")["fits"] is False
 
 
@@ -81,7 +81,7 @@ def test_seed_004_7b_qlora_fits_a_16_gb_t4(
 ) -> None:
     """Seed 004: "technically possible to fine-tune a 7B model on a T4" with QLoRA."""
     report = size(capsys, *model, "--mode", "qlora")
-    assert report["total_bytes"] < 7 * GB
+    assert report["total_bytes"] < 8.5 * GB  # 8.2-8.4 GB
     assert gpu(report, "T4-16GB")["fits"] is True
     assert report["assumptions"]["double_quantization"] is True
 
@@ -103,11 +103,12 @@ def test_qlora_paper_65b_fits_one_48_gb_gpu(
 def test_qlora_paper_setup_fits_48_gb_only_under_7_percent_headroom(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The paper's own adapters (rank 64 on every projection, bf16) add 9.6 GB: 44.9 GB in
-    all, inside 48 GB with less than 7 % to spare; paged optimizers absorb the spikes."""
+    """The paper's own adapters (rank 64 on every projection, bf16) add 9.6 GB: 45.1 GB in
+    all, inside 48 GB with less than 7 % to spare; paged optimizers absorb the
+    spikes."""
     argv = ("llama-65b", "--mode", "qlora", "--context", "512", "--lora-rank", "64")
     report = size(capsys, *argv, "--adapter-precision", "bf16")
-    assert 44.9 * GB < report["total_bytes"] < 45 * GB
+    assert 45.1 * GB < report["total_bytes"] < 45.2 * GB
     assert gpu(report, "L40S-48GB")["fits"] is False
     tight = size(capsys, *argv, "--adapter-precision", "bf16", "--headroom", "0.06")
     assert gpu(tight, "L40S-48GB")["fits"] is True

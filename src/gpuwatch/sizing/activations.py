@@ -9,7 +9,8 @@ size, a attention heads): 34·s·b·h for the projections, norms, MLP and masks,
 PyTorch's memory-efficient SDPA) never materialises the s² scores, so the second term
 vanishes. With full gradient (activation) checkpointing only each layer's input,
 2·s·b·h bytes, is kept, and one layer's activations are rebuilt at a time in the
-backward pass. The loss adds fp32 logits, 4·s·b·vocabulary bytes.
+backward pass. The loss adds the logits as Hugging Face transformers keeps them
+(`logits_bytes_per_value`): 16 bytes per token per vocabulary entry in 16-bit training.
 
 `activation_parts` returns those parts in bytes; fp32 compute doubles the 16-bit terms.
 The factor 34 is Korthikanti's for a GPT block (4h MLP, dropout); a Llama block (SwiGLU
@@ -31,8 +32,33 @@ ATTENTION_SCORE_FACTOR = 5.0
 LAYER_INPUT_FACTOR = 2.0
 """Bytes per layer per token per hidden unit kept with full checkpointing: the 16-bit input."""
 
-LOGITS_BYTES = 4.0
-"""Bytes per token per vocabulary entry of the logits the loss reads (fp32)."""
+FP32 = 4.0
+"""Bytes of an fp32 value."""
+
+LOGITS_BYTES = 16.0
+"""Bytes per token per vocabulary entry of the logits and loss in 16-bit training.
+
+How Hugging Face transformers computes a causal LM's loss (``LlamaForCausalLM.forward``
+then ``ForCausalLMLoss`` in src/transformers/loss/loss_utils.py, v4.46 on; the same
+steps inline in the forward before): the LM head writes 16-bit logits, b x s x V x 2 B;
+``logits = logits.float()`` makes an fp32 copy (4 B); ``nn.functional.cross_entropy``
+runs log-softmax and keeps its fp32 output for the backward pass (4 B); the backward pass
+writes the fp32 gradient of the logits (4 B) and casts it back to 16-bit for the LM head
+(2 B): 2 + 4 + 4 + 4 + 2 = 16. Checked against Unsloth's published max context of HF +
+FlashAttention-2 QLoRA of Llama 3.1 8B on 24 GB (docs/sizing.md, validation table).
+"""
+
+
+def logits_bytes_per_value(compute_bytes: float = 2.0) -> float:
+    """Bytes per token per vocabulary entry the logits and loss hold at their peak.
+
+    16-bit compute: `LOGITS_BYTES` (16). fp32 compute has no upcast copy or cast-back
+    gradient: logits, log-softmax output and gradient, 3 x 4 = 12.
+    """
+    if compute_bytes >= FP32:
+        return 3 * FP32
+    return 2 * compute_bytes + 3 * FP32
+
 
 SIXTEEN_BIT = 2.0
 
@@ -44,7 +70,8 @@ class ActivationParts:
     `stored_bytes`: what every layer keeps until the backward pass (whole layers'
     activations without checkpointing, layer inputs with it). `working_bytes`: one
     layer's activations rebuilt during the backward pass (0 without checkpointing:
-    already in `stored_bytes`). `logits_bytes`: the fp32 logits of the loss.
+    already in `stored_bytes`). `logits_bytes`: the logits and the loss's copies and
+    gradients of them (`logits_bytes_per_value` per token per vocabulary entry).
     """
 
     stored_bytes: int
@@ -104,7 +131,7 @@ def activation_parts(
     else:
         stored = model.layers * layer
         working = 0.0
-    logits = LOGITS_BYTES * context_tokens * batch * model.vocabulary
+    logits = logits_bytes_per_value(compute_bytes) * context_tokens * batch * model.vocabulary
     return ActivationParts(
         stored_bytes=round(stored), working_bytes=round(working), logits_bytes=round(logits)
     )

@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from gpuwatch.sizing.activations import KORTHIKANTI_FACTOR, activation_parts
+from gpuwatch.sizing.activations import (
+    KORTHIKANTI_FACTOR,
+    activation_parts,
+    logits_bytes_per_value,
+)
 from gpuwatch.sizing.adapters import (
     DEFAULT_LORA_RANK,
     LORA_MODULES,
@@ -195,9 +199,9 @@ DEFAULT_TRAINING = TrainingSetup()
 class Workload:
     """A model and what is done with it.
 
-    `model` is a `ModelSpec` or a bare parameter count. For inference a bare count has
-    no KV cache line (the inference overhead stands in for a short context); for
-    training it gets a typical architecture (`shapes.derive_architecture`). `precision`
+    `model` is a `ModelSpec` or a bare parameter count. A bare count gets a typical
+    architecture (`shapes.derive_architecture`) for the KV cache in inference and the
+    activations and adapters in training, and the output says so. `precision`
     is the weights' storage precision; None takes the mode's default
     (`DEFAULT_PRECISION`). `kv_cache_precision` None means the compute precision: the
     weights' if they are 16 or 32-bit, else 16-bit. `context_tokens` and `batch` size the
@@ -256,7 +260,8 @@ class Workload:
 
     @property
     def training_architecture(self) -> ModelSpec:
-        """The architecture training is sized with: the model's, else a derived one."""
+        """The architecture the KV cache and training are sized with: the model's, else a
+        derived one (`shapes.derive_architecture`)."""
         return self.architecture or derive_architecture(self.parameters)
 
     @property
@@ -393,12 +398,17 @@ def kv_cache_bytes(
 
 
 def workload_kv_cache_bytes(workload: Workload) -> int:
-    """The KV cache of an inference workload at its full context; 0 without architecture."""
-    model = workload.architecture
-    if model is None or workload.mode is not Mode.INFERENCE:
+    """The KV cache of an inference workload at its full context (0 in training), bytes.
+
+    A bare parameter count is sized with a derived shape (`shapes.derive_architecture`).
+    """
+    if workload.mode is not Mode.INFERENCE:
         return 0
     return kv_cache_bytes(
-        model, workload.context_tokens, workload.batch, workload.kv_cache_bytes_per_value
+        workload.training_architecture,
+        workload.context_tokens,
+        workload.batch,
+        workload.kv_cache_bytes_per_value,
     )
 
 
@@ -443,12 +453,13 @@ def _scheme_note(workload: Workload, parts: WeightBytes) -> str:
 def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBreakdown:
     base = workload_weight_bytes(workload)
     weight_parts = workload_weight_parts(workload)
-    model = workload.architecture
+    model = workload.training_architecture
     notes: list[str] = []
-    if model is None:
+    if workload.architecture is None:
         notes.append(
-            "KV cache not computed: a bare parameter count has no layers, KV heads or "
-            "head dim; the overhead stands in for a short context (seed 001)"
+            f"architecture {model.source}: {model.layers} layers x {model.kv_heads} KV "
+            f"heads x head dim {model.head_dim}, the KV cache sized from it (give a MODEL "
+            "for the real one)"
         )
     elif model.kv_cache_tokens(workload.context_tokens) < workload.context_tokens:
         notes.append(
@@ -509,8 +520,9 @@ def _activations(
         else f"{factor} B per layer, no gradient checkpointing"
     )
     note = (
-        f"activations: {shape}: {kept}, plus fp32 logits x vocabulary "
-        f"{model.vocabulary} (Korthikanti et al. 2022"
+        f"activations: {shape}: {kept}, plus logits x vocabulary {model.vocabulary} as "
+        f"Hugging Face keeps them ({logits_bytes_per_value(compute):g} B: 16-bit logits, "
+        "fp32 copy, log-softmax and gradient, 16-bit gradient) (Korthikanti et al. 2022"
         + ("" if flash else "; no flash attention")
         + ")"
     )

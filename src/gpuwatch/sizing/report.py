@@ -175,9 +175,10 @@ def size_report(run: SizeRun) -> dict[str, Any]:
     """The JSON object `gpuwatch size --json` prints (bytes, tokens/s, USD)."""
     workload, breakdown = run.workload, run.breakdown
     model = workload.architecture
+    shape = breakdown.architecture  # a bare count's derived shape too
     kv_tokens = (
-        model.kv_cache_tokens(workload.context_tokens)
-        if model is not None and workload.mode is Mode.INFERENCE
+        shape.kv_cache_tokens(workload.context_tokens)
+        if shape is not None and workload.mode is Mode.INFERENCE
         else None
     )
     return {
