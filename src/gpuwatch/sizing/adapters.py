@@ -17,6 +17,7 @@ not quantized (bitsandbytes replaces linear layers only) and stay 16-bit.
 from __future__ import annotations
 
 from gpuwatch.sizing.models import ModelSpec
+from gpuwatch.sizing.moe import MLP_MODULES, mlp_adapter_parameters
 
 LORA_MODULES = ("q", "k", "v", "o", "gate", "up", "down")
 """The linear projections of a Llama block, in PEFT's order (q_proj ... down_proj)."""
@@ -60,15 +61,23 @@ def projection_shape(model: ModelSpec, module: str) -> tuple[int, int] | None:
 
 
 def adapter_parameters(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
-    """Trainable LoRA parameters: layers x sum over targets of rank x (in + out)."""
+    """Trainable LoRA parameters: layers x sum over targets of rank x (in + out).
+
+    In a mixture of experts an MLP target (gate, up, down) is adapted in every expert,
+    routed and shared, at the expert's shape (`moe.mlp_adapter_parameters`).
+    """
     if rank <= 0:
         raise ValueError(f"LoRA rank must be positive, got {rank}")
     per_layer = 0
+    moe_mlp = 0
     for module in targets:
+        if model.is_moe and module in MLP_MODULES:
+            moe_mlp += mlp_adapter_parameters(model, rank, module)
+            continue
         shape = projection_shape(model, module)
         if shape is not None:
             per_layer += rank * (shape[0] + shape[1])
-    return model.layers * per_layer
+    return model.layers * per_layer + moe_mlp
 
 
 def unquantized_parameters(model: ModelSpec) -> int:

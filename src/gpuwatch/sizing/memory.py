@@ -39,6 +39,7 @@ from gpuwatch.sizing.quantization import (
     WeightBytes,
     weight_bytes_by_component,
 )
+from gpuwatch.sizing.moe import activation_factor as moe_activation_factor
 from gpuwatch.sizing.shapes import derive_architecture
 
 
@@ -504,13 +505,18 @@ def _activations(
         compute,
         checkpointing=checkpointing,
         flash_attention=flash,
-        factor=assumptions.activation_factor,
+        factor=moe_activation_factor(model, assumptions.activation_factor),
     )
     shape = (
         f"{model.layers} layers x hidden {model.hidden_size} x {workload.context_tokens} "
         f"tokens x batch {workload.batch}"
     )
-    factor = f"{assumptions.activation_factor:g}"
+    factor = f"{moe_activation_factor(model, assumptions.activation_factor):.3g}"
+    if model.is_moe:
+        factor += (
+            f" (the MLP's 16 scaled to the {model.experts_per_token + model.shared_experts} "
+            "experts a token runs)"
+        )
     if not flash:
         factor += " + 5 x heads x tokens / hidden"
     kept = (

@@ -15,7 +15,12 @@ from gpuwatch.sizing.cost import Ownership
 from gpuwatch.sizing.fit import RankedGpu
 from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
 from gpuwatch.sizing.models import ModelSpec
-from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
+from gpuwatch.sizing.moe import expected_distinct_experts
+from gpuwatch.sizing.throughput import (
+    DEFAULT_BANDWIDTH_EFFICIENCY,
+    DEFAULT_TRAINING_MFU,
+    decode_weight_bytes,
+)
 from gpuwatch.sizing.units import to_gb, to_gib
 
 if TYPE_CHECKING:
@@ -194,10 +199,52 @@ def size_report(run: SizeRun) -> dict[str, Any]:
         "trainable_parameters": breakdown.trainable_parameters,
         "parts": dict(breakdown.parts),
         "architecture": _architecture(breakdown.architecture),
+        "moe": _moe(workload),
         "assumptions": _assumptions(run),
         "notes": list(breakdown.notes),
         "gpus": [_gpu_to_dict(row, run) for row in run.ranked],
     }
+
+
+def _moe(workload: Workload) -> dict[str, Any] | None:
+    """The mixture-of-experts figures behind the sum and the speed; None for a dense model.
+
+    `distinct_experts_per_step`: routed experts one MoE layer is expected to read per
+    decode step at the workload's batch, ``E x (1 - (1 - k/E)^b)`` (uniform routing);
+    `decode_weight_bytes_per_step`: the weight bytes that step streams.
+    """
+    model = workload.architecture
+    if model is None or not model.is_moe:
+        return None
+    return {
+        "experts": model.experts,
+        "experts_per_token": model.experts_per_token,
+        "shared_experts": model.shared_experts,
+        "moe_layers": model.moe_layers,
+        "expert_intermediate_size": model.expert_size,
+        "expert_parameters": model.expert_parameters,
+        "active_parameters": model.active_parameters,
+        "distinct_experts_per_step": expected_distinct_experts(
+            model.experts, model.experts_per_token, workload.batch
+        ),
+        "decode_weight_bytes_per_step": decode_weight_bytes(workload),
+        "routing": "uniform, independent tokens (an upper bound on experts read)",
+    }
+
+
+def moe_line(workload: Workload) -> str | None:
+    """One line of a mixture of experts' counts and decode reads; None for a dense model."""
+    moe = _moe(workload)
+    if moe is None:
+        return None
+    shared = f" + {moe['shared_experts']} shared" if moe["shared_experts"] else ""
+    return (
+        f"mixture of experts: {moe['experts']} experts{shared}, {moe['experts_per_token']} "
+        f"per token, on {moe['moe_layers']} layers; {_count_text(moe['active_parameters'])} "
+        f"of {_count_text(workload.parameters)} parameters active per token (all resident); "
+        f"a decode step at batch {workload.batch} reads {moe['distinct_experts_per_step']:.3g}"
+        " experts per layer (uniform routing)"
+    )
 
 
 def _size_text(n_bytes: int) -> str:
@@ -268,6 +315,9 @@ def render_text(run: SizeRun) -> None:
             memory.add_row(key.removesuffix("_bytes").replace("_", " "), _size_text(value))
     console.print(memory)
     lines = [] if breakdown.architecture is None else [architecture_line(breakdown.architecture)]
+    moe_text = moe_line(run.workload)
+    if moe_text is not None:
+        lines.append(moe_text)
     lines.append(assumptions_line(run))
     lines += [f"note: {note}" for note in breakdown.notes]
     for line in lines:

@@ -8,17 +8,24 @@ step). Larger batches reach the compute ceiling ``FLOP/s x efficiency / (2 x par
 (2 FLOPs per parameter per token); the estimate is the lower of the two. Training is
 compute-bound: ``FLOP/s x MFU / (6 x params)`` for full training (forward 2 + backward
 4), ``4 x params`` for LoRA/QLoRA (no weight gradients for the frozen base).
+
+For a mixture-of-experts model (`moe`) a step reads the non-expert weights and the
+routed experts the batch touches (k per MoE layer at batch 1, ``E x (1 - (1 - k/E)^b)``
+expected at batch b), and the FLOPs count the active parameters only.
 """
 
 from __future__ import annotations
 
+from gpuwatch.sizing import moe
 from gpuwatch.sizing.gpus import GpuSpec
 from gpuwatch.sizing.memory import (
     Mode,
     Precision,
     Workload,
+    weight_bytes,
     workload_kv_cache_bytes,
     workload_weight_bytes,
+    workload_weight_parts,
 )
 
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.7
@@ -53,15 +60,43 @@ def ridge_point_flops_per_byte(gpu: GpuSpec) -> float:
     return gpu.bf16_flops_per_second / gpu.memory_bandwidth_bytes_per_second
 
 
+def active_parameters(workload: Workload) -> int:
+    """Parameters one token's forward pass uses: `ModelSpec.active_parameters` for a
+    mixture of experts, else all of them (a bare count is dense)."""
+    model = workload.architecture
+    return workload.parameters if model is None else model.active_parameters
+
+
+def decode_weight_bytes(workload: Workload) -> int:
+    """Weight bytes one decoding step streams: all of them for a dense model; for a
+    mixture of experts the non-expert weights plus the routed experts the batch is
+    expected to touch (`moe.decode_weight_bytes`)."""
+    total = workload_weight_bytes(workload)
+    model = workload.architecture
+    if model is None or not model.is_moe:
+        return total
+    parts = workload_weight_parts(workload)  # a quantized checkpoint's real expert bytes
+    experts = (
+        parts.experts
+        if parts is not None
+        else weight_bytes(model.expert_parameters, workload.weight_precision)
+    )
+    return round(
+        moe.decode_weight_bytes(
+            model, workload.batch, expert_bytes=experts, other_bytes=total - experts
+        )
+    )
+
+
 def decode_bytes_per_step(workload: Workload) -> int:
-    """Bytes read from memory per decoding step: the weights as stored (a quantized
-    checkpoint's real bytes, `memory.workload_weight_bytes`) plus the batch's KV cache."""
-    return workload_weight_bytes(workload) + workload_kv_cache_bytes(workload)
+    """Bytes read from memory per decoding step: the weights it streams
+    (`decode_weight_bytes`) plus the batch's KV cache."""
+    return decode_weight_bytes(workload) + workload_kv_cache_bytes(workload)
 
 
 def decode_arithmetic_intensity(workload: Workload) -> float:
-    """FLOPs per byte of a decoding step: 2 x params x batch / bytes read."""
-    flops = DECODE_FLOPS_PER_PARAMETER * workload.parameters * workload.batch
+    """FLOPs per byte of a decoding step: 2 x active params x batch / bytes read."""
+    flops = DECODE_FLOPS_PER_PARAMETER * active_parameters(workload) * workload.batch
     return flops / decode_bytes_per_step(workload)
 
 
@@ -79,10 +114,11 @@ def bandwidth_bound_tokens_per_second(
 def compute_bound_tokens_per_second(
     gpu: GpuSpec, workload: Workload, efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
 ) -> float:
-    """Decode tokens/s if FLOP/s were the only limit: FLOP/s x efficiency / (2 x params)."""
+    """Decode tokens/s if FLOP/s were the only limit: FLOP/s x efficiency / (2 x active
+    params), the active parameters being all of them for a dense model."""
     _check_efficiency(efficiency)
     flops = peak_flops_per_second(gpu, workload.math_precision) * efficiency
-    return flops / (DECODE_FLOPS_PER_PARAMETER * workload.parameters)
+    return flops / (DECODE_FLOPS_PER_PARAMETER * active_parameters(workload))
 
 
 def decode_tokens_per_second(
@@ -103,7 +139,8 @@ def training_tokens_per_second(
 ) -> float:
     """Training tokens/s of one GPU: BF16 FLOP/s x MFU / (FLOPs per token).
 
-    6 FLOPs per parameter per token for full training, 4 for LoRA and QLoRA.
+    6 FLOPs per (active) parameter per token for full training, 4 for LoRA and QLoRA;
+    a mixture of experts counts its active parameters (each token trains its k experts).
     """
     _check_efficiency(mfu)
     per_param = (
@@ -111,7 +148,7 @@ def training_tokens_per_second(
         if workload.mode is Mode.TRAIN
         else ADAPTER_TRAINING_FLOPS_PER_PARAMETER
     )
-    return gpu.bf16_flops_per_second * mfu / (per_param * workload.parameters)
+    return gpu.bf16_flops_per_second * mfu / (per_param * active_parameters(workload))
 
 
 def tokens_per_second(gpu: GpuSpec, workload: Workload, efficiency: float | None = None) -> float:
