@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+
 import pytest
 
-from gpuwatch.sizing import ModelSpec, build_model_catalog
+from gpuwatch.sizing import (
+    Mode,
+    ModelSpec,
+    Precision,
+    Workload,
+    build_gpu_catalog,
+    build_model_catalog,
+    memory_requirement,
+)
+from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.sizing.quantization import (
     AWQ_INT4,
     FP8,
@@ -18,6 +30,7 @@ from gpuwatch.sizing.quantization import (
     scheme_from_quantization_config,
     weight_bytes_by_component,
 )
+from gpuwatch.sizing.throughput import compute_bound_tokens_per_second, decode_tokens_per_second
 
 GB = 10**9
 GIB = 2**30
@@ -258,3 +271,90 @@ def test_fp8_compute_and_weight_only_compute() -> None:
 def test_bad_quantization_config_names_the_field(config: dict[str, object], field: str) -> None:
     with pytest.raises(QuantizationConfigError, match=field):
         scheme_from_quantization_config(config)
+
+
+# --- through the memory model, the roofline and the CLI ---------------------------------
+
+
+def test_int4_with_a_model_is_the_awq_layout_and_a_bare_count_stays_flat() -> None:
+    """Issue 17: `size llama-3.1-8b --precision int4` gave 4.02 GB; the AWQ layout 5.73."""
+    spec = build_model_catalog().get("llama-3.1-8b")
+    served = memory_requirement(Workload(spec, precision=Precision.INT4))
+    assert served.weights_bytes == weight_bytes_by_component(spec, AWQ_INT4).total
+    assert dict(served.parts)["weights_embeddings_bytes"] == 128256 * 4096 * 2
+    assert any("awq-int4" in note for note in served.notes)
+    bare = memory_requirement(Workload(8 * GB, precision=Precision.INT4))
+    assert bare.weights_bytes == 4 * GB  # seed 001's table: 0.5 B/param
+
+
+def test_explicit_scheme_sets_the_storage_precision() -> None:
+    spec = build_model_catalog().get("llama-3.1-8b")
+    nf4 = Workload(spec, quantization=NF4)
+    assert nf4.weight_precision is Precision.INT4
+    assert Workload(spec, quantization=FP8).weight_precision is Precision.FP8
+    assert memory_requirement(nf4).weights_bytes == pytest.approx(5.70 * GB, rel=0.01)
+
+
+def test_quantization_is_inference_only() -> None:
+    spec = build_model_catalog().get("llama-3.1-8b")
+    with pytest.raises(ValueError, match="inference mode only"):
+        Workload(spec, mode=Mode.QLORA, quantization=NF4)
+
+
+def test_decode_streams_the_real_bytes() -> None:
+    """Batch-1 decode is bandwidth-bound: tokens/s scale with 1 / (weights + KV), so the
+    AWQ checkpoint's 5.73 GB (not 4.02) sets the speed."""
+    h100 = build_gpu_catalog().get("H100-SXM-80GB")
+    spec = build_model_catalog().get("llama-3.1-8b")
+    workload = Workload(spec, precision=Precision.INT4)
+    kv = memory_requirement(workload).kv_cache_bytes
+    expected = h100.memory_bandwidth_bytes_per_second * 0.7 / (5_727_854_592 + kv)
+    assert decode_tokens_per_second(h100, workload) == pytest.approx(expected, rel=1e-3)
+
+
+def test_compute_ceiling_fp8_math_for_w8a8_bf16_for_weight_only() -> None:
+    h100 = build_gpu_catalog().get("H100-SXM-80GB")
+    spec = build_model_catalog().get("llama-3.1-8b")
+    fp8 = Workload(spec, quantization=FP8, batch=256)
+    awq = Workload(spec, quantization=AWQ_INT4, batch=256)
+    assert fp8.math_precision is Precision.FP8
+    assert awq.math_precision is Precision.BF16
+    assert h100.fp8_flops_per_second is not None
+    ratio = compute_bound_tokens_per_second(h100, fp8) / compute_bound_tokens_per_second(h100, awq)
+    assert ratio == pytest.approx(h100.fp8_flops_per_second / h100.bf16_flops_per_second)
+
+
+def _size(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="gpuwatch")
+    add_size_parser(parser.add_subparsers(dest="command"))
+    code = run_size(parser.parse_args(["size", *argv]))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("name", "gb"),
+    [("awq-int4", 5.73), ("gptq-int4", 5.73), ("fp8", 9.1), ("nf4", 5.7), ("int4", 5.73)],
+)
+def test_cli_precision_takes_a_checkpoint_layout(
+    capsys: pytest.CaptureFixture[str], name: str, gb: float
+) -> None:
+    code, out, err = _size(capsys, "llama-3.1-8b", "--precision", name, "--json")
+    assert code == 0, err
+    assert json.loads(out)["weights_bytes"] == pytest.approx(gb * GB, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--params", "8B", "--precision", "awq-int4"), "needs a MODEL"),
+        (("llama-3.1-8b", "--mode", "train", "--precision", "nvfp4"), "inference only"),
+    ],
+)
+def test_cli_scheme_misuse_exits_2(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], message: str
+) -> None:
+    code, out, err = _size(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert message in err

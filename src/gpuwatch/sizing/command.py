@@ -44,6 +44,7 @@ from gpuwatch.sizing.models import (
     UnknownModelError,
     build_model_catalog,
 )
+from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
 from gpuwatch.sizing.report import SizeRun, render_text, size_report
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
 from gpuwatch.sizing.units import HOURS_PER_YEAR, parse_param_count
@@ -52,6 +53,10 @@ from gpuwatch.tco.config import RentVsBuyConfig
 
 EXIT_OK = 0
 EXIT_USAGE = 2
+
+PRECISION_VALUES = tuple(p.value for p in Precision)
+PRECISION_CHOICES = PRECISION_VALUES + tuple(n for n in SCHEMES if n not in PRECISION_VALUES)
+"""--precision: the storage precisions, then the checkpoint layouts (`quantization.SCHEMES`)."""
 
 ALL_LINEAR = "all-linear"
 """`--lora-targets` shorthand for every projection (PEFT's name for it)."""
@@ -85,8 +90,13 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     size.add_argument(
         "--precision",
-        choices=[p.value for p in Precision],
-        help="weight precision (default: fp16 inference, bf16 train/lora, int4 qlora)",
+        choices=PRECISION_CHOICES,
+        help=(
+            "weight precision (default: fp16 inference, bf16 train/lora, int4 qlora); "
+            "inference of a MODEL also takes a checkpoint layout: "
+            f"{', '.join(SCHEMES)}; int4, int8 and fp8 with a MODEL mean awq-int4, int8 "
+            "and fp8 W8A8 (embeddings and LM head 16-bit)"
+        ),
     )
     size.add_argument(
         "--mode", choices=[m.value for m in Mode], default=Mode.INFERENCE.value, help="workload"
@@ -263,14 +273,37 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
             raise SizeUsageError(f"{exc} (or give --params N)") from None
     mode = Mode(args.mode)
     _check_options_fit_mode(args, mode)
+    precision, scheme = _precision(args.precision, mode, model)
     return Workload(
         model=model,
         mode=mode,
-        precision=None if args.precision is None else Precision(args.precision),
+        precision=precision,
+        quantization=scheme,
         context_tokens=args.context,
         batch=args.batch,
         training=_training_setup(args),
     )
+
+
+def _precision(
+    name: str | None, mode: Mode, model: ModelSpec | int
+) -> tuple[Precision | None, QuantizationScheme | None]:
+    """(precision, quantization scheme) of --precision: a `Precision` name, or a
+    checkpoint layout from `SCHEMES` (inference of a MODEL only)."""
+    if name is None:
+        return None, None
+    if name in PRECISION_VALUES:
+        return Precision(name), None
+    if mode is not Mode.INFERENCE:
+        raise SizeUsageError(
+            f"--precision {name} is a served checkpoint's layout: --mode inference only"
+        )
+    if not isinstance(model, ModelSpec):
+        raise SizeUsageError(
+            f"--precision {name} needs a MODEL (its 16-bit embeddings and head depend on the "
+            "vocabulary); with --params use int4, int8 or fp8"
+        )
+    return None, SCHEMES[name]
 
 
 def _assumptions(args: argparse.Namespace, mode: Mode) -> MemoryAssumptions:

@@ -432,7 +432,7 @@ def _scheme_note(workload: Workload, parts: WeightBytes) -> str:
     assert scheme is not None
     covered = "routed experts" if scheme.covers == "experts" else "linear layers"
     mapped = (
-        f"{workload.weight_precision} read as {scheme.name}: "
+        f"plain {workload.weight_precision} with a model taken as {scheme.name}, "
         if workload.quantization is None
         else ""
     )
