@@ -1,0 +1,104 @@
+"""The live agent sizes a declared mixture-of-experts workload with every expert resident.
+
+The demo scenario's GPU 3 is an H100 serving with vLLM (which preallocates ~90 % of the
+card, so only a declaration says what the model needs). A `[[workloads]]` entry in the
+config (it comes before the scenario's own declaration) says it serves Mixtral 8x7B,
+declared as a `[[sizing.models]]` entry from mistralai/Mixtral-8x7B-v0.1's config.json
+(46.7B parameters, 8 experts, 2 per token: 12.9B active, arXiv:2401.04088). The need the
+agent reports is the sizing model's for all 46.7B parameters, not the 12.9B active: a
+4-bit checkpoint at batch 4 needs 31.7 GB (34.9 with headroom) and gets a cheaper
+data-centre card that holds it (the A100 40GB PCIe at the catalog's prices), a 16-bit one
+(93.4 GB of weights) gets none.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.agent import Agent
+from gpuwatch.clock import ManualClock
+from gpuwatch.config import AgentConfig, Config, ExporterConfig, SizingConfig
+from gpuwatch.sizing import ModelCatalogEntry, build_gpu_catalog, build_model_catalog
+from gpuwatch.sizing.memory import memory_requirement
+from gpuwatch.snapshot import FleetSnapshot, GpuVerdict
+from gpuwatch.workloads import WorkloadDeclaration, declared_workload
+from tests.conftest import scenario_agent, simulated
+
+START = 1_767_225_600.0
+SERVER = 3  # the demo's vLLM H100
+
+MIXTRAL = ModelCatalogEntry(
+    name="mixtral-8x7b",
+    parameters=46_702_792_704,
+    layers=32,
+    hidden_size=4096,
+    attention_heads=32,
+    kv_heads=8,
+    head_dim=128,
+    intermediate_size=14336,
+    vocab_size=32000,
+    experts=8,
+    experts_per_token=2,
+    source="mistralai/Mixtral-8x7B-v0.1 config.json",
+)
+
+
+def run(declaration: WorkloadDeclaration) -> GpuVerdict:
+    config = Config(
+        agent=AgentConfig(hostname="test-host"),
+        exporter=ExporterConfig(),
+        sizing=SizingConfig(models=[MIXTRAL]),
+        workloads=[declaration],
+    )
+    nv, clock = simulated("demo", ManualClock(START))
+    agent = scenario_agent(config, nv, clock)
+    try:
+        snapshot = run_until(agent, clock, 1900)
+    finally:
+        agent.stop()
+    return next(v for v in snapshot.verdicts if v.gpu_index == SERVER)
+
+
+def run_until(agent: Agent, clock: ManualClock, seconds: float) -> FleetSnapshot:
+    snapshot = agent.tick()
+    while clock.time() - START < seconds:
+        clock.advance(1.0)
+        snapshot = agent.tick()
+    return snapshot
+
+
+def need_bytes(declaration: WorkloadDeclaration) -> int:
+    workload = declared_workload(declaration, build_model_catalog([MIXTRAL]))
+    return memory_requirement(workload).total_bytes
+
+
+def test_a_4_bit_mixtral_on_an_h100_needs_all_experts_and_gets_a_40_gb_card() -> None:
+    declaration = WorkloadDeclaration(
+        gpu_index=SERVER, model="mixtral-8x7b", precision="int4", context=4096, batch=4
+    )
+    need = need_bytes(declaration)
+    # every expert resident: at least 46.7B x 4 bits, far above the 12.9B active's 6.4 GB
+    assert need > 46.7e9 * 0.5
+    assert need < 40e9
+    server = run(declaration)
+    assert server.workload == "mixtral-8x7b"
+    assert server.catalog_gpu_id == "H100-SXM-80GB"
+    required = dict(server.required_memory_bytes)
+    assert required["declared"] == need
+    assert required["need"] == int(need * 1.1)
+    assert server.overprovisioned is True
+    assert server.recommendation is not None
+    chosen = build_gpu_catalog().get(server.recommendation.gpu_id)
+    assert chosen.memory_bytes >= required["need"], "the recommendation holds every expert"
+    assert chosen.memory_bytes < 80e9
+    assert server.recommendation.savings_usd_per_hour > 0
+
+
+def test_a_16_bit_mixtral_fills_the_h100_and_gets_no_recommendation() -> None:
+    declaration = WorkloadDeclaration(
+        gpu_index=SERVER, model="mixtral-8x7b", precision="bf16", context=4096, batch=4
+    )
+    need = need_bytes(declaration)
+    assert need > 2 * 46.7e9, "93.4 GB of weights: sized from the active 12.9B it would be 26"
+    server = run(declaration)
+    assert dict(server.required_memory_bytes)["declared"] == need
+    assert server.overprovisioned is False
+    assert server.recommendation is None
