@@ -346,8 +346,8 @@ def test_table_fits_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "message"),
     [
         (("llama-4",), "unknown model 'llama-4'; known: llama-2-7b, llama-2-13b"),
-        ((), "give a MODEL or --params N"),
-        (("llama-2-7b", "--params", "7B"), "give a MODEL or --params N"),
+        ((), "give a MODEL, --params N or --config-json PATH"),
+        (("llama-2-7b", "--params", "7B"), "give a MODEL, --params N or --config-json PATH"),
         (("--params", "seven"), "--params: expected a parameter count"),
         (("--params", "7B", "--context", "0"), "context tokens must be positive"),
         (("--params", "7B", "--batch", "-1"), "batch must be positive"),

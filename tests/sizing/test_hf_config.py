@@ -168,3 +168,8 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
         load_config_json(bad)
     with pytest.raises(ConfigJsonError, match=r"missing\.json"):
         load_config_json(tmp_path / "missing.json")
+
+
+def test_mla_head_dim_is_the_value_head() -> None:
+    # DeepSeek-V3: v_head_dim 128, not hidden / heads = 56
+    assert load_config_json(CONFIGS / "deepseek-v3.json").spec.head_dim == 128

@@ -20,12 +20,14 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
 from gpuwatch.sizing.cost import Ownership
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM, rank_gpus
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, build_gpu_catalog
+from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json
 from gpuwatch.sizing.memory import (
     ADAPTER_PRECISIONS,
     DEFAULT_ASSUMPTIONS,
@@ -62,6 +64,10 @@ ALL_LINEAR = "all-linear"
 """`--lora-targets` shorthand for every projection (PEFT's name for it)."""
 
 
+KV_CACHE_PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
+"""--kv-cache-precision: the KV cache dtypes servers offer (vLLM's --kv-cache-dtype fp8)."""
+
+
 class SizeUsageError(ValueError):
     """Bad input to `gpuwatch size`: one line, exit 2."""
 
@@ -87,6 +93,20 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     size.add_argument(
         "--params", metavar="N", help="a bare parameter count instead of MODEL: 7B, 1.5B, 7e9"
+    )
+    size.add_argument(
+        "--config-json",
+        type=Path,
+        metavar="PATH",
+        help=(
+            "a Hugging Face config.json instead of MODEL: the architecture, parameter count "
+            "and any quantization_config are read from it"
+        ),
+    )
+    size.add_argument(
+        "--kv-cache-precision",
+        choices=KV_CACHE_PRECISIONS,
+        help="the KV cache's storage (default: the compute precision, 16-bit); fp8 halves it",
     )
     size.add_argument(
         "--precision",
@@ -223,9 +243,10 @@ def _check_options_fit_mode(args: argparse.Namespace, mode: Mode) -> None:
         "--lora-targets": args.lora_targets,
         "--adapter-precision": args.adapter_precision,
         "--double-quant": args.double_quant,
+        "--kv-cache-precision": getattr(args, "kv_cache_precision", None),
     }
     allowed = {
-        Mode.INFERENCE: (),
+        Mode.INFERENCE: ("--kv-cache-precision",),
         Mode.TRAIN: ("--gradient-checkpointing", "--flash-attention", "--activations"),
         Mode.LORA: tuple(name for name in given if name != "--double-quant"),
         Mode.QLORA: tuple(given),
@@ -258,10 +279,21 @@ def _training_setup(args: argparse.Namespace) -> TrainingSetup:
 
 
 def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry]) -> Workload:
-    if (args.model is None) == (args.params is None):
-        raise SizeUsageError("give a MODEL or --params N (one of them)")
+    config_json: Path | None = getattr(args, "config_json", None)
+    given = [args.model is not None, args.params is not None, config_json is not None]
+    if sum(given) != 1:
+        raise SizeUsageError("give a MODEL, --params N or --config-json PATH (one of them)")
     model: ModelSpec | int
-    if args.params is not None:
+    checkpoint: QuantizationScheme | None = None
+    if config_json is not None:
+        try:
+            loaded = load_config_json(config_json)
+        except ConfigJsonError as exc:
+            raise SizeUsageError(f"--config-json {exc}") from None
+        model, checkpoint = loaded.spec, loaded.quantization
+        if loaded.notes:
+            model = replace(model, source=f"{model.source} ({'; '.join(loaded.notes)})")
+    elif args.params is not None:
         try:
             model = parse_param_count(args.params)
         except ValueError as exc:
@@ -274,6 +306,19 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
     mode = Mode(args.mode)
     _check_options_fit_mode(args, mode)
     precision, scheme = _precision(args.precision, mode, model)
+    if checkpoint is not None:
+        if args.precision is not None:
+            raise SizeUsageError(
+                f"--precision {args.precision}: the config.json's quantization_config "
+                f"({checkpoint.name}) already sets the weights' storage"
+            )
+        if mode is not Mode.INFERENCE:
+            raise SizeUsageError(
+                f"--config-json: a quantized checkpoint ({checkpoint.name}) is sized in "
+                "--mode inference only"
+            )
+        scheme = checkpoint
+    kv_precision = getattr(args, "kv_cache_precision", None)
     return Workload(
         model=model,
         mode=mode,
@@ -281,6 +326,7 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
         quantization=scheme,
         context_tokens=args.context,
         batch=args.batch,
+        kv_cache_precision=None if kv_precision is None else Precision(kv_precision),
         training=_training_setup(args),
     )
 

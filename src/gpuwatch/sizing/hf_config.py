@@ -305,6 +305,7 @@ def model_from_config(
     if kv_lora is not None and rope_dim is not None:
         nope = _positive(text, "qk_nope_head_dim")
         v_dim = _positive(text, "v_head_dim")
+        head_dim = v_dim  # the attention output is heads x v_head_dim wide
         q_rank = _optional(text, "q_lora_rank")
         q_head = nope + rope_dim
         query = (

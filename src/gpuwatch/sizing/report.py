@@ -96,6 +96,10 @@ def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
         "vocab_size": model.vocabulary,
         "tied_embeddings": model.tied_embeddings,
         "sliding_window": model.sliding_window,
+        "sliding_layers": model.sliding_layers,
+        "kv_lora_rank": model.kv_lora_rank,
+        "qk_rope_head_dim": model.qk_rope_head_dim,
+        "kv_values_per_layer_per_token": model.kv_values_per_layer,
         "assumed": list(model.assumed),
     }
 
@@ -265,7 +269,14 @@ def _on(flag: bool) -> str:
 def architecture_line(model: ModelSpec) -> str:
     """One line naming the shape used: layers, hidden, heads, MLP, vocabulary."""
     heads = f"{model.attention_heads} heads ({model.kv_heads} KV) x {model.head_dim}"
+    if model.is_mla:
+        heads = (
+            f"{model.attention_heads} heads, latent attention caching "
+            f"{model.kv_lora_rank} + {model.qk_rope_head_dim} per layer"
+        )
     window = "" if model.sliding_window is None else f", window {model.sliding_window}"
+    if model.sliding_window is not None and model.full_layers:
+        window += f" on {model.sliding_layers} of {model.layers} layers"
     return (
         f"architecture: {model.name}: {model.layers} layers, hidden {model.hidden_size}, "
         f"{heads}, MLP {model.mlp_size}, vocabulary {model.vocabulary}{window}"
