@@ -30,7 +30,11 @@ from gpuwatch.sizing.quantization import (
     scheme_from_quantization_config,
     weight_bytes_by_component,
 )
-from gpuwatch.sizing.throughput import compute_bound_tokens_per_second, decode_tokens_per_second
+from gpuwatch.sizing.throughput import (
+    compute_bound_tokens_per_second,
+    decode_tokens_per_second,
+    decode_weight_bytes,
+)
 
 GB = 10**9
 GIB = 2**30
@@ -370,3 +374,22 @@ def test_cli_scheme_misuse_exits_2(
     assert code == 2
     assert out == ""
     assert message in err
+
+
+def test_gpt_oss_120b_mxfp4_weights_fit_an_h100_and_decode_reads_mxfp4_experts() -> None:
+    """gpt-oss model card: the 120b "fits a single 80 GB GPU" (H100) with MXFP4 experts.
+    A batch-1 decode step reads the bf16 rest and 4 of 128 experts per layer at 4.25 bits."""
+    scheme = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    workload = Workload(GPT_OSS_120B, quantization=scheme, context_tokens=4096)
+    h100 = build_gpu_catalog().get("H100-SXM-80GB")
+    need = memory_requirement(workload)
+    assert need.weights_bytes == pytest.approx(60.8 * GIB, rel=0.05)
+    # weights and a 4k KV cache fit the card; the default 0.2 x weights overhead and 10 %
+    # headroom do not (78.6 GB needed of 72): the overhead rule, not the layout, decides
+    assert need.weights_bytes + need.kv_cache_bytes < h100.memory_bytes
+    parts = weight_bytes_by_component(GPT_OSS_120B, scheme)
+    read = decode_weight_bytes(workload)
+    assert read == pytest.approx(parts.total - parts.experts + parts.experts * 4 / 128, rel=1e-6)
+    # the bf16-expert reading would be 3.76x the expert bytes: the layout reaches the roofline
+    bf16 = decode_weight_bytes(Workload(GPT_OSS_120B, precision=Precision.BF16))
+    assert read < 0.6 * bf16
