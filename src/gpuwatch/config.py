@@ -550,7 +550,13 @@ def reference_problems(config: Config, skip: typing.AbstractSet[str] = frozenset
     if "workloads" in skip:
         return problems
     for i, declaration in enumerate(config.workloads):
-        field = "model" if declaration.model is not None else "params"
+        field = (
+            "config_json"
+            if declaration.config_json is not None
+            else "model"
+            if declaration.model is not None
+            else "params"
+        )
         try:
             declared_workload(declaration, models)
         except UnknownModelError as exc:

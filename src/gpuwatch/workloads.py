@@ -13,6 +13,8 @@ mode, the longest context and the largest batch it serves.
 from __future__ import annotations
 
 import fnmatch
+import functools
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpuwatch.sizing import Mode as SizingMode
 from gpuwatch.sizing import ModelCatalog, ModelSpec, Workload, parse_param_count
 from gpuwatch.sizing import Precision as SizingPrecision
+from gpuwatch.sizing.hf_config import (
+    ConfigJsonError,
+    LoadedConfig,
+    load_config_json,
+    model_name_for,
+)
+from gpuwatch.sizing.quantization import SCHEMES
 from gpuwatch.snapshot import GpuSample, PodRef
 from gpuwatch.values import Text
 
@@ -38,6 +47,7 @@ class WorkloadDeclaration(BaseModel):
     namespace: Text | None = Field(default=None, max_length=256)  # glob, Kubernetes
     pod: Text | None = Field(default=None, max_length=256)  # glob, Kubernetes
     model: Text | None = None  # a catalog name: "llama-3.1-8b"
+    config_json: Text | None = Field(default=None, max_length=4096)  # a Hugging Face config.json
     params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
     precision: Precision | None = None  # None: the mode's default (fp16 inference, ...)
     mode: Mode = "inference"
@@ -58,13 +68,15 @@ class WorkloadDeclaration(BaseModel):
             raise ValueError(
                 "set at least one of gpu_index, gpu_uuid, process_name, namespace, pod"
             )
-        if (self.model is None) == (self.params is None):
-            raise ValueError("set exactly one of model and params")
+        if sum(key is not None for key in (self.model, self.params, self.config_json)) != 1:
+            raise ValueError("set exactly one of model, params and config_json")
         return self
 
     @property
     def label(self) -> str:
         """What to call the workload in metrics and messages."""
+        if self.config_json is not None:
+            return model_name_for(Path(self.config_json))
         return self.model or f"{self.params} params"
 
     def matches(self, gpu: GpuSample) -> bool:
@@ -101,8 +113,11 @@ def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) ->
     """The sizing model's `Workload` for a declaration.
 
     Raises UnknownModelError (a KeyError) for a model name not in `models`, ValueError
-    for a parameter count that does not parse.
+    for a parameter count that does not parse or a config.json that cannot be sized
+    (`gpuwatch.sizing.hf_config.ConfigJsonError`).
     """
+    if declaration.config_json is not None:
+        return _config_json_workload(declaration)
     model: ModelSpec | int = (
         models.get(declaration.model)
         if declaration.model is not None
@@ -112,6 +127,45 @@ def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) ->
         model=model,
         mode=SizingMode(declaration.mode),
         precision=None if declaration.precision is None else SizingPrecision(declaration.precision),
+        context_tokens=declaration.context,
+        batch=declaration.batch,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _load_config_json(path: str, mtime_ns: int) -> LoadedConfig:
+    """`load_config_json`, once per file version (`mtime_ns` keys the cache)."""
+    del mtime_ns
+    return load_config_json(Path(path))
+
+
+def _config_json_workload(declaration: WorkloadDeclaration) -> Workload:
+    """The `Workload` of a declaration naming a config.json: its architecture, and its
+    ``quantization_config`` as the weights' layout (inference only, no `precision`)."""
+    path = Path(str(declaration.config_json)).expanduser()
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise ConfigJsonError(f"{path}: {exc.strerror or exc}") from None
+    loaded = _load_config_json(str(path), mtime_ns)
+    checkpoint = loaded.quantization
+    precision = declaration.precision
+    if checkpoint is not None:
+        if precision is not None:
+            raise ConfigJsonError(
+                f"{path}: its quantization_config ({checkpoint.name}) sets the weights' "
+                f"storage; leave out precision ({precision})"
+            )
+        if declaration.mode != "inference":
+            raise ConfigJsonError(
+                f"{path}: a quantized checkpoint ({checkpoint.name}) is for mode inference"
+            )
+    layout = precision is not None and precision not in {p.value for p in SizingPrecision}
+    return Workload(
+        model=loaded.spec,
+        mode=SizingMode(declaration.mode),
+        precision=None if precision is None or layout else SizingPrecision(precision),
+        quantization=checkpoint or (SCHEMES[precision] if layout and precision else None),
         context_tokens=declaration.context,
         batch=declaration.batch,
     )
