@@ -492,7 +492,7 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
                 )
             double = bool(config.get("bnb_4bit_use_double_quant", False))
             return QuantizationScheme(
-                name="nf4",
+                name="nf4" if kind == "nf4" else "bnb-fp4",
                 method="bitsandbytes",
                 bits=4,
                 group_size=64,
