@@ -242,12 +242,16 @@ def moe_line(workload: Workload) -> str | None:
     if moe is None:
         return None
     shared = f" + {moe['shared_experts']} shared" if moe["shared_experts"] else ""
-    return (
+    line = (
         f"mixture of experts: {moe['experts']} experts{shared}, {moe['experts_per_token']} "
         f"per token, on {moe['moe_layers']} layers; {_count_text(moe['active_parameters'])} "
-        f"of {_count_text(workload.parameters)} parameters active per token (all resident); "
-        f"a decode step at batch {workload.batch} reads {moe['distinct_experts_per_step']:.3g}"
-        " experts per layer (uniform routing)"
+        f"of {_count_text(workload.parameters)} parameters active per token (all resident)"
+    )
+    if workload.mode is not Mode.INFERENCE:
+        return line
+    return (
+        f"{line}; a decode step at batch {workload.batch} reads "
+        f"{moe['distinct_experts_per_step']:.3g} experts per layer (uniform routing)"
     )
 
 
