@@ -53,6 +53,15 @@ MODEL_NAMES = (
     "qwen2.5-7b",
     "qwen2.5-72b",
     "gpt2-xl",
+    "mistral-small-3.1-24b",
+    "gemma-3-27b",
+    "qwen3-8b",
+    "qwen3-30b-a3b",
+    "mixtral-8x7b",
+    "llama-4-scout",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "deepseek-v3",
 )
 
 # --- GPU catalog ------------------------------------------------------------------------
@@ -355,7 +364,12 @@ def test_model_catalog_architecture_extras() -> None:
         50257,
     )
     assert catalog.get("mistral-7b").sliding_window == 4096
-    assert all(m.sliding_window is None for m in catalog if m.name != "mistral-7b")
+    # windows: Mistral 7B on every layer; Gemma 3 (1024), gpt-oss (128) and Llama 4's
+    # chunks (8192) on some layers only
+    windowed = {"mistral-7b", "gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b", "llama-4-scout"}
+    assert all((m.sliding_window is None) == (m.name not in windowed) for m in catalog)
+    assert catalog.get("mistral-7b").full_layers == 0
+    assert catalog.get("gemma-3-27b").full_layers == 10
 
 
 def test_config_models_may_leave_out_mlp_width_and_vocabulary() -> None:

@@ -384,7 +384,7 @@ def test_bad_input_exits_2_with_one_line(
 
 def test_unknown_model_hints_at_params(capsys: pytest.CaptureFixture[str]) -> None:
     _, _, err = size(capsys, "llama-4")
-    assert "gpt2-xl (or give --params N)" in err
+    assert "deepseek-v3 (or give --params N)" in err
 
 
 def test_argparse_rejects_unknown_choices() -> None:

@@ -30,12 +30,16 @@ def test_tables_name_every_part_model_and_source() -> None:
         tables
     )
     assert (
-        "| llama-2-70b | 68,976,648,192 | 80 | 8192 | 64 | 8 | 128 | 28672 | 32,000 | - | 320 KiB |"
-        in tables
+        "| llama-2-70b | 68,976,648,192 | 80 | 8192 | 64 | 8 | 128 | 28672 | 32,000 | - | - "
+        "| 320 KiB |" in tables
     )
     assert "| mistral-7b | 7,241,732,096 | 32 | 4096 | 32 | 8 | 128 | 14336 | 32,000 | 4096 |" in (
         tables
     )
+    assert "| 129,280 | - | 256 x 2048 + 1 shared, 8 per token; 37.6B active | 68.625 KiB |" in (
+        tables
+    )
+    assert "| 262,208 (tied) | 1024 on 52 of 62 layers | - | 496 KiB |" in tables
 
 
 def test_replace_generated_rewrites_only_between_the_markers(tmp_path: Path) -> None:

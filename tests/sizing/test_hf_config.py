@@ -5,11 +5,13 @@ counts for MoE), KV bytes per token exactly from the config."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gpuwatch.sizing import build_model_catalog
 from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json, model_from_config
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -173,3 +175,26 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
 def test_mla_head_dim_is_the_value_head() -> None:
     # DeepSeek-V3: v_head_dim 128, not hidden / heads = 56
     assert load_config_json(CONFIGS / "deepseek-v3.json").spec.head_dim == 128
+
+
+@pytest.mark.parametrize(
+    ("name", "file"),
+    [
+        ("llama-3.1-8b", "llama-3.1-8b.json"),
+        ("llama-3.1-70b", "llama-3.1-70b.json"),
+        ("llama-4-scout", "llama-4-scout.json"),
+        ("qwen3-8b", "qwen3-8b.json"),
+        ("qwen3-30b-a3b", "qwen3-30b-a3b.json"),
+        ("deepseek-v3", "deepseek-v3.json"),
+        ("gpt-oss-20b", "gpt-oss-20b.json"),
+        ("gpt-oss-120b", "gpt-oss-120b.json"),
+        ("mixtral-8x7b", "mixtral-8x7b.json"),
+        ("gemma-3-27b", "gemma-3-27b.json"),
+        ("mistral-small-3.1-24b", "mistral-small-3.1-24b.json"),
+    ],
+)
+def test_catalog_entry_is_its_config_json(name: str, file: str) -> None:
+    """models.toml's entry is what the loader reads from the published config."""
+    catalog = build_model_catalog().get(name)
+    loaded = load_config_json(CONFIGS / file, name=name).spec
+    assert replace(catalog, source="") == replace(loaded, source="")
