@@ -32,8 +32,24 @@ from gpuwatch.sizing.quantization import SCHEMES
 from gpuwatch.snapshot import GpuSample, PodRef
 from gpuwatch.values import Text
 
-Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+Precision = Literal[
+    "fp32",
+    "fp16",
+    "bf16",
+    "fp8",
+    "int8",
+    "int4",
+    "awq-int4",
+    "gptq-int4",
+    "mxfp4",
+    "nvfp4",
+    "nf4",
+    "bnb-int8",
+]
+"""Storage precisions, then quantized checkpoint layouts (`gpuwatch.sizing.quantization`)."""
 Mode = Literal["inference", "train", "lora", "qlora"]
+
+_PRECISION_VALUES = frozenset(p.value for p in SizingPrecision)
 
 
 class WorkloadDeclaration(BaseModel):
@@ -70,6 +86,16 @@ class WorkloadDeclaration(BaseModel):
             )
         if sum(key is not None for key in (self.model, self.params, self.config_json)) != 1:
             raise ValueError("set exactly one of model, params and config_json")
+        if self.precision in SCHEMES and self.precision not in _PRECISION_VALUES:
+            if self.params is not None:
+                raise ValueError(
+                    f"precision {self.precision} (a checkpoint layout) needs a model, not "
+                    "params: its 16-bit embeddings and head depend on the vocabulary"
+                )
+            if self.mode != "inference":
+                raise ValueError(
+                    f"precision {self.precision} (a checkpoint layout) is for mode inference"
+                )
         return self
 
     @property
@@ -123,10 +149,13 @@ def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) ->
         if declaration.model is not None
         else parse_param_count(str(declaration.params))
     )
+    name = declaration.precision
+    layout = name is not None and name not in _PRECISION_VALUES
     return Workload(
         model=model,
         mode=SizingMode(declaration.mode),
-        precision=None if declaration.precision is None else SizingPrecision(declaration.precision),
+        precision=None if name is None or layout else SizingPrecision(name),
+        quantization=SCHEMES[name] if layout and name is not None else None,
         context_tokens=declaration.context,
         batch=declaration.batch,
     )

@@ -6,6 +6,7 @@ import argparse
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from gpuwatch.sizing import (
     Mode,
@@ -35,6 +36,7 @@ from gpuwatch.sizing.throughput import (
     decode_tokens_per_second,
     decode_weight_bytes,
 )
+from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
 GB = 10**9
 GIB = 2**30
@@ -376,6 +378,28 @@ def test_cli_scheme_misuse_exits_2(
     assert message in err
 
 
+# --- declared [[workloads]] --------------------------------------------------------------
+
+
+def test_declared_workload_takes_a_checkpoint_layout() -> None:
+    declaration = WorkloadDeclaration(gpu_index=0, model="llama-3.1-8b", precision="awq-int4")
+    workload = declared_workload(declaration, build_model_catalog())
+    assert workload.quantization is AWQ_INT4
+    assert memory_requirement(workload).weights_bytes == pytest.approx(5.73 * GB, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"params": "8B", "precision": "nvfp4"}, "needs a model"),
+        ({"model": "llama-3.1-8b", "precision": "nf4", "mode": "qlora"}, "mode inference"),
+    ],
+)
+def test_declared_layout_misuse_names_precision(fields: dict[str, str], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        WorkloadDeclaration.model_validate({"gpu_index": 0, **fields})
+
+
 def test_gpt_oss_120b_mxfp4_weights_fit_an_h100_and_decode_reads_mxfp4_experts() -> None:
     """gpt-oss model card: the 120b "fits a single 80 GB GPU" (H100) with MXFP4 experts.
     A batch-1 decode step reads the bf16 rest and 4 of 128 experts per layer at 4.25 bits."""
@@ -393,3 +417,10 @@ def test_gpt_oss_120b_mxfp4_weights_fit_an_h100_and_decode_reads_mxfp4_experts()
     # the bf16-expert reading would be 3.76x the expert bytes: the layout reaches the roofline
     bf16 = decode_weight_bytes(Workload(GPT_OSS_120B, precision=Precision.BF16))
     assert read < 0.6 * bf16
+
+
+def test_bnb_fp4_is_named_apart_from_mxfp4() -> None:
+    config = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"}
+    scheme = scheme_from_quantization_config(config)
+    assert scheme.name == "bnb-fp4"
+    assert scheme.bits_per_weight == 4 + 32 / 64  # no double quantization: fp32 absmax per 64
