@@ -424,3 +424,20 @@ def test_bnb_fp4_is_named_apart_from_mxfp4() -> None:
     scheme = scheme_from_quantization_config(config)
     assert scheme.name == "bnb-fp4"
     assert scheme.bits_per_weight == 4 + 32 / 64  # no double quantization: fp32 absmax per 64
+
+
+def test_cli_json_and_heading_name_the_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _size(capsys, "llama-3.1-8b", "--precision", "int4", "--json")
+    assert code == 0, err
+    layout = json.loads(out)["quantization"]
+    assert (layout["scheme"], layout["group_size"], layout["from_precision"]) == (
+        "awq-int4",
+        128,
+        True,
+    )
+    assert layout["bits_per_weight"] == pytest.approx(4.15625)
+    code, out, err = _size(capsys, "llama-3.1-8b", "--precision", "fp16", "--json")
+    assert json.loads(out)["quantization"] is None
+    code, out, err = _size(capsys, "llama-3.1-8b", "--precision", "nvfp4")
+    assert code == 0, err
+    assert "inference, nvfp4, context" in " ".join(out.split())

@@ -79,6 +79,29 @@ class SizeRun:
         return self.assumptions.inference_overhead_ratio
 
 
+def _quantization(workload: Workload) -> dict[str, Any] | None:
+    """The weights' checkpoint layout (`Workload.weight_scheme`) for JSON, None when flat."""
+    scheme = workload.weight_scheme
+    if scheme is None:
+        return None
+    return {
+        "scheme": scheme.name,
+        "method": scheme.method,
+        "bits": scheme.bits,
+        "group_size": scheme.group_size,
+        "bits_per_weight": scheme.bits_per_weight,
+        "covers": scheme.covers,
+        "compute": scheme.compute,
+        "from_precision": workload.quantization is None,
+    }
+
+
+def _precision_text(workload: Workload) -> str:
+    """The precision for the heading: the scheme's name when the weights follow one."""
+    scheme = workload.weight_scheme
+    return workload.weight_precision.value if scheme is None else scheme.name
+
+
 def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
     if model is None:
         return None
@@ -195,6 +218,7 @@ def size_report(run: SizeRun) -> dict[str, Any]:
         "parameters": workload.parameters,
         "mode": workload.mode.value,
         "precision": workload.weight_precision.value,
+        "quantization": _quantization(workload),
         "context_tokens": workload.context_tokens,
         "batch": workload.batch,
         "kv_cache_tokens": kv_tokens,
@@ -318,7 +342,7 @@ def render_text(run: SizeRun) -> None:
     memory = Table(
         title=(
             f"{name}: {_count_text(workload.parameters)} parameters, {workload.mode.value}, "
-            f"{workload.weight_precision.value}, context {workload.context_tokens} x batch "
+            f"{_precision_text(workload)}, context {workload.context_tokens} x batch "
             f"{workload.batch}"
         )
     )
