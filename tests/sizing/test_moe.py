@@ -369,3 +369,28 @@ def test_gpt_oss_20b_mxfp4_single_request_decode_against_a_published_measurement
     long = Workload(model=model, quantization=MXFP4, context_tokens=131072)
     predicted_long = RTX_PRO_6000_BLACKWELL_BANDWIDTH * EFFICIENCY / decode_bytes_per_step(long)
     assert 105.5 < predicted_long < 105.5 * 1.7
+
+
+# --- the built-in catalog ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_the_built_in_catalog_entry_counts_as_the_published_config_does(name: str) -> None:
+    """models.toml's MoE entries (SPEC's, from the same config.json files) agree with the
+    entries written here: same total, experts and active parameters."""
+    built_in = build_model_catalog().get(name)
+    here = spec(name)
+    assert built_in.parameters == here.parameters
+    assert built_in.expert_parameters == here.expert_parameters
+    assert built_in.active_parameters == here.active_parameters
+
+
+def test_mixtral_from_the_built_in_catalog_through_the_cli(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["size", "mixtral-8x7b", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert report["moe"]["active_parameters"] == pytest.approx(12.9e9, rel=0.005)
+    assert gpu_row(report, "H100-SXM-80GB")["tokens_per_second"] == pytest.approx(90, rel=0.05)
