@@ -33,13 +33,13 @@ from gpuwatch.sizing.adapters import (
     unquantized_parameters,
 )
 from gpuwatch.sizing.models import ModelSpec
+from gpuwatch.sizing.moe import activation_factor as moe_activation_factor
 from gpuwatch.sizing.quantization import (
     PRECISION_SCHEMES,
     QuantizationScheme,
     WeightBytes,
     weight_bytes_by_component,
 )
-from gpuwatch.sizing.moe import activation_factor as moe_activation_factor
 from gpuwatch.sizing.shapes import derive_architecture
 
 
