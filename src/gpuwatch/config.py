@@ -37,6 +37,7 @@ from gpuwatch.sizing import (
     build_gpu_catalog,
     build_model_catalog,
 )
+from gpuwatch.sizing.hf_config import catalog_entry_data
 from gpuwatch.tco import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
 from gpuwatch.values import ConfigPath, Text, parse_listen_address
@@ -167,6 +168,20 @@ class SizingConfig(_Section):
 
     gpus: list[GpuCatalogEntry] = []
     models: list[ModelCatalogEntry] = []
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _expand_config_json(cls, value: object) -> object:
+        """Entries giving ``config_json`` take their keys from that config.json."""
+        if not isinstance(value, list):
+            return value
+        expanded = []
+        for i, item in enumerate(value):
+            try:
+                expanded.append(catalog_entry_data(item))
+            except ValueError as exc:
+                raise ValueError(f"entry {i}: {exc}") from None
+        return expanded
 
 
 class LoggingConfig(_Section):

@@ -10,6 +10,7 @@ import pytest
 
 from gpuwatch.config import validate_config
 from gpuwatch.sizing import build_model_catalog
+from gpuwatch.sizing.hf_config import catalog_entry_data
 from gpuwatch.sizing.models import ModelCatalogEntry
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
@@ -18,7 +19,9 @@ CONFIGS = Path(__file__).parent / "configs"
 
 def test_sizing_model_from_config_json() -> None:
     entry = ModelCatalogEntry.model_validate(
-        {"name": "my-mixtral", "config_json": str(CONFIGS / "mixtral-8x7b.json")}
+        catalog_entry_data(
+            {"name": "my-mixtral", "config_json": str(CONFIGS / "mixtral-8x7b.json")}
+        )
     )
     spec = build_model_catalog([entry]).get("my-mixtral")
     # mistralai/Mixtral-8x7B-v0.1: 46.7B total, 8 experts, 2 per token
@@ -37,7 +40,7 @@ def test_sizing_model_from_config_json() -> None:
 def test_sizing_model_config_json_errors(extra: dict[str, object], named: str) -> None:
     data = {"name": "x", "config_json": str(CONFIGS / "qwen3-8b.json")} | extra
     with pytest.raises(ValueError, match=named):
-        ModelCatalogEntry.model_validate(data)
+        catalog_entry_data(data)
 
 
 def test_declared_workload_from_quantized_config_json() -> None:
@@ -72,3 +75,15 @@ def test_agent_config_reports_config_json_problems(tmp_path: Path) -> None:
     assert len(errors) == 1, errors
     assert errors[0].startswith("workloads.1.config_json: ")
     assert "num_experts_per_tok (200)" in errors[0]
+
+
+def test_agent_config_names_the_bad_sizing_model(tmp_path: Path) -> None:
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(
+        f'[[sizing.models]]\nname = "q"\nconfig_json = "{CONFIGS / "qwen3-8b-fp8.json"}"\n'
+    )
+    errors = validate_config(config, {}).errors
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("sizing.models: ")
+    assert "entry 0: config_json" in errors[0]
+    assert "quantization_config (fp8)" in errors[0]

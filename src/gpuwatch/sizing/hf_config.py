@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
 from gpuwatch.sizing.models import (
@@ -411,3 +412,33 @@ def load_config_json(path: Path, *, name: str | None = None) -> LoadedConfig:
         )
     except ValueError as exc:
         raise ConfigJsonError(f"{path}: {exc}") from None
+
+
+def catalog_entry_data(data: object) -> object:
+    """A ``[[sizing.models]]`` table with ``config_json``, expanded into a full
+    `ModelCatalogEntry`'s keys read from that file; other tables unchanged.
+
+    Only ``name`` and ``source`` may stand beside ``config_json``; a config with a
+    ``quantization_config`` is refused (a catalog model is an architecture: declare the
+    checkpoint in ``[[workloads]]``).
+    """
+    if not isinstance(data, Mapping) or data.get("config_json") is None:
+        return data
+    given = sorted(set(data) - {"name", "config_json", "source"})
+    if given:
+        raise ConfigJsonError(f"config_json gives the architecture: leave out {', '.join(given)}")
+    path = Path(str(data["config_json"])).expanduser()
+    loaded = load_config_json(path, name=str(data.get("name") or model_name_for(path)))
+    if loaded.quantization is not None:
+        raise ConfigJsonError(
+            f"config_json {path}: its quantization_config ({loaded.quantization.name}) "
+            "describes a checkpoint, not the model: give the config.json in [[workloads]] "
+            "(config_json) or to gpuwatch size --config-json"
+        )
+    spec = loaded.spec
+    keys = {f.name: getattr(spec, f.name) for f in dataclass_fields(spec)}
+    notes = f" ({'; '.join(loaded.notes)})" if loaded.notes else ""
+    return keys | {
+        "config_json": data["config_json"],
+        "source": data.get("source", f"{spec.source}{notes}"),
+    }

@@ -15,9 +15,7 @@ import functools
 import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from dataclasses import fields as dataclass_fields
 from importlib import resources
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -255,9 +253,9 @@ class ModelCatalogEntry(BaseModel):
 
     `kv_heads` defaults to `attention_heads` (no GQA) and `head_dim` to
     `hidden_size / attention_heads`; `intermediate_size` and `vocab_size` left out take
-    `ModelSpec`'s documented defaults (and the output says so). `config_json` names a
-    Hugging Face config.json to read the architecture and parameter count from
-    (`gpuwatch.sizing.hf_config`) in place of the other keys.
+    `ModelSpec`'s documented defaults (and the output says so). `config_json` records the
+    Hugging Face config.json the other keys were read from: the agent config expands an
+    entry giving it with `gpuwatch.sizing.hf_config.catalog_entry_data`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -284,32 +282,6 @@ class ModelCatalogEntry(BaseModel):
     layer_types: tuple[LayerType, ...] | None = None
     source: str = CONFIG_SOURCE
     config_json: str | None = Field(default=None, min_length=1, max_length=4096)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_config_json(cls, data: object) -> object:
-        if not isinstance(data, dict) or data.get("config_json") is None:
-            return data
-        given = sorted(set(data) - {"name", "config_json", "source"})
-        if given:
-            raise ValueError(f"config_json gives the architecture: leave out {', '.join(given)}")
-        from gpuwatch.sizing.hf_config import load_config_json  # noqa: PLC0415 (a cycle)
-
-        path = Path(str(data["config_json"])).expanduser()
-        loaded = load_config_json(path, name=str(data.get("name") or "config"))
-        if loaded.quantization is not None:
-            raise ValueError(
-                f"config_json {path}: its quantization_config ({loaded.quantization.name}) "
-                "describes a checkpoint, not the model: give the config.json in [[workloads]] "
-                "(config_json) or to gpuwatch size --config-json"
-            )
-        fields = {f.name: getattr(loaded.spec, f.name) for f in dataclass_fields(loaded.spec)}
-        notes = f" ({'; '.join(loaded.notes)})" if loaded.notes else ""
-        return fields | {
-            "name": data.get("name", loaded.spec.name),
-            "config_json": data["config_json"],
-            "source": data.get("source", f"{loaded.spec.source}{notes}"),
-        }
 
     @model_validator(mode="after")
     def _heads_consistent(self) -> ModelCatalogEntry:
