@@ -198,3 +198,50 @@ def test_catalog_entry_is_its_config_json(name: str, file: str) -> None:
     catalog = build_model_catalog().get(name)
     loaded = load_config_json(CONFIGS / file, name=name).spec
     assert replace(catalog, source="") == replace(loaded, source="")
+
+
+# Qwen/Qwen2.5-7B config.json (the keys that size it): q/k/v biases by model type, a
+# sliding_window that use_sliding_window turns off; safetensors total 7,615,616,512.
+QWEN25_7B: dict[str, Any] = {
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "vocab_size": 152064,
+    "tie_word_embeddings": False,
+    "sliding_window": 131072,
+    "use_sliding_window": False,
+    "max_window_layers": 28,
+}
+
+# google/gemma-2-9b config.json: every other layer slides (4096), tied embeddings,
+# four norms per layer; model card 9.24B parameters.
+GEMMA2_9B: dict[str, Any] = {
+    "model_type": "gemma2",
+    "hidden_size": 3584,
+    "intermediate_size": 14336,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 42,
+    "num_key_value_heads": 8,
+    "head_dim": 256,
+    "vocab_size": 256000,
+    "sliding_window": 4096,
+    "query_pre_attn_scalar": 256,
+}
+
+
+def test_qwen2_biases_and_disabled_window() -> None:
+    spec = model_from_config(QWEN25_7B, name="qwen2.5-7b").spec
+    assert spec.parameters == 7_615_616_512
+    assert spec.sliding_window is None
+    assert spec == replace(build_model_catalog().get("qwen2.5-7b"), source=spec.source)
+
+
+def test_gemma2_alternates_local_and_global() -> None:
+    spec = model_from_config(GEMMA2_9B, name="gemma-2-9b").spec
+    assert spec.parameters == pytest.approx(9.24e9, rel=0.005)
+    assert (spec.sliding_layers, spec.full_layers, spec.sliding_window) == (21, 21, 4096)
+    assert spec.layer_types is not None
+    assert spec.layer_types[:2] == ("sliding_attention", "full_attention")
