@@ -26,10 +26,11 @@ FOR_PHRASE = re.compile(r"\bfor (\d+|an|one) (minute|minutes|hour|hours)\b")
 
 UNIT_SECONDS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600}
 
-ARTICLE = {"A": "an", "B": "a", "H": "an", "L": "an", "R": "an", "T": "a", "V": "a"}
+ARTICLE = {"A": "an", "B": "a", "G": "a", "H": "an", "L": "an", "R": "an", "T": "a", "V": "a"}
 """The article before a name read letter by letter: "an A100" (ay), "an H100" (aitch),
-"an L4" (el), "an RTX" (ar), "a B200", "a T4", "a V100". A catalog id starting with a
-letter not listed here fails test_the_article_suits_every_catalog_id until it is added."""
+"an L4" (el), "an RTX" (ar), "a B200", "a GH200" (gee), "a T4", "a V100". A catalog id
+starting with a letter not listed here fails test_the_article_suits_every_catalog_id
+until it is added."""
 
 
 def alert_id(rule: dict[str, Any]) -> str:

@@ -24,7 +24,11 @@ GPU_IDS = (
     "H100-PCIe-80GB",
     "H100-NVL-94GB",
     "H200-141GB",
+    "H200-NVL-141GB",
+    "GH200-96GB",
+    "GH200-144GB",
     "B200-180GB",
+    "B300-288GB",
     "A100-SXM-80GB",
     "A100-PCIe-80GB",
     "A100-SXM-40GB",
@@ -33,6 +37,7 @@ GPU_IDS = (
     "V100-SXM2-16GB",
     "L40S-48GB",
     "L40-48GB",
+    "RTX-PRO-6000-Blackwell-96GB",
     "RTX-6000-Ada-48GB",
     "RTX-A6000-48GB",
     "RTX-4090-24GB",
@@ -71,9 +76,10 @@ def test_catalog_holds_the_listed_parts_in_order() -> None:
     catalog = build_gpu_catalog()
     assert catalog.ids == GPU_IDS
     assert [gpu.id for gpu in catalog] == list(GPU_IDS)
-    assert len(catalog) == 20
+    assert len(catalog) == 25
     assert "h100-sxm-80gb" in catalog
-    assert "H200-NVL-141GB" not in catalog
+    assert "H200-NVL-141GB" in catalog
+    assert "GB200" not in catalog
 
 
 def test_figures_are_in_base_units() -> None:
@@ -96,6 +102,7 @@ def test_figures_are_in_base_units() -> None:
     ("gpu_id", "tier"),
     [("RTX-4090-24GB", "consumer"), ("RTX-3090-24GB", "consumer")]
     + [("RTX-A6000-48GB", "workstation"), ("RTX-6000-Ada-48GB", "workstation")]
+    + [("RTX-PRO-6000-Blackwell-96GB", "workstation")]
     + [(gpu_id, "datacenter") for gpu_id in GPU_IDS if not gpu_id.startswith("RTX")],
 )
 def test_tiers(gpu_id: str, tier: str) -> None:
@@ -144,6 +151,11 @@ def test_get_is_case_insensitive_and_unknown_ids_list_the_known() -> None:
         ("Tesla V100-SXM2-16GB", "V100-SXM2-16GB"),
         ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"),
         ("NVIDIA B200", "B200-180GB"),
+        ("NVIDIA H200 NVL", "H200-NVL-141GB"),
+        ("NVIDIA GH200 480GB", "GH200-96GB"),
+        ("NVIDIA GH200 144G HBM3e", "GH200-144GB"),
+        ("NVIDIA B300 SXM6 AC", "B300-288GB"),
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000-Blackwell-96GB"),
         ("NVIDIA L40", "L40-48GB"),
         ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada-48GB"),
         ("NVIDIA L40S", "L40S-48GB"),
@@ -165,7 +177,6 @@ def test_nvml_names_match_their_part(nvml_name: str, gpu_id: str) -> None:
 @pytest.mark.parametrize(
     "nvml_name",
     [
-        "NVIDIA H200 NVL",
         "NVIDIA H100",  # a prefix of three parts is none of them
         "NVIDIA A100-PCIE-80GB",
         "Tesla V100-PCIE-16GB",

@@ -103,7 +103,7 @@ def test_json_has_the_breakdown_and_every_gpu(capsys: pytest.CaptureFixture[str]
     assert (report["mode"], report["precision"]) == ("inference", "fp16")
     assert (report["context_tokens"], report["batch"], report["headroom"]) == (4096, 1, 0.1)
     assert report["kv_cache_tokens"] == 4096
-    assert len(report["gpus"]) == 20
+    assert len(report["gpus"]) == 25
     for gpu in report["gpus"]:
         for key in GPU_KEYS:
             assert key in gpu, key
@@ -132,7 +132,8 @@ def test_json_training(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["precision"] == "bf16"
     assert report["total_bytes"] - report["activations_bytes"] == 126 * 10**9
     assert report["trainable_parameters"] == 7 * 10**9
-    assert [gpu["name"] for gpu in report["gpus"] if gpu["fits"]] == ["B200-180GB"]
+    fitting = [gpu["name"] for gpu in report["gpus"] if gpu["fits"]]
+    assert fitting == ["B200-180GB", "B300-288GB"]
     a100 = next(gpu for gpu in report["gpus"] if gpu["name"] == "A100-SXM-80GB")
     assert a100["gpus_needed"] == 3  # 146.4 GB x 1.1 over 80 GB
 

@@ -144,13 +144,18 @@ def test_rank_lists_every_gpu_fitting_first_cheapest_first(catalog: GpuCatalog) 
         "H100-PCIe-80GB",
         "H100-NVL-94GB",
         "H200-141GB",
+        "H200-NVL-141GB",
+        "GH200-96GB",
+        "GH200-144GB",
         "B200-180GB",
+        "B300-288GB",
         "A100-SXM-80GB",
         "A100-PCIe-80GB",
         "A100-SXM-40GB",
         "A100-PCIe-40GB",
         "L40S-48GB",
         "L40-48GB",
+        "RTX-PRO-6000-Blackwell-96GB",
         "RTX-6000-Ada-48GB",
         "RTX-A6000-48GB",
     }
@@ -197,8 +202,8 @@ def test_a_price_override_changes_the_ranking() -> None:
 
 def test_training_ranking_uses_training_throughput(catalog: GpuCatalog) -> None:
     ranked = rank_gpus(catalog, Workload(7 * B, Mode.TRAIN))
-    # 126 GB + 18.8 GB of activations at 4096 tokens: only the B200 holds it with headroom
-    assert [row.name for row in ranked if row.fits] == ["B200-180GB"]
+    # 126 GB + 20.4 GB of activations at 4096 tokens: only the B200 and B300 hold it
+    assert [row.name for row in ranked if row.fits] == ["B200-180GB", "B300-288GB"]
     h200 = next(row for row in ranked if row.name == "H200-141GB")
     assert h200.gpus_needed == 2
     assert h200.tokens_per_second == pytest.approx(989e12 * 0.4 / (6 * 7e9))
@@ -227,6 +232,7 @@ def test_cheapest_fitting_applies_headroom_to_both_needs(catalog: GpuCatalog) ->
 
 
 def test_cheapest_fitting_none_when_nothing_is_big_enough(catalog: GpuCatalog) -> None:
-    assert cheapest_fitting(catalog, 200 * GB, 1 * GB) is None
+    assert cheapest_fitting(catalog, 270 * GB, 1 * GB) is None  # the B300's 288 GB less headroom
+    assert cheapest_fitting(catalog, 200 * GB, 1 * GB).id == "B300-288GB"  # type: ignore[union-attr]
     assert cheapest_fitting(catalog, 1 * GB, 8000 * GB) is None  # the B200's 8 TB/s less headroom
     assert cheapest_fitting(catalog, 1 * GB, 5000 * GB).id == "B200-180GB"  # type: ignore[union-attr]

@@ -239,7 +239,18 @@ def test_catalog_break_even_utilizations_quoted_in_the_docs() -> None:
         (*aws, *azure, "H200-141GB", "B200-180GB", "L40S-48GB"): ((0.13, 0.30), (0.19, 0.44)),
         ("A100-PCIe-40GB", "H100-PCIe-80GB", "L40-48GB"): ((0.35, 0.41), (0.50, 0.59)),
         ("V100-SXM2-16GB", "V100-SXM2-32GB"): ((0.05, 0.06), (0.07, 0.09)),
-        ("RTX-6000-Ada-48GB", "RTX-A6000-48GB", "RTX-4090-24GB", "RTX-3090-24GB"): (
+        # rents that stand in for a missing list price (gpus.toml says whose)
+        ("H200-NVL-141GB", "GH200-96GB", "GH200-144GB", "B300-288GB"): (
+            (0.16, 0.28),
+            (0.24, 0.41),
+        ),
+        (
+            "RTX-6000-Ada-48GB",
+            "RTX-A6000-48GB",
+            "RTX-4090-24GB",
+            "RTX-3090-24GB",
+            "RTX-PRO-6000-Blackwell-96GB",
+        ): (
             (0.52, 0.68),
             (0.73, 0.87),
         ),
