@@ -127,6 +127,19 @@ def test_json_for_a_bare_parameter_count(capsys: pytest.CaptureFixture[str]) -> 
     assert h100["memory_bytes"] == 80 * 10**9
 
 
+def test_a_bare_count_in_inference_sizes_its_kv_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17: `size --params 14B --context 32768 --batch 8` said KV cache 0 and fit an
+    A100 40GB. It takes Qwen2.5-14B's shape (Qwen/Qwen2.5-14B config.json: 48 layers, 8
+    KV heads, head dim 128), whose cache is 2 x 48 x 8 x 128 x 2 B per token: 51.5 GB."""
+    report = size_json(capsys, "--params", "14B", "--context", "32768", "--batch", "8")
+    assert report["architecture"]["name"] == "shape of Qwen2.5-14B"
+    assert report["kv_cache_bytes"] == 2 * 48 * 8 * 128 * 2 * 32768 * 8  # 51.54 GB
+    assert any("Qwen2.5-14B" in note and "KV cache" in note for note in report["notes"])
+    a100 = next(gpu for gpu in report["gpus"] if gpu["name"] == "A100-SXM-40GB")
+    assert a100["fits"] is False  # 85.1 GB x 1.1: three 40 GB cards
+    assert a100["gpus_needed"] == 3
+
+
 def test_json_training(capsys: pytest.CaptureFixture[str]) -> None:
     report = size_json(capsys, "--params", "7B", "--mode", "train")
     assert report["precision"] == "bf16"
