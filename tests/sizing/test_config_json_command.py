@@ -90,3 +90,14 @@ def test_bad_field_exits_2_naming_it(capsys: pytest.CaptureFixture[str], tmp_pat
     code, _, err = size(capsys, "--config-json", str(path))
     assert code == 2
     assert "num_experts_per_tok (9)" in err
+
+
+def test_mla_in_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(CONFIGS / "deepseek-v3.json")
+    data = report(capsys, "--config-json", path, "--context", "1")
+    # deepseek-ai/DeepSeek-V3: 61 layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 B
+    assert data["kv_cache_bytes"] == 70_272
+    assert data["architecture"]["kv_values_per_layer_per_token"] == 576
+    code, out, _ = size(capsys, "--config-json", path)
+    assert code == 0
+    assert "latent attention caching 512 + 64 per layer" in " ".join(out.split())

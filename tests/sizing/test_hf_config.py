@@ -245,3 +245,8 @@ def test_gemma2_alternates_local_and_global() -> None:
     assert (spec.sliding_layers, spec.full_layers, spec.sliding_window) == (21, 21, 4096)
     assert spec.layer_types is not None
     assert spec.layer_types[:2] == ("sliding_attention", "full_attention")
+
+
+def test_null_kv_heads_means_multi_head() -> None:
+    spec = model_from_config(_base() | {"num_key_value_heads": None}, name="x").spec
+    assert spec.kv_heads == spec.attention_heads == 32

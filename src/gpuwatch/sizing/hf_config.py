@@ -116,7 +116,9 @@ class LoadedConfig:
 
 
 def _int(config: Mapping[str, object], key: str, default: int | None = None) -> int:
-    value = config.get(key, default)
+    value = config.get(key)
+    if value is None:  # absent or null: the default, if any
+        value = default
     if value is None:
         raise ConfigJsonError(f"config.json: {key} is missing")
     if isinstance(value, bool) or not isinstance(value, int):
