@@ -122,7 +122,7 @@ def test_every_figure_names_its_source() -> None:
             "rent_usd_per_hour",
         ):
             assert gpu.sources.get(name), (gpu.id, name)
-        for name in ("fp8_flops_per_second", "nvlink_bytes_per_second"):
+        for name in ("fp8_flops_per_second", "fp4_flops_per_second", "nvlink_bytes_per_second"):
             if getattr(gpu, name) is not None:
                 assert gpu.sources.get(name), (gpu.id, name)
 

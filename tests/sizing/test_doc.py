@@ -26,9 +26,11 @@ def test_tables_name_every_part_model_and_source() -> None:
         assert f"- **{gpu.id}**" in tables
     for model in build_model_catalog():
         assert f"| {model.name} | {model.parameters:,} |" in tables
-    assert "| H100-SXM-80GB | datacenter | 80 | 3350 | 989 | 1979 | 700 | 900 | 30000 | 6.88 |" in (
-        tables
+    assert (
+        "| H100-SXM-80GB | datacenter | 80 | 3350 | 989 | 1979 | - | 700 | 900 | 30000 | 6.88 |"
+        in (tables)
     )
+    assert "| B200-180GB | datacenter | 180 | 8000 | 2250 | 4500 | 9000 | 1000 | 1800 |" in tables
     assert (
         "| llama-2-70b | 68,976,648,192 | 80 | 8192 | 64 | 8 | 128 | 28672 | 32,000 | - | - "
         "| 320 KiB |" in tables

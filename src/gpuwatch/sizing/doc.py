@@ -23,6 +23,7 @@ _GPU_COLUMNS = (
     ("memory_bandwidth_gb_per_second", "bandwidth GB/s"),
     ("bf16_tflops", "BF16 TFLOPS"),
     ("fp8_tflops", "FP8 TFLOPS"),
+    ("fp4_tflops", "FP4 TFLOPS"),
     ("tdp_watts", "TDP W"),
     ("nvlink_gb_per_second", "NVLink GB/s"),
     ("purchase_usd", "purchase $"),

@@ -44,6 +44,7 @@ _SPEC_FIELD: Mapping[str, str] = MappingProxyType(
         "memory_bandwidth_gb_per_second": "memory_bandwidth_bytes_per_second",
         "bf16_tflops": "bf16_flops_per_second",
         "fp8_tflops": "fp8_flops_per_second",
+        "fp4_tflops": "fp4_flops_per_second",
         "tdp_watts": "tdp_watts",
         "nvlink_gb_per_second": "nvlink_bytes_per_second",
         "purchase_usd": "purchase_usd",
@@ -94,6 +95,7 @@ class GpuCatalogEntry(BaseModel):
     memory_bandwidth_gb_per_second: float | None = Field(default=None, gt=0)
     bf16_tflops: float | None = Field(default=None, gt=0)
     fp8_tflops: float | None = Field(default=None, gt=0)
+    fp4_tflops: float | None = Field(default=None, gt=0)
     tdp_watts: float | None = Field(default=None, gt=0)
     nvlink_gb_per_second: float | None = Field(default=None, gt=0)
     purchase_usd: float | None = Field(default=None, gt=0)
@@ -125,10 +127,10 @@ class GpuSpec:
 
     `memory_bytes` is the marketed capacity in decimal bytes (80 GB = 80e9), which for
     every built-in part is at most NVML's total. FLOP/s figures are dense tensor-core
-    peaks; `fp8_flops_per_second` and `nvlink_bytes_per_second` are None where the part
-    has no FP8 or no NVLink. `rent_usd_per_hour` is the reference on-demand price of one
-    GPU-hour used for comparisons. `sources` maps each field name to where its figure
-    comes from.
+    peaks; `fp8_flops_per_second`, `fp4_flops_per_second` and `nvlink_bytes_per_second`
+    are None where the part has no FP8, no FP4 (before Blackwell) or no NVLink.
+    `rent_usd_per_hour` is the reference on-demand price of one GPU-hour used for
+    comparisons. `sources` maps each field name to where its figure comes from.
     """
 
     id: str
@@ -142,6 +144,7 @@ class GpuSpec:
     nvlink_bytes_per_second: float | None
     purchase_usd: float
     rent_usd_per_hour: float
+    fp4_flops_per_second: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -289,6 +292,7 @@ def to_spec(entry: GpuCatalogEntry) -> GpuSpec:
         nvlink_bytes_per_second=None if nvlink is None else nvlink * GB,
         purchase_usd=_figure(entry, "purchase_usd", entry.purchase_usd),
         rent_usd_per_hour=_figure(entry, "rent_usd_per_hour", entry.rent_usd_per_hour),
+        fp4_flops_per_second=None if entry.fp4_tflops is None else entry.fp4_tflops * TERA,
         sources=MappingProxyType({_SPEC_FIELD[name]: text for name, text in sources.items()}),
     )
 
