@@ -23,7 +23,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.simulate.helpers import process_utilization_one_by_one
 
 from benchlib import REPO_ROOT, format_table, machine_info, verdict
 from gpuwatch.agent import Agent
@@ -31,14 +36,6 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario, stand_in
-from gpuwatch.simulate.device import (
-    PROCESS_SAMPLE_BUFFER,
-    PROCESS_SAMPLE_PERIOD_S,
-    ProcessUtilization,
-    SimProcess,
-    process_utilization,
-)
-from gpuwatch.simulate.timeline import ActivitySource
 from gpuwatch.status.local import replay, replay_step
 
 DAY = 86400.0
@@ -47,33 +44,11 @@ MONTH = 30 * DAY
 TARGET_MONTH_SECONDS = 60.0
 
 
-def one_by_one(
-    processes: tuple[SimProcess, ...], source: ActivitySource, first: int, now: float
-) -> list[ProcessUtilization]:
-    """The baseline: every one-second period averaged on its own, then summed."""
-    newest = math.floor(now / PROCESS_SAMPLE_PERIOD_S)
-    first = max(first, 1, newest - PROCESS_SAMPLE_BUFFER + 1)
-    periods = newest - first + 1
-    if periods <= 0:
-        return []
-    totals: dict[int, list[float]] = {}
-    for k in range(first, newest + 1):
-        for sample in process_utilization(processes, source, k * PROCESS_SAMPLE_PERIOD_S):
-            entry = totals.setdefault(sample.pid, [0.0, 0.0, 0.0])
-            entry[0] += sample.sm_percent
-            entry[1] += sample.mem_percent
-            entry[2] = sample.tick
-    return [
-        ProcessUtilization(pid, tick, round(sm / periods), round(mem / periods))
-        for pid, (sm, mem, tick) in totals.items()
-    ]
-
-
 def timed_replay(at: float, *, baseline: bool) -> tuple[float, float, Any]:
     """(CPU s, wall s, status document) of one in-process replay of demo to `at`."""
     original = getattr(stand_in, "process_utilization_since")  # noqa: B009
     if baseline:
-        setattr(stand_in, "process_utilization_since", one_by_one)  # noqa: B010
+        setattr(stand_in, "process_utilization_since", process_utilization_one_by_one)  # noqa: B010
     try:
         scenario = load_scenario("demo")
         clock = ManualClock()
