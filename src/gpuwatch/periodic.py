@@ -1,10 +1,12 @@
-"""A job on its own daemon thread: for work that waits on the network.
+"""Jobs on their own threads, two kinds that differ on purpose.
 
-APScheduler's thread pool is joined at interpreter exit, so a job blocked on a slow
-server (a token source, AWS) would hold SIGTERM hostage for its whole timeout, and a 1 s
-job that runs for 30 s fills the log with "maximum number of running instances". Jobs
-that do network I/O run here instead: one at a time, never overlapping, and a stop never
-waits for a call in flight (the thread is a daemon).
+- `PeriodicThread`, for work that waits on the network (a token source, AWS): a fixed
+  delay between calls, and a stop never waits for a call in flight (the thread is a
+  daemon), so a job blocked on a slow server cannot hold SIGTERM hostage for its whole
+  timeout; a failure is logged once until the job succeeds again.
+- `IntervalJob`, for the agent's sampling jobs (tick, slow pass, pod listing, alert
+  evaluation): a fixed rate, missed slots skipped, and a stop waits for the call in
+  flight so that a sample is never cut in half.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class IntervalJob:
     one thread each; `stop()` waits for a call in flight. This is what the agent used
     APScheduler's `BackgroundScheduler` for ("interval" jobs, `max_instances=1`,
     `coalesce=True`), without APScheduler and the asyncio and multiprocessing it imports
-    (about 4.5 MiB of the agent's memory; docs/benchmarks.md).
+    (2.8 MiB of the plain agent's memory after start-up: docs/benchmarks.md, "No
+    APScheduler in the agent", from bench/agent_resources.py).
     """
 
     def __init__(self, name: str, interval_seconds: float, job: Callable[[], object]) -> None:

@@ -31,7 +31,8 @@ restart from 0 while the agent runs. No I/O here.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from gpuwatch.analysis.activity import activity_of
 from gpuwatch.snapshot import (
@@ -47,6 +48,7 @@ from gpuwatch.snapshot import (
 )
 
 PodKey = tuple[str, str]  # (namespace, pod)
+K = TypeVar("K")  # what weights are grouped by: a PodKey, a PodRef, or None
 
 QUANTUM_BITS = 50
 """Parts are multiples of 2^(e - QUANTUM_BITS) for a tick cost below 2^e (see above)."""
@@ -103,13 +105,20 @@ def _weight_values(processes: Sequence[ProcessSample]) -> Sequence[float | int |
     return [1.0] * len(processes)
 
 
+def _weights_by(
+    processes: Sequence[ProcessSample], key: Callable[[ProcessSample], K]
+) -> dict[K, float]:
+    """The processes' busy-part weights (`_weight_values`) summed by `key`."""
+    weights: dict[K, float] = {}
+    for process, value in zip(processes, _weight_values(processes), strict=True):
+        group = key(process)
+        weights[group] = weights.get(group, 0.0) + float(value or 0.0)
+    return weights
+
+
 def _process_weights(processes: Sequence[ProcessSample]) -> dict[PodKey | None, float]:
     """Each pod's (None: no pod's) weight in the busy part: SM, else memory, else count."""
-    weights: dict[PodKey | None, float] = {}
-    for process, value in zip(processes, _weight_values(processes), strict=True):
-        key = None if process.pod is None else (process.pod.namespace, process.pod.pod)
-        weights[key] = weights.get(key, 0.0) + float(value or 0.0)
-    return weights
+    return _weights_by(processes, lambda p: None if p.pod is None else (p.pod.namespace, p.pod.pod))
 
 
 def container_activity_shares(processes: Sequence[ProcessSample]) -> dict[PodRef | None, float]:
@@ -119,13 +128,7 @@ def container_activity_shares(processes: Sequence[ProcessSample]) -> dict[PodRef
     processes', else their memory, else their count. The shares sum to 1 (empty without
     processes); the exporter's per-pod DCGM series are the GPU's value times these.
     """
-    weights: dict[PodRef | None, float] = {}
-    for process, value in zip(processes, _weight_values(processes), strict=True):
-        weights[process.pod] = weights.get(process.pod, 0.0) + float(value or 0.0)
-    total = sum(weights.values())
-    if total <= 0:
-        return {}
-    return {key: weight / total for key, weight in weights.items()}
+    return _shares(1.0, _weights_by(processes, lambda p: p.pod))
 
 
 def _holder_weights(holders: GpuAttribution | None) -> dict[PodKey | None, float]:
@@ -137,7 +140,7 @@ def _holder_weights(holders: GpuAttribution | None) -> dict[PodKey | None, float
     return weights
 
 
-def _shares(amount: float, weights: Mapping[PodKey | None, float]) -> dict[PodKey | None, float]:
+def _shares(amount: float, weights: Mapping[K, float]) -> dict[K, float]:
     """`amount` split in proportion to `weights` (nothing when they sum to 0)."""
     total = sum(weights.values())
     if total <= 0 or amount <= 0:
