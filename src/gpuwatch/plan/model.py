@@ -1,0 +1,117 @@
+"""What the plan reads and what it says: plain values, no I/O, no solver.
+
+A `WorkloadNeed` is one unit the plan must place: the work one GPU (or one multi-GPU job)
+did over the lookback, with its measured need per GPU. A `Plan` is where each unit goes
+(`Placement`s), what it costs per month, and the lower bound the solver proved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+HOURS_PER_MONTH = 730.0
+"""Hours in the average month (8,760 / 12): every $/month figure is $/h x this."""
+
+NeedBasis = Literal["declared", "measured", "observed"]
+"""Where a memory need comes from: a `[[workloads]]` declaration and the sizing model,
+the inference server's own KV-cache use plus the sizing model's weights, or NVML's peak
+memory used (an upper bound: servers preallocate)."""
+
+Activity = Literal["busy", "underutilized", "idle", "held", "unknown"]
+"""What the unit did over the lookback (the analysis states; unknown: pending only)."""
+
+Mode = Literal["whole", "shared", "mig"]
+"""How a planned GPU is used: one unit alone, several time-sliced, or MIG instances."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadNeed:
+    """One unit to place: a GPU's workload, or a multi-GPU job kept together.
+
+    Memory, activity and bandwidth are per GPU of the unit. `activity_ratio` is the high
+    percentile of SM activity (0-1) on `current_gpu_id`; the plan scales it by the
+    dense BF16 TFLOPS of the current and the candidate GPU. `bandwidth_bytes_per_second`
+    is the high-percentile DRAM bandwidth actually used (bytes/s), independent of the part.
+    `memory_bytes` is the need without headroom (the plan adds `PlanOptions.headroom_ratio`).
+    """
+
+    key: str  # stable id: the GPU's uuid, or the job's sorted uuids joined by ","
+    label: str  # what a team reads: "team-b/vllm-llama-8b-0", else "host GPU 3"
+    host: str
+    gpu_uuids: tuple[str, ...]
+    current_gpu_id: str | None  # catalog id of the GPU it runs on now (None: not in catalog)
+    current_usd_per_hour: float  # what its GPUs cost now, all of them, $/h
+    activity: Activity
+    memory_bytes: float  # need per GPU, bytes, without headroom
+    memory_basis: NeedBasis
+    activity_ratio: float | None  # high-percentile SM activity on the current GPU, 0-1
+    bandwidth_bytes_per_second: float | None  # high-percentile DRAM bandwidth per GPU
+    namespace: str | None = None  # the owning pods' namespace (one), else None
+    pods: tuple[str, ...] = ()  # "namespace/pod" of the pods that own or hold it
+    memory_peak_bytes: float | None = None  # the maximum need seen (kept beside the percentile)
+    held_memory_bytes: float | None = None  # memory held while doing nothing (held units)
+    observed_seconds: float = 0.0  # how long the lookback saw it
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs the unit occupies together (a multi-GPU job is never split)."""
+        return len(self.gpu_uuids)
+
+    @property
+    def reclaimable(self) -> bool:
+        """Idle (nothing ran) or held (memory kept, no work): no GPU in the plan."""
+        return self.activity in ("idle", "held")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """How the plan is made."""
+
+    headroom_ratio: float = 0.1  # spare memory, compute and bandwidth on every placement
+    candidate_gpu_ids: tuple[str, ...] | None = None  # None: the right-sizing candidate rules
+    mig: bool = True
+    time_slicing: bool = True
+    share_across_namespaces: bool = False  # never co-locate two teams' work by default
+    time_limit_seconds: float = 20.0  # the solver's wall-clock limit over all pools
+    relative_gap: float = 1e-4  # the solver stops when within this of its bound
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One GPU of the plan and what runs on it."""
+
+    gpu_id: str  # catalog id
+    mode: Mode
+    usd_per_hour: float  # the GPU's rent price, $/h
+    units: tuple[str, ...]  # WorkloadNeed.key of each unit on it
+    mig_profiles: tuple[str, ...] = ()  # mode "mig": the profile of each unit, same order
+    group: int = 0  # units of one multi-GPU job share a group number > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The plan and its proof.
+
+    `usd_per_hour` is what `placements` cost; `lower_bound_usd_per_hour` is the bound
+    the solver proved (no plan under the same rules costs less); `gap_ratio` =
+    (plan - bound) / plan, 0 when proved optimal, None when nothing is placed.
+    `unplaced` lists units no candidate holds (they keep their current GPU at its price,
+    included in `usd_per_hour`).
+    """
+
+    placements: tuple[Placement, ...]
+    current_usd_per_hour: float
+    usd_per_hour: float
+    lower_bound_usd_per_hour: float
+    gap_ratio: float | None
+    reclaimed: tuple[str, ...]  # keys of idle and held units (no GPU in the plan)
+    unplaced: tuple[str, ...] = ()
+    solver: str = "highs"
+    solve_seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def savings_usd_per_hour(self) -> float:
+        """Current minus planned $/h."""
+        return self.current_usd_per_hour - self.usd_per_hour
