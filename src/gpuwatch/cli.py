@@ -1,4 +1,4 @@
-"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test, report.
+"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test, report, plan.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. Errors a user can fix
 are one line on stderr, never a traceback.
@@ -103,6 +103,7 @@ def _parser(*, daemon_only: bool = False) -> argparse.ArgumentParser:
     if daemon_only:
         return parser
     from gpuwatch.alerts.command import add_alert_parser  # noqa: PLC0415 - keep run light
+    from gpuwatch.plan.command import add_plan_parser  # noqa: PLC0415
     from gpuwatch.report.command import add_report_parser  # noqa: PLC0415
     from gpuwatch.sizing.command import add_size_parser  # noqa: PLC0415
     from gpuwatch.tco import add_tco_parser  # noqa: PLC0415
@@ -111,6 +112,7 @@ def _parser(*, daemon_only: bool = False) -> argparse.ArgumentParser:
     add_tco_parser(commands)
     add_alert_parser(commands)
     add_report_parser(commands)
+    add_plan_parser(commands)
     return parser
 
 
@@ -150,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpuwatch.report.command import run_report  # noqa: PLC0415
 
             return run_report(args, load_config(args.config))
+        if args.command == "plan":
+            from gpuwatch.plan.command import run_plan  # noqa: PLC0415
+
+            return run_plan(args, load_config(args.config))
     except ConfigError as exc:
         for line in exc.errors:
             print(f"gpuwatch: {line}", file=sys.stderr)

@@ -103,7 +103,26 @@ def add_report_parser(
         "--source", choices=("local",), default="local", help="this host's history (default)"
     )
     source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
-    api = report.add_argument_group("Prometheus-compatible API (with --prometheus)")
+    add_prometheus_arguments(report)
+    report.add_argument("--config", type=Path, help="TOML config file")
+    report.add_argument(
+        "--format",
+        dest="formats",
+        metavar="LIST",
+        help="comma-separated: html,md,csv,json,pdf (default: json on stdout without --out, "
+        "html,md,csv,json with it)",
+    )
+    report.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
+    report.add_argument(
+        "--slack", action="store_true", help="send a summary through the Slack webhook"
+    )
+    return report
+
+
+def add_prometheus_arguments(parser: argparse.ArgumentParser, *, rules: bool = True) -> None:
+    """The `--prometheus-*` flags of a command that reads a Prometheus-compatible API
+    (`report`, `plan`); `rules`: also `--prometheus-rules` (the report's recording rules)."""
+    api = parser.add_argument_group("Prometheus-compatible API (with --prometheus)")
     api.add_argument(
         "--prometheus-header",
         action="append",
@@ -125,27 +144,15 @@ def add_report_parser(
         metavar="SECONDS",
         help="the agents' scrape interval (default: measured from the samples)",
     )
-    api.add_argument(
-        "--prometheus-rules",
-        choices=("auto", "on", "off"),
-        default="off",
-        help="the report's recording rules (deploy/prometheus/gpuwatch-report.rules.yml): "
-        "read raw series only (off, the default: faster on every fleet measured), use the "
-        "rules where found (auto) or require them (on)",
-    )
-    report.add_argument("--config", type=Path, help="TOML config file")
-    report.add_argument(
-        "--format",
-        dest="formats",
-        metavar="LIST",
-        help="comma-separated: html,md,csv,json,pdf (default: json on stdout without --out, "
-        "html,md,csv,json with it)",
-    )
-    report.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
-    report.add_argument(
-        "--slack", action="store_true", help="send a summary through the Slack webhook"
-    )
-    return report
+    if rules:
+        api.add_argument(
+            "--prometheus-rules",
+            choices=("auto", "on", "off"),
+            default="off",
+            help="the report's recording rules (deploy/prometheus/gpuwatch-report.rules.yml): "
+            "read raw series only (off, the default: faster on every fleet measured), use the "
+            "rules where found (auto) or require them (on)",
+        )
 
 
 def prometheus_options(args: argparse.Namespace) -> Any:

@@ -1,0 +1,297 @@
+"""`gpuwatch plan`: what the fleet's GPUs should be, from what the workloads really used.
+
+    gpuwatch plan [--source local | --prometheus URL ...] [--days N] [--config F]
+                  [--format text,md,html,json] [--out DIR] [--headroom R]
+                  [--candidates ID,ID] [--no-mig] [--no-time-slicing]
+                  [--share-across-namespaces] [--time-limit S] [--slack]
+
+Reads each GPU's use over the last `--days` (default 30) from this host's history or a
+Prometheus-compatible API (the report's `--prometheus*` flags), turns it into units
+(`plan/usage.py`), solves for the cheapest set of GPUs that holds them (`plan/solve.py`,
+HiGHS: the `plan` extra) and writes the plan: text on stdout without `--out`, else the
+formats asked for (`gpuwatch-plan.<fmt>`). Exit codes: 0 written, 1 the source, the
+solver or Slack failed (one line), 2 bad usage or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from gpuwatch.config import Config
+from gpuwatch.plan.model import PlanOptions
+from gpuwatch.plan.render import (
+    PlanReport,
+    render_html,
+    render_json,
+    render_markdown,
+    render_text,
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+FORMATS = ("text", "md", "html", "json")
+_SUFFIX = {"text": "txt", "md": "md", "html": "html", "json": "json"}
+_RENDER: Mapping[str, Callable[[PlanReport], str]] = {
+    "text": render_text,
+    "md": render_markdown,
+    "html": render_html,
+    "json": render_json,
+}
+
+
+class PlanUsageError(Exception):
+    """A mistake on the command line: one line, exit 2."""
+
+
+class PlanSourceError(Exception):
+    """The source or the solver failed: one line, exit 1."""
+
+
+def add_plan_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """Add `plan` to the CLI's subcommands."""
+    from gpuwatch.report.command import add_prometheus_arguments  # noqa: PLC0415
+
+    plan = subparsers.add_parser(
+        "plan", help="the cheapest set of GPUs that holds every workload's measured need"
+    )
+    source = plan.add_mutually_exclusive_group()
+    source.add_argument(
+        "--source", choices=("local",), default="local", help="this host's history (default)"
+    )
+    source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
+    add_prometheus_arguments(plan, rules=False)
+    plan.add_argument("--days", type=float, default=30.0, help="the lookback in days (default 30)")
+    plan.add_argument("--config", type=Path, help="TOML config file")
+    plan.add_argument(
+        "--format",
+        dest="formats",
+        metavar="LIST",
+        help="comma-separated: text,md,html,json (default: text on stdout without --out, "
+        "md,html,json with it)",
+    )
+    plan.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
+    plan.add_argument(
+        "--headroom",
+        type=float,
+        metavar="RATIO",
+        help="spare memory, compute and bandwidth per placement (default: [analysis] "
+        "headroom_ratio)",
+    )
+    plan.add_argument(
+        "--candidates",
+        metavar="IDS",
+        help="catalog GPU ids the plan may use, comma-separated (default: [analysis] "
+        "candidate_gpus, else each GPU's own class)",
+    )
+    plan.add_argument("--no-mig", action="store_true", help="no MIG profiles")
+    plan.add_argument("--no-time-slicing", action="store_true", help="no time-sliced GPUs")
+    plan.add_argument(
+        "--share-across-namespaces",
+        action="store_true",
+        help="let units of different namespaces share a GPU (default: never)",
+    )
+    plan.add_argument(
+        "--time-limit", type=float, default=20.0, metavar="SECONDS", help="solver time limit"
+    )
+    plan.add_argument("--slack", action="store_true", help="send a summary through Slack")
+    return plan
+
+
+def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
+    """The `PlanOptions` of the flags and the config, checked."""
+    headroom = config.analysis.headroom_ratio if args.headroom is None else args.headroom
+    if not 0 <= headroom < 1:
+        raise PlanUsageError(f"--headroom {headroom:g}: expected a ratio in [0, 1)")
+    if args.days <= 0:
+        raise PlanUsageError(f"--days {args.days:g}: expected a positive number of days")
+    if args.time_limit <= 0:
+        raise PlanUsageError("--time-limit: expected a positive number of seconds")
+    candidates: tuple[str, ...] | None = None
+    if args.candidates is not None:
+        candidates = tuple(part.strip() for part in args.candidates.split(",") if part.strip())
+        if not candidates:
+            raise PlanUsageError("--candidates: expected catalog GPU ids, comma-separated")
+    elif config.analysis.candidate_gpus is not None:
+        candidates = tuple(config.analysis.candidate_gpus)
+    return PlanOptions(
+        headroom_ratio=headroom,
+        candidate_gpu_ids=candidates,
+        mig=not args.no_mig,
+        time_slicing=not args.no_time_slicing,
+        share_across_namespaces=args.share_across_namespaces,
+        time_limit_seconds=args.time_limit,
+    )
+
+
+def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:
+    """The formats asked for, checked against `--out`."""
+    if text is None:
+        return ("md", "html", "json") if has_out else ("text",)
+    formats = tuple(dict.fromkeys(p.strip().lower() for p in text.split(",") if p.strip()))
+    unknown = [name for name in formats if name not in FORMATS]
+    if unknown or not formats:
+        raise PlanUsageError(f"--format {text!r}: choose among {', '.join(FORMATS)}")
+    if len(formats) > 1 and not has_out:
+        raise PlanUsageError("without --out only one format can be written (to stdout)")
+    return formats
+
+
+def make_plan(
+    config: Config,
+    options: PlanOptions,
+    *,
+    days: float,
+    end_epoch: float,
+    prometheus: Any = None,
+    generated: str = "",
+) -> PlanReport:
+    """Load the lookback from the source, solve, and return the plan with its inputs.
+
+    Raises PlanSourceError (the source cannot be read, the solver is missing)."""
+    from gpuwatch.plan.solve import solve  # noqa: PLC0415
+    from gpuwatch.plan.usage import workload_needs  # noqa: PLC0415
+    from gpuwatch.sizing import build_gpu_catalog  # noqa: PLC0415
+
+    start = end_epoch - days * 86400.0
+    if prometheus is None:
+        from gpuwatch.plan import local  # noqa: PLC0415
+
+        try:
+            usages = local.load_usage(config.agent.state_dir, start, end_epoch)
+        except local.HistoryMissingError as exc:
+            raise PlanSourceError(str(exc)) from None
+        source = "local"
+    else:
+        from gpuwatch.plan import prometheus as prom  # noqa: PLC0415
+        from gpuwatch.report.prometheus import PrometheusError  # noqa: PLC0415
+
+        try:
+            usages = prom.load_usage(prometheus, days, end_epoch)
+        except PrometheusError as exc:
+            raise PlanSourceError(str(exc)) from None
+        source = prometheus.display_url
+    catalog = build_gpu_catalog(config.sizing.gpus)
+    needs = tuple(workload_needs(usages, catalog))
+    try:
+        plan = solve(needs, catalog, options)
+    except ModuleNotFoundError as exc:
+        raise PlanSourceError(
+            f"the plan needs the solver {exc.name!r}: pip install 'gpuwatch[plan]'"
+        ) from None
+    return PlanReport(plan, needs, options, days, source, generated)
+
+
+def run_plan(
+    args: argparse.Namespace,
+    config: Config,
+    *,
+    now: datetime | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run `gpuwatch plan` with the loaded config; returns the exit code."""
+    import os  # noqa: PLC0415
+
+    from gpuwatch.report.command import ReportUsageError, prometheus_options  # noqa: PLC0415
+
+    out_stream = stdout or sys.stdout
+    err = stderr or sys.stderr
+    env = os.environ if environ is None else environ
+    moment = now or datetime.now(UTC)
+    try:
+        prometheus = prometheus_options(args)
+        options = plan_options(args, config)
+        formats = parse_formats(args.formats, args.out is not None)
+    except (PlanUsageError, ReportUsageError) as exc:
+        print(f"gpuwatch: {exc}", file=err)
+        return EXIT_USAGE
+    webhook = None
+    if args.slack:
+        from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
+        from gpuwatch.alerts.command import NO_WEBHOOK  # noqa: PLC0415
+
+        webhook = resolve_webhook_url(config.alerts.slack, env)
+        if webhook is None:
+            print(f"gpuwatch: {NO_WEBHOOK}", file=err)
+            return EXIT_USAGE
+    end = moment.timestamp()
+    if prometheus is None and now is None:
+        end = max(end, _last_local_sample(config) or end)
+    try:
+        report = make_plan(
+            config,
+            options,
+            days=args.days,
+            end_epoch=end,
+            prometheus=prometheus,
+            generated=moment.strftime("%Y-%m-%d %H:%M UTC"),
+        )
+    except PlanSourceError as exc:
+        print(f"gpuwatch: {exc}", file=err)
+        return EXIT_FAILURE
+    if args.out is None:
+        out_stream.write(_RENDER[formats[0]](report))
+    else:
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+            for fmt in formats:
+                path = args.out / f"gpuwatch-plan.{_SUFFIX[fmt]}"
+                partial = path.with_name(path.name + ".partial")
+                partial.write_text(_RENDER[fmt](report), encoding="utf-8")
+                partial.replace(path)
+                print(f"gpuwatch: wrote {path}", file=err)
+        except OSError as exc:
+            print(f"gpuwatch: cannot write the plan to {args.out}: {exc.strerror}", file=err)
+            return EXIT_FAILURE
+    if webhook is None:
+        return EXIT_OK
+    return _tell_slack(report, config, webhook, err)
+
+
+def _last_local_sample(config: Config) -> float | None:
+    """The history's newest sample (a simulated run may be ahead of the wall clock)."""
+    from gpuwatch.report import local  # noqa: PLC0415
+
+    try:
+        value = local.last_sample_epoch(config)
+    except Exception:  # noqa: BLE001 -- the load itself reports the history's failure
+        return None
+    return None if value is None else float(value) + 1.0
+
+
+def slack_payload(report: PlanReport) -> dict[str, Any]:
+    """The plan's Slack summary: a section per chunk of lines, within Slack's limits."""
+    from gpuwatch.alerts.messages import TEXT_MAX_CHARS, clip_text  # noqa: PLC0415
+    from gpuwatch.plan.render import slack_lines  # noqa: PLC0415
+
+    lines = slack_lines(report)
+    text = clip_text("\n".join(lines), TEXT_MAX_CHARS)
+    return {
+        "text": clip_text(lines[0]),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+    }
+
+
+def _tell_slack(report: PlanReport, config: Config, webhook: str, err: IO[str]) -> int:
+    from gpuwatch.report.slack import send_summary  # noqa: PLC0415
+
+    result = send_summary(
+        slack_payload(report),
+        config.alerts.slack,
+        webhook,
+        config.agent.state_dir,
+        now=time.time,
+        sleep=time.sleep,
+    )
+    print(f"gpuwatch: {result.line}", file=err)
+    return EXIT_FAILURE if result.failed else EXIT_OK

@@ -1,0 +1,106 @@
+"""The plan's source on one host: the history store's GPU-hours of the lookback.
+
+Per GPU: seconds by analysis state summed; activity = the `HIGH_PERCENTILE` of the hourly
+mean activity (activity seconds / seconds with an activity figure); DRAM = that
+percentile of the hourly peak DRAM bandwidth ratio; need = the largest hourly need
+(schema 8's `need_bytes`, `need_basis`), observed = the largest hourly memory peak; pods
+= every pod the hours name; price = the latest stored price. Hours written before
+schema 8 have no need or pods: those GPUs are judged on observed memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore
+from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile
+
+_STATE_COLUMNS = {
+    "busy": "busy_state_seconds",
+    "underutilized": "underutilized_state_seconds",
+    "idle": "idle_state_seconds",
+    "held": "held_state_seconds",
+    "pending": "pending_state_seconds",
+}
+
+
+class HistoryMissingError(Exception):
+    """There is no history file where the config says."""
+
+
+def load_usage(state_dir: Path, since: float, until: float) -> list[GpuUsage]:
+    """Each GPU's use in the hours starting in [since, until) (epoch s)."""
+    path = state_dir / HISTORY_FILE
+    if not path.is_file():
+        raise HistoryMissingError(
+            f"no history at {path}: is [history] on and has `gpuwatch run` run here?"
+        )
+    store = HistoryStore(path)
+    try:
+        rows = store.gpu_hours(since, until)
+    finally:
+        store.close()
+    by_gpu: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_gpu.setdefault((str(row["host"]), str(row["uuid"])), []).append(row)
+    return [usage_of(host, uuid, hours) for (host, uuid), hours in sorted(by_gpu.items())]
+
+
+def _pods(hours: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+    found: set[str] = set()
+    for hour in hours:
+        text = hour.get("pods")
+        if not text:
+            continue
+        try:
+            names = json.loads(text)
+        except ValueError:
+            continue
+        found.update(str(name) for name in names if isinstance(name, str))
+    return tuple(sorted(found))
+
+
+def _known(hours: Iterable[dict[str, Any]], column: str) -> list[float]:
+    return [float(h[column]) for h in hours if h.get(column) is not None]
+
+
+def usage_of(host: str, uuid: str, hours: list[dict[str, Any]]) -> GpuUsage:
+    """One GPU's `GpuUsage` from its stored hours (oldest first)."""
+    last = hours[-1]
+    hourly_activity = [
+        float(h["activity_seconds"]) / float(h["activity_sampled_seconds"])
+        for h in hours
+        if (h.get("activity_sampled_seconds") or 0) > 0
+    ]
+    with_need = [h for h in hours if h.get("need_bytes") is not None]
+    basis = basis_of(h.get("need_basis") for h in with_need)
+    needs = [float(h["need_bytes"]) for h in with_need if h.get("need_basis") == basis]
+    p95 = [
+        float(h["need_p95_bytes"])
+        for h in with_need
+        if h.get("need_basis") == basis and h.get("need_p95_bytes") is not None
+    ]
+    prices = _known(hours, "price_usd_per_hour")
+    peaks = _known(hours, "memory_peak_bytes")
+    return GpuUsage(
+        host=host,
+        uuid=uuid,
+        name=str(last["name"]),
+        gpu_index=None if last["gpu_index"] is None else int(last["gpu_index"]),
+        observed_seconds=sum(float(h["observed_seconds"]) for h in hours),
+        state_seconds={
+            state: sum(float(h.get(column) or 0.0) for h in hours)
+            for state, column in _STATE_COLUMNS.items()
+        },
+        activity_ratio=percentile(hourly_activity, HIGH_PERCENTILE),
+        dram_ratio=percentile(_known(hours, "dram_peak_ratio"), HIGH_PERCENTILE),
+        need_bytes=max(needs) if needs else None,
+        need_basis=basis if needs else None,
+        observed_peak_bytes=max(peaks) if peaks else None,
+        price_usd_per_hour=prices[-1] if prices else None,
+        pods=_pods(hours),
+        need_p95_bytes=max(p95) if p95 else None,
+    )

@@ -1,0 +1,130 @@
+"""The plan's source for a fleet: any Prometheus-compatible API the agents are scraped into.
+
+The same figures as the local history (`plan/local.py`), one query each over the lookback
+`[Nd]` ending at `at`, hosts named as the fleet report names them (`node`, else `host`,
+`hostname`, `instance`):
+
+- seconds by state: `sum_over_time(gpuwatch_gpu_state[w])` x the scrape interval (the
+  median gap of raw `gpuwatch_gpu_up` samples, or `--prometheus-scrape-interval`);
+- activity: the 95th percentile of hourly means, `quantile_over_time(0.95,
+  avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h])[w:1h])` (subquery steps fall on
+  whole hours, as the history's hours do);
+- DRAM: the 95th percentile of hourly peaks of `gpuwatch_gpu_dram_bandwidth_ratio`;
+- need: `max_over_time(gpuwatch_gpu_required_memory_bytes[w])` by source, on the
+  strongest basis `gpuwatch_gpu_need_basis_info` named in the lookback;
+- pods: every `gpuwatch_gpu_pod_info` series in the lookback; price: the latest
+  `gpuwatch_gpu_price_usd_per_hour`; name and index: the latest `gpuwatch_gpu_info`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping
+
+from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of
+from gpuwatch.report.prometheus import Client, LabelKey, PrometheusOptions, host_of, pod_of
+
+_STATES = ("busy", "underutilized", "idle", "held", "pending")
+_SOURCES = ("declared", "measured", "measured_p95", "observed")
+
+GpuKey = tuple[str, str]  # (host, uuid)
+
+
+def _gpu(labels: LabelKey) -> GpuKey | None:
+    uuid = dict(labels).get("uuid")
+    return None if not uuid else (host_of(labels), uuid)
+
+
+def _by_gpu(series: Mapping[LabelKey, float]) -> dict[GpuKey, float]:
+    """The largest value per GPU (two jobs scraping one agent give the same value)."""
+    out: dict[GpuKey, float] = {}
+    for labels, value in series.items():
+        if (key := _gpu(labels)) is not None:
+            out[key] = max(out.get(key, value), value)
+    return out
+
+
+def _interval(client: Client, at: float, given: float | None) -> float:
+    if given is not None:
+        return given
+    matrix = client.matrix(f"gpuwatch_gpu_up[10m] @ {at:.3f}", at)
+    gaps = [
+        b - a for samples in matrix.values() for a, b in itertools.pairwise(t for t, _ in samples)
+    ]
+    return statistics.median(gaps) if gaps else 60.0
+
+
+def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUsage]:
+    """Each GPU's use over the `days` before `at` (epoch s)."""
+    client = Client(options)
+    w = f"[{round(days * 86400)}s] @ {at:.3f}"
+    sub = f"[{round(days * 86400)}s:1h] @ {at:.3f}"
+    interval = _interval(client, at, options.scrape_interval_seconds)
+    info: dict[GpuKey, tuple[str, int | None]] = {}
+    for labels in client.vector(f"last_over_time(gpuwatch_gpu_info{w})", at):
+        if (key := _gpu(labels)) is not None:
+            found = dict(labels)
+            index = found.get("gpu", "")
+            info[key] = (found.get("name", ""), int(index) if index.isdigit() else None)
+    states: dict[GpuKey, dict[str, float]] = defaultdict(dict)
+    for labels, value in client.vector(f"sum_over_time(gpuwatch_gpu_state{w})", at).items():
+        state = dict(labels).get("state", "")
+        if (key := _gpu(labels)) is not None and state in _STATES:
+            states[key][state] = states[key].get(state, 0.0) + value * interval
+    observed = _by_gpu(client.vector(f"count_over_time(gpuwatch_gpu_up{w})", at))
+    activity = _by_gpu(
+        client.vector(
+            f"quantile_over_time({HIGH_PERCENTILE}, "
+            f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){sub})",
+            at,
+        )
+    )
+    dram = _by_gpu(
+        client.vector(
+            f"quantile_over_time({HIGH_PERCENTILE}, "
+            f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h])[{round(days * 86400)}s:1h]"
+            f" @ {at:.3f})",
+            at,
+        )
+    )
+    needs: dict[str, dict[GpuKey, float]] = {}
+    required = client.vector(f"max_over_time(gpuwatch_gpu_required_memory_bytes{w})", at)
+    for source in _SOURCES:
+        needs[source] = _by_gpu(
+            {k: v for k, v in required.items() if dict(k).get("source") == source}
+        )
+    bases: dict[GpuKey, set[str]] = defaultdict(set)
+    for labels in client.vector(f"max_over_time(gpuwatch_gpu_need_basis_info{w})", at):
+        if (key := _gpu(labels)) is not None:
+            bases[key].add(dict(labels).get("basis", ""))
+    pods: dict[GpuKey, set[str]] = defaultdict(set)
+    for labels in client.vector(f"max_over_time(gpuwatch_gpu_pod_info{w})", at):
+        pod = pod_of(labels)
+        if (key := _gpu(labels)) is not None and pod is not None:
+            pods[key].add(f"{pod[0]}/{pod[1]}")
+    price = _by_gpu(client.vector(f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})", at))
+    usages = []
+    for key in sorted(info):
+        name, index = info[key]
+        basis = basis_of(b for b in bases.get(key, ()) if key in needs.get(b, {}))
+        usages.append(
+            GpuUsage(
+                host=key[0],
+                uuid=key[1],
+                name=name,
+                gpu_index=index,
+                observed_seconds=observed.get(key, 0.0) * interval,
+                state_seconds=dict(states.get(key, {})),
+                activity_ratio=activity.get(key),
+                dram_ratio=dram.get(key),
+                need_bytes=None if basis is None else needs[basis][key],
+                need_basis=basis,
+                observed_peak_bytes=needs["observed"].get(key),
+                price_usd_per_hour=price.get(key),
+                pods=tuple(sorted(pods.get(key, ()))),
+                need_p95_bytes=needs["measured_p95"].get(key) if basis == "measured" else None,
+            )
+        )
+    return usages

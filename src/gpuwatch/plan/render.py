@@ -1,0 +1,310 @@
+"""The plan as a terminal text, Markdown, HTML and JSON; names escaped in each.
+
+Every figure is re-derivable by hand: $/month = $/h x 730; a move's saving = its units'
+current $/h - the planned GPU's $/h (the catalog's reference rent, or the price the agent
+charged), x 730; the gap = (plan - bound) / plan.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwatch.alerts.messages import flatten
+from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, PlanOptions, WorkloadNeed
+from gpuwatch.plan.moves import GIB, Move, plan_moves
+
+MAX_NAME_CHARS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class PlanReport:
+    """A plan with what it was made from."""
+
+    plan: Plan
+    needs: tuple[WorkloadNeed, ...]
+    options: PlanOptions
+    days: float
+    source: str  # "local" or the API's URL without credentials
+    generated: str  # UTC time, ISO 8601
+
+    @property
+    def moves(self) -> list[Move]:
+        """The plan's steps (`plan_moves`)."""
+        return plan_moves(self.plan, self.needs)
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{'-' if value < 0 else ''}${abs(value):,.2f}"
+
+
+def _name(text: str) -> str:
+    line = flatten(text)
+    return line if len(line) <= MAX_NAME_CHARS else line[: MAX_NAME_CHARS - 1] + "…"
+
+
+def _gap(plan: Plan) -> str:
+    return "n/a" if plan.gap_ratio is None else f"{plan.gap_ratio * 100:.2f} %"
+
+
+def headline(report: PlanReport) -> list[tuple[str, str]]:
+    """(label, figure) pairs every format leads with."""
+    plan = report.plan
+    return [
+        ("Today", f"{_usd(plan.current_usd_per_hour * HOURS_PER_MONTH)}/month"),
+        ("The plan", f"{_usd(plan.usd_per_hour * HOURS_PER_MONTH)}/month"),
+        ("Saves", f"{_usd(plan.savings_usd_per_hour * HOURS_PER_MONTH)}/month"),
+        (
+            "Proved lower bound",
+            f"{_usd(plan.lower_bound_usd_per_hour * HOURS_PER_MONTH)}/month (gap {_gap(plan)})",
+        ),
+    ]
+
+
+def assumptions(report: PlanReport) -> list[str]:
+    """What the plan rests on, in sentences (docs/plan.md says more)."""
+    o = report.options
+    lines = [
+        f"Lookback: {report.days:g} days from {report.source}.",
+        f"Headroom: {o.headroom_ratio * 100:.0f} % of memory, compute and bandwidth kept free "
+        "on every placement.",
+        "Memory: the largest need seen (declared, measured from the inference server's KV "
+        "cache, else NVML's observed peak); compute and DRAM: the 95th percentile of hourly "
+        "figures, scaled by the parts' dense BF16 TFLOPS and bandwidth.",
+        "MIG: "
+        + ("profiles and placement rules from NVIDIA's MIG user guide." if o.mig else "off."),
+        "Time-slicing: "
+        + ("several units on one GPU when their sums fit." if o.time_slicing else "off."),
+        "Teams: "
+        + (
+            "units of different namespaces may share a GPU."
+            if o.share_across_namespaces
+            else "units of different namespaces never share a GPU."
+        ),
+        "Not known to the plan: latency targets, peak traffic beyond the lookback, "
+        "data-locality and interconnect needs of multi-GPU jobs beyond keeping them together.",
+    ]
+    lines.extend(report.plan.notes)
+    return lines
+
+
+def _unit_rows(report: PlanReport) -> list[list[str]]:
+    rows = []
+    for need in report.needs:
+        rows.append(
+            [
+                need.label,
+                need.activity,
+                f"{need.memory_bytes / GIB:.1f} GiB ({need.memory_basis})",
+                "n/a" if need.activity_ratio is None else f"{need.activity_ratio * 100:.0f} %",
+                "n/a"
+                if need.bandwidth_bytes_per_second is None
+                else f"{need.bandwidth_bytes_per_second / 1e9:.0f} GB/s",
+                f"{need.gpu_count} x {need.current_gpu_id or 'unknown'}",
+                _usd(need.current_usd_per_hour * HOURS_PER_MONTH),
+            ]
+        )
+    return rows
+
+
+UNIT_HEADERS = ("workload", "did", "memory need", "SM p95", "DRAM p95", "now", "$/month now")
+
+
+def render_text(report: PlanReport) -> str:
+    """For a terminal: names on one line, control characters as escapes."""
+    out = ["What the fleet should be", ""]
+    out += [f"  {label:<20} {figure}" for label, figure in headline(report)]
+    out += ["", "Moves:"]
+    for move in report.moves:
+        names = " + ".join(_name(n) for n in move.names)
+        saved = "" if move.kind == "keep" else f"  (saves {_usd(move.savings_usd_per_month)}/month)"
+        out.append(f"  - {names}: {move.action}{saved}")
+    out += ["", "Assumptions:"]
+    out += [f"  - {flatten(line)}" for line in assumptions(report)]
+    return "\n".join(out) + "\n"
+
+
+_MD_SPECIAL = set("\\`*_[]|~#<>&")
+
+
+def _md(text: str) -> str:
+    out = []
+    for char in _name(text):
+        if char in "<>&":
+            out.append({"<": "&lt;", ">": "&gt;", "&": "&amp;"}[char])
+        elif char in _MD_SPECIAL:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def markdown_lines(report: PlanReport, level: int = 1) -> list[str]:
+    """The plan as Markdown lines (`level`: the heading level, 2 inside the report)."""
+    h = "#" * level
+    out = [f"{h} What the fleet should be", ""]
+    out += [f"- **{label}:** {figure}" for label, figure in headline(report)]
+    out += ["", f"{h}# Moves", ""]
+    for move in report.moves:
+        names = " + ".join(_md(n) for n in move.names)
+        saved = "" if move.kind == "keep" else f" (saves {_usd(move.savings_usd_per_month)}/month)"
+        out.append(f"- {names}: {move.action.replace('->', '→')}{saved}")
+    out += ["", f"{h}# Workloads", ""]
+    out.append("| " + " | ".join(UNIT_HEADERS) + " |")
+    out.append("|" + "|".join(" --- " for _ in UNIT_HEADERS) + "|")
+    for row in _unit_rows(report):
+        out.append("| " + " | ".join([_md(row[0]), *(_md(c) for c in row[1:])]) + " |")
+    out += ["", f"{h}# Assumptions", ""]
+    out += [f"- {_md(line)}" for line in assumptions(report)]
+    return out
+
+
+def render_markdown(report: PlanReport) -> str:
+    """A Markdown document."""
+    return "\n".join(markdown_lines(report)) + "\n"
+
+
+def _e(text: str) -> str:
+    return html.escape(_name(text), quote=True)
+
+
+def html_section(report: PlanReport) -> str:
+    """The plan as an HTML section (the report embeds it)."""
+    parts = ["<section class='plan'><h2>What the fleet should be</h2><dl>"]
+    for label, figure in headline(report):
+        parts.append(f"<dt>{_e(label)}</dt><dd>{_e(figure)}</dd>")
+    parts.append("</dl><h3>Moves</h3><ul>")
+    for move in report.moves:
+        names = " + ".join(f"<code>{_e(n)}</code>" for n in move.names)
+        saved = (
+            "" if move.kind == "keep" else f" (saves {_e(_usd(move.savings_usd_per_month))}/month)"
+        )
+        parts.append(f"<li>{names}: {_e(move.action.replace('->', '→'))}{saved}</li>")
+    parts.append("</ul><h3>Workloads</h3><table><thead><tr>")
+    parts += [f"<th>{_e(h)}</th>" for h in UNIT_HEADERS]
+    parts.append("</tr></thead><tbody>")
+    for row in _unit_rows(report):
+        parts.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
+    parts.append("</tbody></table><h3>Assumptions</h3><ul>")
+    parts += [f"<li>{_e(line)}</li>" for line in assumptions(report)]
+    parts.append("</ul></section>")
+    return "".join(parts)
+
+
+def render_html(report: PlanReport) -> str:
+    """A standalone HTML page."""
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<title>gpuwatch plan</title><style>body{font-family:sans-serif;max-width:60em;"
+        "margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        "padding:.2em .5em;text-align:left}code{background:#f4f4f4}</style></head><body>"
+        + html_section(report)
+        + f"<p><small>{_e(report.generated)}</small></p></body></html>\n"
+    )
+
+
+def _need_json(need: WorkloadNeed) -> dict[str, Any]:
+    return {
+        "key": need.key,
+        "label": need.label,
+        "host": need.host,
+        "gpu_uuids": list(need.gpu_uuids),
+        "current_gpu": need.current_gpu_id,
+        "current_usd_per_hour": need.current_usd_per_hour,
+        "activity": need.activity,
+        "memory_need_bytes": need.memory_bytes,
+        "memory_basis": need.memory_basis,
+        "memory_peak_bytes": need.memory_peak_bytes,
+        "activity_p95_ratio": need.activity_ratio,
+        "bandwidth_p95_bytes_per_second": need.bandwidth_bytes_per_second,
+        "namespace": need.namespace,
+        "pods": list(need.pods),
+        "observed_seconds": need.observed_seconds,
+    }
+
+
+def plan_json(report: PlanReport) -> dict[str, Any]:
+    """The plan as a JSON-ready object (every $ both per hour and per month)."""
+    plan = report.plan
+    return {
+        "generated": report.generated,
+        "source": report.source,
+        "lookback_days": report.days,
+        "hours_per_month": HOURS_PER_MONTH,
+        "current_usd_per_hour": plan.current_usd_per_hour,
+        "plan_usd_per_hour": plan.usd_per_hour,
+        "savings_usd_per_hour": plan.savings_usd_per_hour,
+        "lower_bound_usd_per_hour": plan.lower_bound_usd_per_hour,
+        "current_usd_per_month": plan.current_usd_per_hour * HOURS_PER_MONTH,
+        "plan_usd_per_month": plan.usd_per_hour * HOURS_PER_MONTH,
+        "savings_usd_per_month": plan.savings_usd_per_hour * HOURS_PER_MONTH,
+        "lower_bound_usd_per_month": plan.lower_bound_usd_per_hour * HOURS_PER_MONTH,
+        "gap_ratio": plan.gap_ratio,
+        "solver": plan.solver,
+        "solve_seconds": plan.solve_seconds,
+        "options": {
+            "headroom_ratio": report.options.headroom_ratio,
+            "mig": report.options.mig,
+            "time_slicing": report.options.time_slicing,
+            "share_across_namespaces": report.options.share_across_namespaces,
+            "candidate_gpus": None
+            if report.options.candidate_gpu_ids is None
+            else list(report.options.candidate_gpu_ids),
+        },
+        "placements": [
+            {
+                "gpu": p.gpu_id,
+                "mode": p.mode,
+                "usd_per_hour": p.usd_per_hour,
+                "units": list(p.units),
+                "mig_profiles": list(p.mig_profiles),
+                "group": p.group,
+            }
+            for p in plan.placements
+        ],
+        "reclaimed": list(plan.reclaimed),
+        "unplaced": list(plan.unplaced),
+        "moves": [
+            {
+                "kind": m.kind,
+                "names": list(m.names),
+                "action": m.action,
+                "savings_usd_per_month": m.savings_usd_per_month,
+                "pods": list(m.pods),
+            }
+            for m in report.moves
+        ],
+        "workloads": [_need_json(n) for n in report.needs],
+        "assumptions": assumptions(report),
+    }
+
+
+def render_json(report: PlanReport) -> str:
+    """JSON text."""
+    return json.dumps(plan_json(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def slack_lines(report: PlanReport, limit: int = 8) -> list[str]:
+    """The summary's lines as Slack mrkdwn (names escaped as every message does)."""
+    from gpuwatch.alerts.messages import name_text  # noqa: PLC0415
+
+    plan = report.plan
+    out = [
+        f"*What the fleet should be:* {_usd(plan.usd_per_hour * HOURS_PER_MONTH)}/month "
+        f"against {_usd(plan.current_usd_per_hour * HOURS_PER_MONTH)} today "
+        f"(saves {_usd(plan.savings_usd_per_hour * HOURS_PER_MONTH)}; gap to the proved "
+        f"bound {_gap(plan)})"
+    ]
+    moves = [m for m in report.moves if m.kind != "keep"]
+    for move in moves[:limit]:
+        names = " + ".join(name_text(n) for n in move.names)
+        out.append(
+            f"• {names}: {move.action.replace('->', '→')} (saves {_usd(move.savings_usd_per_month)}/month)"
+        )
+    if len(moves) > limit:
+        out.append(f"… and {len(moves) - limit} more move(s)")
+    return out

@@ -1,0 +1,184 @@
+"""Each GPU's use over the lookback, from any source, and the units the plan places.
+
+A source (the local history, `plan/local.py`; a Prometheus-compatible API,
+`plan/prometheus.py`) reduces its samples to one `GpuUsage` per GPU; `workload_needs`
+turns those into `WorkloadNeed`s: one per GPU, or one per multi-GPU job (a pod that
+holds several GPUs of one host is one unit, never split). No I/O here.
+
+What a unit did over the lookback (`activity_of`): busy when any of its time was classed
+busy or underutilized; else held when any was held (memory kept, no work); else idle
+when any was idle; else unknown (only pending time). Its memory need is the maximum of
+the need the agent exported with its basis (declared, measured from the inference
+server, or observed), its activity and DRAM bandwidth the sources' high percentile
+(`HIGH_PERCENTILE`) of hourly figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gpuwatch.plan.model import Activity, NeedBasis, WorkloadNeed
+from gpuwatch.sizing import GpuCatalog
+
+HIGH_PERCENTILE = 0.95
+"""The percentile of hourly activity means and hourly DRAM bandwidth peaks the plan sizes
+compute and bandwidth on (a workload's busiest hours, not its single busiest second)."""
+
+_BASES: tuple[NeedBasis, ...] = ("declared", "measured", "observed")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUsage:
+    """One GPU over the lookback, as a source read it.
+
+    `state_seconds` maps analysis states (busy, underutilized, idle, held, pending) to the
+    seconds spent in each. `need_bytes` is the largest need the agent exported without
+    headroom, on `need_basis`; `observed_peak_bytes` NVML's largest memory used.
+    `activity_ratio` and `dram_ratio` are high percentiles (0-1) of hourly figures.
+    `pods` are 'namespace/pod' names that held or used the GPU.
+    """
+
+    host: str
+    uuid: str
+    name: str  # the NVML name
+    gpu_index: int | None
+    observed_seconds: float
+    state_seconds: Mapping[str, float]
+    activity_ratio: float | None
+    dram_ratio: float | None
+    need_bytes: float | None
+    need_basis: NeedBasis | None
+    observed_peak_bytes: float | None
+    price_usd_per_hour: float | None
+    pods: tuple[str, ...] = ()
+    need_p95_bytes: float | None = None
+    held_memory_bytes: float | None = field(default=None)
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The `q` quantile (0-1) of `values` by linear interpolation, as PromQL's
+    `quantile_over_time` computes it; None without values."""
+    ordered = sorted(v for v in values if not math.isnan(v))
+    if not ordered:
+        return None
+    rank = q * (len(ordered) - 1)
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def activity_of(state_seconds: Mapping[str, float]) -> Activity:
+    """What a GPU did over the lookback (module docstring)."""
+    if state_seconds.get("busy", 0.0) > 0:
+        return "busy"
+    if state_seconds.get("underutilized", 0.0) > 0:
+        return "underutilized"
+    if state_seconds.get("held", 0.0) > 0:
+        return "held"
+    if state_seconds.get("idle", 0.0) > 0:
+        return "idle"
+    return "unknown"
+
+
+def basis_of(bases: Iterable[str | None]) -> NeedBasis | None:
+    """The strongest basis seen: declared, then measured, then observed."""
+    seen = set(bases)
+    return next((basis for basis in _BASES if basis in seen), None)
+
+
+def _namespace(pods: Sequence[str]) -> str | None:
+    spaces = Counter(pod.split("/", 1)[0] for pod in pods if "/" in pod)
+    if not spaces:
+        return None
+    return sorted(spaces.items(), key=lambda item: (-item[1], item[0]))[0][0]
+
+
+def _label(pods: Sequence[str], usage: Sequence[GpuUsage]) -> str:
+    if pods:
+        return " + ".join(pods)
+    first = usage[0]
+    where = f"GPU {first.gpu_index}" if first.gpu_index is not None else first.uuid
+    gpus = "" if len(usage) == 1 else f" (+{len(usage) - 1} GPUs)"
+    return f"{first.host} {where}{gpus}"
+
+
+def _groups(usages: Sequence[GpuUsage]) -> list[list[GpuUsage]]:
+    """GPUs grouped into units: the GPUs of one host whose pods are the same non-empty
+    set and include a pod that holds more than one of them (one multi-GPU job)."""
+    by_pods: dict[tuple[str, tuple[str, ...]], list[GpuUsage]] = defaultdict(list)
+    units: list[list[GpuUsage]] = []
+    for usage in usages:
+        if usage.pods:
+            by_pods[(usage.host, tuple(sorted(usage.pods)))].append(usage)
+        else:
+            units.append([usage])
+    for group in by_pods.values():
+        if len(group) > 1:
+            units.append(sorted(group, key=lambda u: (u.gpu_index is None, u.gpu_index, u.uuid)))
+        else:
+            units.append(group)
+    return sorted(
+        units, key=lambda g: (g[0].host, g[0].gpu_index is None, g[0].gpu_index, g[0].uuid)
+    )
+
+
+def _max(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[WorkloadNeed]:
+    """The units the plan places, one per GPU or multi-GPU job (module docstring)."""
+    needs = []
+    for group in _groups(usages):
+        first = group[0]
+        pods = tuple(sorted({pod for usage in group for pod in usage.pods}))
+        states: dict[str, float] = defaultdict(float)
+        for usage in group:
+            for state, seconds in usage.state_seconds.items():
+                states[state] += seconds
+        activity = activity_of(states)
+        basis = basis_of(u.need_basis for u in group if u.need_bytes is not None)
+        if basis is not None:
+            memory = _max(u.need_bytes for u in group if u.need_basis == basis)
+        else:
+            memory = _max(u.observed_peak_bytes for u in group)
+            basis = "observed" if memory is not None else None
+        spec = catalog.match_nvml_name(first.name)
+        dram = _max(u.dram_ratio for u in group)
+        prices = [u.price_usd_per_hour for u in group]
+        price = (
+            sum(p for p in prices if p is not None) if any(p is not None for p in prices) else None
+        )
+        if price is None and spec is not None:
+            price = spec.rent_usd_per_hour * len(group)
+        needs.append(
+            WorkloadNeed(
+                key=",".join(sorted(u.uuid for u in group)),
+                label=_label(pods, group),
+                host=first.host,
+                gpu_uuids=tuple(u.uuid for u in group),
+                current_gpu_id=None if spec is None else spec.id,
+                current_usd_per_hour=price or 0.0,
+                activity=activity,
+                memory_bytes=memory or 0.0,
+                memory_basis=basis or "observed",
+                activity_ratio=_max(u.activity_ratio for u in group),
+                bandwidth_bytes_per_second=(
+                    None
+                    if dram is None or spec is None
+                    else dram * spec.memory_bandwidth_bytes_per_second
+                ),
+                namespace=_namespace(pods),
+                pods=pods,
+                memory_peak_bytes=_max(u.observed_peak_bytes for u in group),
+                held_memory_bytes=_max(u.observed_peak_bytes for u in group)
+                if activity == "held"
+                else None,
+                observed_seconds=max(u.observed_seconds for u in group),
+            )
+        )
+    return needs
