@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, Placement, WorkloadNeed
+from gpuwatch.plan.model import HOURS_PER_MONTH, Placement, Plan, WorkloadNeed
 
 GIB = 1024**3
 

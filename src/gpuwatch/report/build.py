@@ -11,6 +11,8 @@ Formats render a `Report`; none of them computes a figure. No I/O here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -27,6 +29,9 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.snapshot import recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
+
+if TYPE_CHECKING:
+    from gpuwatch.plan.render import PlanReport
 
 TOP_WASTE = 10
 """GPUs in the "most wasteful" table."""
@@ -343,6 +348,7 @@ class Report:
     previous_label: str | None
     price_sources: Mapping[str, int]  # price source -> GPU-days priced by it
     notes: tuple[str, ...]
+    fleet_plan: PlanReport | None = None  # "What the fleet should be" (gpuwatch.plan)
 
     def usd_per_million_tokens(self, kind: str) -> float | None:
         """Realized $/1M tokens of `kind` (TOKEN_FIGURES) over all sources."""

@@ -22,7 +22,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -66,6 +66,47 @@ class DataLoader(Protocol):
     def __call__(self, request: SourceRequest) -> ReportData:
         """The data; raises ReportSourceError (or the source's own errors)."""
         ...
+
+
+Planner = Callable[[SourceRequest], Any]
+"""Makes the report's "What the fleet should be" (a `gpuwatch.plan.render.PlanReport`)
+for the request's period and source; raises `gpuwatch.plan.command.PlanSourceError`."""
+
+
+def plan_from_source(request: SourceRequest) -> Any:
+    """The production planner: `gpuwatch plan` over the report's period, same source,
+    the config's headroom and candidates."""
+    from gpuwatch.plan.command import make_plan  # noqa: PLC0415
+    from gpuwatch.plan.model import PlanOptions  # noqa: PLC0415
+
+    analysis = request.config.analysis
+    candidates = analysis.candidate_gpus
+    options = PlanOptions(
+        headroom_ratio=analysis.headroom_ratio,
+        candidate_gpu_ids=None if candidates is None else tuple(candidates),
+    )
+    days = (request.period.end_epoch - request.period.start_epoch) / 86400.0
+    return make_plan(
+        request.config,
+        options,
+        days=days,
+        end_epoch=request.period.end_epoch,
+        prometheus=request.prometheus,
+        generated="",
+    )
+
+
+def with_plan(report: Report, planner: Planner, request: SourceRequest) -> Report:
+    """`report` with its fleet plan, or with a note saying why it has none."""
+    from gpuwatch.plan.command import PlanSourceError  # noqa: PLC0415
+
+    try:
+        plan = planner(request)
+    except PlanSourceError as exc:
+        return replace(report, notes=(*report.notes, f"no fleet plan: {exc}"))
+    if plan is None or not plan.needs:
+        return report
+    return replace(report, fleet_plan=plan)
 
 
 def load_from_source(request: SourceRequest) -> ReportData:
@@ -382,6 +423,7 @@ def produce(
     previous_period: Period | None = None,
     generated: str = "",
     stdout: IO[str] | None = None,
+    planner: Planner | None = None,
 ) -> Outcome:
     """Load, build and write one report; with `previous_period` (the month before a
     month), load that too for month-over-month changes (left out when it has no data).
@@ -397,6 +439,8 @@ def produce(
         if not previous.gpu_days:
             previous = None
     report = build_report(data, previous)
+    if planner is not None:
+        report = with_plan(report, planner, SourceRequest(config, period, prometheus, None))
     if out is None:
         assert stdout is not None, "stdout is needed without --out"
         stdout.write(render(report, data, "json", generated).decode())
@@ -471,6 +515,7 @@ def run_report(
             previous_period=None if args.from_date else month_before(period),
             generated=generated,
             stdout=out_stream,
+            planner=plan_from_source if loader is load_from_source else None,
         )
     except (ReportSourceError, PdfRendererMissingError) as exc:
         print(f"gpuwatch: {exc}", file=err)

@@ -299,6 +299,10 @@ def _sections(report: Report) -> list[str]:
     if report.namespaces:
         out.append("<h2>Namespaces</h2>")
         out.append(_shared(tables.namespaces(report)))
+    if report.fleet_plan is not None:
+        from gpuwatch.plan.render import html_section  # noqa: PLC0415
+
+        out.append(html_section(report.fleet_plan))
     out.extend(_appendix(report))
     return out
 

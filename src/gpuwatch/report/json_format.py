@@ -166,7 +166,15 @@ def report_document(report: Report) -> dict[str, Any]:
         ],
         "price_sources": dict(report.price_sources),
         "notes": list(report.notes),
+        "fleet_plan": None if report.fleet_plan is None else _plan(report),
     }
+
+
+def _plan(report: Report) -> dict[str, Any]:
+    from gpuwatch.plan.render import plan_json  # noqa: PLC0415
+
+    assert report.fleet_plan is not None
+    return plan_json(report.fleet_plan)
 
 
 def render_json(report: Report) -> str:

@@ -144,6 +144,10 @@ def render_markdown(report: Report, generated: str = "") -> str:
     if report.namespaces:
         out += ["", "## Namespaces", ""]
         out += _shared(tables.namespaces(report))
+    if report.fleet_plan is not None:
+        from gpuwatch.plan.render import markdown_lines  # noqa: PLC0415
+
+        out += ["", *markdown_lines(report.fleet_plan, level=2)]
     sources = ", ".join(f"{n} ({d} GPU-days)" for n, d in report.price_sources.items())
     out += [
         "",

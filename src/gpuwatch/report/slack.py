@@ -109,6 +109,19 @@ def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict
         lines = [_waste_line(item) for item in shown]
         listed = fit_lines(lines, TEXT_MAX_CHARS - len(title) - 1, more, left_out=unlisted)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n{listed}"}})
+    if report.fleet_plan is not None:
+        from gpuwatch.plan.render import slack_lines  # noqa: PLC0415
+
+        plan_lines = slack_lines(report.fleet_plan)
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": fit_lines(plan_lines, TEXT_MAX_CHARS, lambda n: f"… and {n} more"),
+                },
+            }
+        )
     period = escape(f.period_text(report.period))
     if report_files:
         where = "Full report: " + fit_lines(
