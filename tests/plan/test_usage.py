@@ -88,7 +88,10 @@ def test_a_pod_holding_two_gpus_is_one_unit_and_a_measured_need_wins() -> None:
     assert job.key == "u0,u1"
     assert job.memory_bytes == 32 * GIB  # the larger GPU's need, per GPU
     assert job.memory_basis == "measured"
-    assert job.current_usd_per_hour == 5.0  # only u1 had a stored price: the others' are unknown
+    h100 = build_gpu_catalog().match_nvml_name(H100)
+    assert h100 is not None
+    # u1's stored price, u0 at the catalog's reference rent (it stored none)
+    assert job.current_usd_per_hour == 5.0 + h100.rent_usd_per_hour
     assert job.namespace == "team-a"
     held = next(n for n in needs if n.gpu_count == 1)
     assert held.activity == "held"

@@ -149,12 +149,9 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
             basis = "observed" if memory is not None else None
         spec = catalog.match_nvml_name(first.name)
         dram = _max(u.dram_ratio for u in group)
-        prices = [u.price_usd_per_hour for u in group]
-        price = (
-            sum(p for p in prices if p is not None) if any(p is not None for p in prices) else None
-        )
-        if price is None and spec is not None:
-            price = spec.rent_usd_per_hour * len(group)
+        rent = None if spec is None else spec.rent_usd_per_hour
+        prices = [rent if u.price_usd_per_hour is None else u.price_usd_per_hour for u in group]
+        price = sum(p for p in prices if p is not None)
         needs.append(
             WorkloadNeed(
                 key=",".join(sorted(u.uuid for u in group)),
@@ -162,7 +159,7 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 host=first.host,
                 gpu_uuids=tuple(u.uuid for u in group),
                 current_gpu_id=None if spec is None else spec.id,
-                current_usd_per_hour=price or 0.0,
+                current_usd_per_hour=price,
                 activity=activity,
                 memory_bytes=memory or 0.0,
                 memory_basis=basis or "observed",
