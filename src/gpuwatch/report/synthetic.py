@@ -62,6 +62,17 @@ POD_SHARES: dict[int, tuple[tuple[str, str, dict[int, float], int], ...]] = {
 """Per host: (namespace, pod, {GPU index: share of its cost}, appears this many seconds
 after the period starts (0: before it))."""
 
+PLAN_CLASSES: tuple[tuple[str, float, float, float | None], ...] = (
+    ("inference-small", 0.12, 0.2, 14.0),
+    ("inference-medium", 0.3, 0.45, 34.0),
+    ("training", 0.92, 0.6, None),
+    ("notebook", 0.05, 0.05, None),
+)
+"""With `plan_series`: each GPU runs one workload class, (name, SM activity while busy,
+DRAM ratio while busy, measured need in GiB, None: judged on observed memory), chosen by
+`plan_class`; activity and DRAM are x 0.3 while underutilized and 0 while idle or held.
+Each GPU is held by one pod, `team-<host % 50>/w-<host>-<gpu>` (50 namespaces)."""
+
 Format = Literal["openmetrics", "prometheus"]
 _COUNTER_NAMES = ("cost", "idle_cost", "held_cost", "idle_seconds", "energy", "prompt",
                   "generation")  # fmt: skip
@@ -79,6 +90,7 @@ class SyntheticFleet:
     events: bool = True
     pods: bool = True
     seed: int = 9
+    plan_series: bool = False  # also what `gpuwatch plan` reads (PLAN_CLASSES)
 
     @property
     def start_epoch(self) -> int:
@@ -287,6 +299,39 @@ class _Samples:
     )
 
 
+def plan_class(host: int, gpu: int) -> tuple[str, float, float, float | None]:
+    """The workload class a GPU runs in a `plan_series` fleet (PLAN_CLASSES)."""
+    return PLAN_CLASSES[(host * 7 + gpu * 3) % len(PLAN_CLASSES)]
+
+
+def _write_plan_series(
+    host: int, gpu: int, s: _Samples, writer: _Writer, *, base: str, kept: list[int]
+) -> None:
+    """The series `gpuwatch plan` reads, for the GPU's class (PLAN_CLASSES)."""
+    _, activity, dram, measured_gib = plan_class(host, gpu)
+    scale = {"busy": 1.0, "underutilized": 0.3}
+    stamps = writer.stamps([s.times[i] for i in kept])
+    settled = [i for i in kept if s.states[i] != "pending"]
+    settled_stamps = writer.stamps([s.times[i] for i in settled])
+    writer.series("gpuwatch_gpu_activity_mean_ratio", "gauge", base,
+                  [repr(activity * scale.get(s.states[i], 0.0)) for i in settled],
+                  settled_stamps)  # fmt: skip
+    writer.series("gpuwatch_gpu_dram_bandwidth_ratio", "gauge", base,
+                  [repr(dram * scale.get(s.states[i], 0.0)) for i in kept], stamps)  # fmt: skip
+    peak = max((s.memory[i] for i in kept), default=0.0)
+    writer.series("gpuwatch_gpu_required_memory_bytes", "gauge", f'{base},source="observed"',
+                  repr(peak), stamps)  # fmt: skip
+    basis = "observed"
+    if measured_gib is not None:
+        basis = "measured"
+        writer.series("gpuwatch_gpu_required_memory_bytes", "gauge",
+                      f'{base},source="measured"', repr(measured_gib * 2**30), stamps)  # fmt: skip
+    writer.series("gpuwatch_gpu_need_basis_info", "gauge", f'{base},basis="{basis}"', "1.0",
+                  stamps)  # fmt: skip
+    pod = f'namespace="team-{host % 50}",pod="w-{host}-{gpu}",container="main"'
+    writer.series("gpuwatch_gpu_pod_info", "gauge", f"{base},{pod}", "1.0", stamps)
+
+
 def _write_gpu(
     fleet: SyntheticFleet, host: int, gpu: int, writer: _Writer, truth: Truth
 ) -> _Samples:
@@ -327,6 +372,8 @@ def _write_gpu(
         writer.series("gpuwatch_tokens", "counter", f'{tok},kind="generation"',
                       c["generation"], stamps)  # fmt: skip
         writer.series("gpuwatch_token_source_cost_usd", "counter", tok, c["cost"], stamps)
+    if fleet.plan_series:
+        _write_plan_series(host, gpu, s, writer, base=base, kept=kept)
     return s
 
 
