@@ -890,6 +890,12 @@ def _solve_pool(
                 for c in follow:
                     model.row([c, lead], [1.0, -1.0], -math.inf, 0.0)
             if block.leaders:
+                # An optimum packs the units it puts on this model into as few GPUs as
+                # they need, never more than first-fit-decreasing needs for all of them.
+                most = _first_fit_decreasing(list(sizes.values()))
+                if most < len(block.leaders):
+                    leads = list(block.leaders.values())
+                    model.row(leads, [1.0] * len(leads), 0.0, float(most))
                 shared.append(block)
 
     mig = _add_mig(model, units, fit, choices) if options.mig else []
