@@ -1,0 +1,276 @@
+"""MIG profile tables and their placement rules, per catalog GPU.
+
+A MIG-capable GPU has 7 compute slices and 8 memory slices. A GPU instance of profile
+``<c>g.<m>gb`` takes `compute_slices` compute slices and a contiguous run of
+`memory_slices` memory slices that must start at one of the profile's `placements`
+(what ``nvidia-smi mig -lgipp`` prints as ``{starts}:size``). A set of instances is a
+valid configuration when their memory slices do not overlap and their compute slices add
+up to at most 7; `MigTable.configurations` enumerates every one.
+
+Sources:
+
+- Profiles, fractions and "Number of Instances Available": NVIDIA Multi-Instance GPU
+  User Guide, "Supported MIG Profiles" (docs.nvidia.com/datacenter/tesla/mig-user-guide/
+  supported-mig-profiles.html), the tables for A100 (40GB; the 80GB names are given in
+  the same section), H100 80GB (PCIe and SXM5), H100 94GB (PCIe and SXM5), H100 96GB
+  (H100 on GH200), H200 141GB and B200 180 GB. The ``+me`` (media-extension) variants
+  are left out: they have the same slices as the plain 1g profile, at most one each.
+- Placements: the guide's "Getting Started with MIG" prints ``nvidia-smi mig -lgipp``
+  on an A100 40GB: 1g.5gb {0..6}:1, 1g.10gb {0,2,4,6}:2, 2g.10gb {0,2,4}:2, 3g.20gb
+  {0,4}:4, 4g.20gb {0}:4, 7g.40gb {0}:8. The same profile IDs print the same
+  placements on an H100 NVL (Colfax Research, "Sharing NVIDIA GPUs at the System Level:
+  Time-Sliced and MIG-Backed vGPUs", 2024) and an H100 80GB HBM3 (published
+  ``nvidia-smi mig -lgipp`` output). The H200, GH200 and B200 tables have the same
+  fractions and instance counts, so they are given the same layout: an inference, which
+  the tests check against each table's instance counts.
+
+Memory: `MigProfile.memory_bytes` is the profile name's figure in decimal GB (``10gb``
+= 10e9 bytes), the catalog's convention for a whole GPU (gpus.toml's ``memory_gb``, at
+most what NVML reports). It is below what an instance holds: ``nvidia-smi mig -lgip``
+on an H100 80GB lists 1g.10gb at 9.75 GiB (10.47e9 bytes), 1g.20gb and 2g.20gb at
+19.62 GiB, 3g.40gb and 4g.40gb at 39.50 GiB, 7g.80gb at 79.25 GiB. The full-GPU
+profile's figure equals the catalog part's ``memory_gb`` (80, 94, 96, 141, 180).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from gpuwatch.sizing.units import GB
+
+COMPUTE_SLICES = 7
+"""Compute slices of a MIG-capable GPU (A100, H100, H200, B200)."""
+
+MEMORY_SLICES = 8
+"""Memory slices of a MIG-capable GPU (A100, H100, H200, B200)."""
+
+GUIDE = (
+    "NVIDIA Multi-Instance GPU User Guide, 'Supported MIG Profiles' "
+    "(docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html)"
+)
+
+_NAME = re.compile(r"^(?P<compute>[1-7])g\.(?P<memory>\d+)gb$")
+
+
+@dataclass(frozen=True, slots=True)
+class MigProfile:
+    """One GPU instance profile of one GPU model."""
+
+    name: str  # "3g.40gb"
+    compute_slices: int  # of COMPUTE_SLICES
+    memory_slices: int  # of MEMORY_SLICES, contiguous from a placement start
+    memory_bytes: int  # the name's figure in decimal bytes (see the module docstring)
+    max_count: int  # the guide's "Number of Instances Available"
+    placements: tuple[int, ...]  # memory-slice indices where an instance may start
+
+    @property
+    def compute_fraction(self) -> float:
+        """Share of the GPU's SMs (and of its dense FLOP/s), 0-1."""
+        return self.compute_slices / COMPUTE_SLICES
+
+    @property
+    def memory_fraction(self) -> float:
+        """Share of the GPU's memory slices (and of its DRAM bandwidth), 0-1."""
+        return self.memory_slices / MEMORY_SLICES
+
+
+@dataclass(frozen=True, slots=True)
+class MigConfiguration:
+    """One valid configuration of a GPU: how many instances of each profile."""
+
+    counts: tuple[int, ...]  # per profile of the table, in table order
+
+    def instances(self, table: MigTable) -> tuple[MigProfile, ...]:
+        """The profile of each instance, largest first."""
+        return tuple(
+            profile
+            for profile, count in reversed(tuple(zip(table.profiles, self.counts, strict=True)))
+            for _ in range(count)
+        )
+
+    def label(self, table: MigTable) -> str:
+        """E.g. "3g.40gb + 3g.40gb"."""
+        return " + ".join(profile.name for profile in self.instances(table))
+
+
+@dataclass(frozen=True, slots=True)
+class MigTable:
+    """The MIG profiles of one GPU model, smallest first, and where they come from."""
+
+    model: str  # "H100 80GB"
+    profiles: tuple[MigProfile, ...]
+    source: str
+
+    def profile(self, name: str) -> MigProfile:
+        """The profile called `name` (e.g. "3g.40gb"); raises KeyError."""
+        for profile in self.profiles:
+            if profile.name == name:
+                return profile
+        raise KeyError(f"{self.model} has no MIG profile {name!r}")
+
+    @property
+    def configurations(self) -> tuple[MigConfiguration, ...]:
+        """Every valid non-empty configuration, each once (as counts per profile)."""
+        return _configurations(self)
+
+    @property
+    def maximal_configurations(self) -> tuple[MigConfiguration, ...]:
+        """The valid configurations to which no further instance can be added.
+
+        Every valid configuration is contained in one of these, so a plan that may leave
+        instances unused needs only these.
+        """
+        return _maximal(self)
+
+    def is_valid(self, counts: Mapping[str, int]) -> bool:
+        """Whether instances with these counts per profile name fit one GPU together."""
+        wanted = tuple(counts.get(profile.name, 0) for profile in self.profiles)
+        unknown = set(counts) - {profile.name for profile in self.profiles}
+        if unknown or any(count < 0 for count in wanted):
+            return False
+        return not any(wanted) or MigConfiguration(wanted) in set(self.configurations)
+
+
+def _placements_of(table: MigTable) -> Iterator[tuple[int, ...]]:
+    """Count vectors of every set of non-overlapping placements within the compute limit."""
+    n = len(table.profiles)
+
+    def visit(slot: int, counts: list[int], compute: int) -> Iterator[tuple[int, ...]]:
+        if slot >= MEMORY_SLICES:
+            yield tuple(counts)
+            return
+        yield from visit(slot + 1, counts, compute)  # memory slice `slot` left empty
+        for i, profile in enumerate(table.profiles):
+            end = slot + profile.memory_slices
+            if (
+                slot in profile.placements
+                and end <= MEMORY_SLICES
+                and compute + profile.compute_slices <= COMPUTE_SLICES
+            ):
+                counts[i] += 1
+                yield from visit(end, counts, compute + profile.compute_slices)
+                counts[i] -= 1
+
+    yield from visit(0, [0] * n, 0)
+
+
+@functools.cache
+def _configurations(table: MigTable) -> tuple[MigConfiguration, ...]:
+    found = {counts for counts in _placements_of(table) if any(counts)}
+    return tuple(MigConfiguration(counts) for counts in sorted(found, reverse=True))
+
+
+@functools.cache
+def _maximal(table: MigTable) -> tuple[MigConfiguration, ...]:
+    every = _configurations(table)
+    return tuple(
+        config
+        for config in every
+        if not any(
+            other != config
+            and all(a >= b for a, b in zip(other.counts, config.counts, strict=True))
+            for other in every
+        )
+    )
+
+
+# The GA100/GH100 layout (-lgipp): (compute slices, memory slices, placement starts).
+_LAYOUT = {
+    "1g-small": (1, 1, (0, 1, 2, 3, 4, 5, 6)),
+    "1g-large": (1, 2, (0, 2, 4, 6)),
+    "2g": (2, 2, (0, 2, 4)),
+    "3g": (3, 4, (0, 4)),
+    "4g": (4, 4, (0,)),
+    "7g": (7, 8, (0,)),
+}
+_MAX_COUNT = {"1g-small": 7, "1g-large": 4, "2g": 3, "3g": 2, "4g": 1, "7g": 1}
+"""The guide's "Number of Instances Available", the same in each table used here."""
+
+
+def _table(model: str, names: tuple[str, str, str, str, str, str], section: str) -> MigTable:
+    profiles = []
+    for kind, name in zip(_LAYOUT, names, strict=True):
+        match = _NAME.match(name)
+        if match is None:
+            raise ValueError(f"not a MIG profile name: {name!r}")
+        compute, memory, placements = _LAYOUT[kind]
+        if int(match["compute"]) != compute:
+            raise ValueError(f"{name!r} is not a {kind} profile")
+        profiles.append(
+            MigProfile(
+                name=name,
+                compute_slices=compute,
+                memory_slices=memory,
+                memory_bytes=int(match["memory"]) * GB,
+                max_count=_MAX_COUNT[kind],
+                placements=placements,
+            )
+        )
+    return MigTable(model=model, profiles=tuple(profiles), source=f"{GUIDE}, {section}")
+
+
+A100_40GB = _table(
+    "A100 40GB",
+    ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
+    "A100 MIG Profiles (table for A100-SXM4-40GB)",
+)
+A100_80GB = _table(
+    "A100 80GB",
+    ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+    "A100 MIG Profiles (the A100-SXM4-80GB names given there)",
+)
+H100_80GB = _table(
+    "H100 80GB",
+    ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+    "H100 MIG Profiles (H100 80GB, PCIe and SXM5)",
+)
+H100_94GB = _table(
+    "H100 94GB",
+    ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"),
+    "H100 MIG Profiles (H100 94GB, PCIe and SXM5)",
+)
+H100_96GB = _table(
+    "H100 96GB (GH200)",
+    ("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
+    "H100 MIG Profiles (H100 96GB, H100 on GH200)",
+)
+H200_141GB = _table(
+    "H200 141GB",
+    ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
+    "H200 MIG Profiles (H200 141GB)",
+)
+B200_180GB = _table(
+    "B200 180GB",
+    ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
+    "B200 MIG Profiles (B200 180 GB)",
+)
+
+MIG_TABLES: Mapping[str, MigTable] = MappingProxyType(
+    {
+        "A100-SXM-40GB": A100_40GB,
+        "A100-PCIe-40GB": A100_40GB,
+        "A100-SXM-80GB": A100_80GB,
+        "A100-PCIe-80GB": A100_80GB,
+        "H100-SXM-80GB": H100_80GB,
+        "H100-PCIe-80GB": H100_80GB,
+        "H100-NVL-94GB": H100_94GB,  # the guide's "H100 94GB (PCIe)": the NVL card
+        "GH200-96GB": H100_96GB,
+        "H200-141GB": H200_141GB,
+        "H200-NVL-141GB": H200_141GB,  # "H200 NVL 141GB" in the guide's supported GPUs
+        "B200-180GB": B200_180GB,
+    }
+)
+"""Catalog id (gpus.toml) -> its MIG table. Parts without MIG (L4, L40S, V100, T4, the
+workstation and consumer cards) are absent; so are GH200 144GB and B300, which the
+guide's profile tables do not list."""
+
+_BY_FOLDED = {gpu_id.casefold(): table for gpu_id, table in MIG_TABLES.items()}
+
+
+def mig_table(gpu_id: str) -> MigTable | None:
+    """The MIG table of a catalog GPU (case-insensitive id), None where it has no MIG."""
+    return _BY_FOLDED.get(gpu_id.casefold())
