@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -40,6 +42,7 @@ from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
 GB = 10**9
 GIB = 2**30
+CONFIGS = Path(__file__).parent / "configs"
 
 # openai/gpt-oss-120b and gpt-oss-20b config.json (huggingface.co/openai/gpt-oss-120b):
 # hidden_size 2880, intermediate_size 2880, num_attention_heads 64, num_key_value_heads 8,
@@ -146,11 +149,56 @@ def test_gpt_oss_20b_mxfp4_experts_is_the_checkpoint_size() -> None:
     assert total < 16 * GB
 
 
-def test_gpt_oss_mxfp4_on_every_linear_would_be_smaller() -> None:
-    """Quantizing attention too (covers linear) must shrink it: the covers field is read."""
-    assert _total(GPT_OSS_120B, MXFP4) < _total(
-        GPT_OSS_120B, scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
-    )
+def test_mxfp4_by_name_on_a_mixture_of_experts_is_the_gpt_oss_checkpoint_layout() -> None:
+    """MXFP4 by name covers the routed experts of an MoE model, as gpt-oss's checkpoint
+    does (attention, router, embeddings and head bf16): the same bytes as its config.json.
+    Quantizing attention too (covers linear) would shrink it: the covers field is read."""
+    checkpoint = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    for model in (GPT_OSS_20B, GPT_OSS_120B):
+        assert MXFP4.for_model(model).covers == "experts"
+        assert _total(model, MXFP4) == _total(model, checkpoint)
+        assert _total(model, replace(MXFP4, covers="linear")) < _total(model, checkpoint)
+    assert _total(GPT_OSS_20B, MXFP4) == pytest.approx(12.8 * GIB, rel=0.005)
+
+
+@pytest.mark.parametrize("scheme", [MXFP4, NVFP4], ids=["mxfp4", "nvfp4"])
+def test_fp4_by_name_covers_every_linear_layer_of_a_dense_model(
+    scheme: QuantizationScheme,
+) -> None:
+    """On a dense model the FP4 formats quantize every linear layer but the head (NVIDIA's
+    dense FP4 checkpoints: "only the weights and activations of the linear operators within
+    transformers blocks are quantized", nvidia/Llama-3.1-405B-Instruct-FP4)."""
+    llama = build_model_catalog().get("llama-3.1-8b")
+    assert scheme.for_model(llama).covers == "linear"
+    parts = weight_bytes_by_component(llama, scheme)
+    split = parameter_split(llama)
+    assert parts.linear < split.linear  # quantized: under 1 byte per weight
+    assert parts.embeddings == split.embeddings * 2
+
+
+def test_nvfp4_by_name_on_a_mixture_of_experts_keeps_attention_16_bit() -> None:
+    """nvidia/DeepSeek-R1-0528-NVFP4 hf_quant_config.json excludes lm_head and every
+    layer's self_attn: NVFP4 by name on an MoE model covers the experts only."""
+    deepseek = build_model_catalog().get("deepseek-v3")
+    parts = weight_bytes_by_component(deepseek, NVFP4)
+    split = parameter_split(deepseek)
+    assert parts.linear == split.linear * 2
+    assert parts.experts < split.experts
+
+
+def test_cli_mxfp4_by_name_and_the_config_json_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    """`size gpt-oss-20b --precision mxfp4` and `size --config-json` (its checkpoint's own
+    quantization_config) give the same weights: the model card's 12.8 GiB."""
+    code, out, err = _size(capsys, "gpt-oss-20b", "--precision", "mxfp4", "--json")
+    assert code == 0, err
+    by_name = json.loads(out)
+    config = str(CONFIGS / "gpt-oss-20b.json")
+    code, out, err = _size(capsys, "--config-json", config, "--json")
+    assert code == 0, err
+    from_config = json.loads(out)
+    assert by_name["weights_bytes"] == from_config["weights_bytes"]
+    assert by_name["weights_bytes"] == pytest.approx(12.8 * GIB, rel=0.005)
+    assert by_name["quantization"]["covers"] == "experts"
 
 
 def test_block_format_bits_per_weight() -> None:
@@ -379,6 +427,16 @@ def test_cli_scheme_misuse_exits_2(
 
 
 # --- declared [[workloads]] --------------------------------------------------------------
+
+
+def test_declared_gpt_oss_in_mxfp4_is_its_checkpoint() -> None:
+    """`precision = "mxfp4"` on gpt-oss-20b: MXFP4 experts, bf16 rest (12.8 GiB)."""
+    declaration = WorkloadDeclaration(gpu_index=0, model="gpt-oss-20b", precision="mxfp4")
+    workload = declared_workload(declaration, build_model_catalog())
+    weights = memory_requirement(workload).weights_bytes
+    assert weights == pytest.approx(12.8 * GIB, rel=0.005)
+    checkpoint = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    assert weights == _total(GPT_OSS_20B, checkpoint)
 
 
 def test_declared_workload_takes_a_checkpoint_layout() -> None:
