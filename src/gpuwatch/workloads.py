@@ -7,7 +7,7 @@ it imports neither of them, only the sizing model and the snapshot. A declaratio
 matches a GPU by index, uuid, a glob on a process name, or globs on the Kubernetes
 namespace and pod of the GPU's holder or of a process on it (attribution on); every key
 set must match. It names the model (a catalog name or a parameter count), precision,
-mode, the longest context and the largest batch it serves.
+mode, the longest context and the largest batch it serves, and the KV cache's storage.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ Precision = Literal[
 ]
 """Storage precisions, then quantized checkpoint layouts (`gpuwatch.sizing.quantization`)."""
 Mode = Literal["inference", "train", "lora", "qlora"]
+KvCachePrecision = Literal["fp32", "fp16", "bf16", "fp8"]
+"""The KV cache's storage, as servers offer it (vLLM's ``--kv-cache-dtype fp8``); the
+values of ``gpuwatch size --kv-cache-precision``."""
 
 _PRECISION_VALUES = frozenset(p.value for p in SizingPrecision)
 
@@ -69,6 +72,7 @@ class WorkloadDeclaration(BaseModel):
     mode: Mode = "inference"
     context: int = Field(default=4096, ge=1, le=100_000_000)  # tokens
     batch: int = Field(default=1, ge=1, le=1_000_000)  # concurrent sequences
+    kv_cache_precision: KvCachePrecision | None = None  # None: 16-bit (the compute precision)
 
     @field_validator("params")
     @classmethod
@@ -96,7 +100,18 @@ class WorkloadDeclaration(BaseModel):
                 raise ValueError(
                     f"precision {self.precision} (a checkpoint layout) is for mode inference"
                 )
+        if self.kv_cache_precision is not None and self.mode != "inference":
+            raise ValueError(
+                f"kv_cache_precision ({self.kv_cache_precision}) is for mode inference: "
+                "training keeps no KV cache"
+            )
         return self
+
+    @property
+    def kv_cache_sizing_precision(self) -> SizingPrecision | None:
+        """`kv_cache_precision` as the sizing model's `Precision`, None when not set."""
+        value = self.kv_cache_precision
+        return None if value is None else SizingPrecision(value)
 
     @property
     def label(self) -> str:
@@ -158,6 +173,7 @@ def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) ->
         quantization=SCHEMES[name] if layout and name is not None else None,
         context_tokens=declaration.context,
         batch=declaration.batch,
+        kv_cache_precision=declaration.kv_cache_sizing_precision,
     )
 
 
@@ -197,4 +213,5 @@ def _config_json_workload(declaration: WorkloadDeclaration) -> Workload:
         quantization=checkpoint or (SCHEMES[precision] if layout and precision else None),
         context_tokens=declaration.context,
         batch=declaration.batch,
+        kv_cache_precision=declaration.kv_cache_sizing_precision,
     )

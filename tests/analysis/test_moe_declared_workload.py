@@ -159,3 +159,26 @@ def test_gpt_oss_20b_in_mxfp4_needs_about_16_gb_and_gets_a_card_that_holds_it() 
         server.recommendation.rent_usd_per_hour
         < build_gpu_catalog().get("H100-SXM-80GB").rent_usd_per_hour
     )
+
+
+# --- the KV cache's storage --------------------------------------------------------------
+
+
+def test_a_declared_fp8_kv_cache_needs_less_memory_through_the_agent() -> None:
+    """`kv_cache_precision = "fp8"` (vLLM's ``--kv-cache-dtype fp8``) halves the declared
+    workload's KV cache, and the agent's need with it: llama-3.1-8b in bf16 at 32,768
+    tokens x 8 sequences holds 34.4 GB of 16-bit KV (32 layers x 8 KV heads x 128 x 2 x
+    2 B = 131,072 B per token), 17.2 GB in fp8; the weights and overhead stay."""
+    common = {"gpu_index": SERVER, "model": "llama-3.1-8b", "context": 32768, "batch": 8}
+    sixteen = WorkloadDeclaration.model_validate(common)
+    fp8 = WorkloadDeclaration.model_validate({**common, "kv_cache_precision": "fp8"})
+    kv_bf16 = memory_requirement(declared_workload(sixteen, build_model_catalog())).kv_cache_bytes
+    assert kv_bf16 == 131_072 * 32768 * 8
+    assert need_bytes(sixteen) - need_bytes(fp8) == kv_bf16 // 2
+    served = {name: run(declaration) for name, declaration in (("bf16", sixteen), ("fp8", fp8))}
+    for name, declaration in (("bf16", sixteen), ("fp8", fp8)):
+        assert dict(served[name].required_memory_bytes)["declared"] == need_bytes(declaration)
+    bf16_need = dict(served["bf16"].required_memory_bytes)["need"]
+    fp8_need = dict(served["fp8"].required_memory_bytes)["need"]
+    assert fp8_need == int(need_bytes(fp8) * 1.1)
+    assert fp8_need < bf16_need

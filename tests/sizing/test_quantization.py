@@ -451,6 +451,8 @@ def test_declared_workload_takes_a_checkpoint_layout() -> None:
     [
         ({"params": "8B", "precision": "nvfp4"}, "needs a model"),
         ({"model": "llama-3.1-8b", "precision": "nf4", "mode": "qlora"}, "mode inference"),
+        ({"model": "llama-3.1-8b", "kv_cache_precision": "fp8", "mode": "lora"}, "no KV cache"),
+        ({"model": "llama-3.1-8b", "kv_cache_precision": "int4"}, "kv_cache_precision"),
     ],
 )
 def test_declared_layout_misuse_names_precision(fields: dict[str, str], message: str) -> None:
