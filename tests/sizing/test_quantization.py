@@ -37,6 +37,7 @@ from gpuwatch.sizing.throughput import (
     compute_bound_tokens_per_second,
     decode_tokens_per_second,
     decode_weight_bytes,
+    math_peak_flops_per_second,
 )
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
@@ -383,11 +384,72 @@ def test_compute_ceiling_fp8_math_for_w8a8_bf16_for_weight_only() -> None:
     spec = build_model_catalog().get("llama-3.1-8b")
     fp8 = Workload(spec, quantization=FP8, batch=256)
     awq = Workload(spec, quantization=AWQ_INT4, batch=256)
-    assert fp8.math_precision is Precision.FP8
-    assert awq.math_precision is Precision.BF16
     assert h100.fp8_flops_per_second is not None
+    assert math_peak_flops_per_second(h100, fp8) == h100.fp8_flops_per_second
+    assert math_peak_flops_per_second(h100, awq) == h100.bf16_flops_per_second
     ratio = compute_bound_tokens_per_second(h100, fp8) / compute_bound_tokens_per_second(h100, awq)
     assert ratio == pytest.approx(h100.fp8_flops_per_second / h100.bf16_flops_per_second)
+
+
+# --- FP4 math: the catalog's fp4_tflops ---------------------------------------------------
+
+
+def test_nvfp4_w4a4_runs_at_the_fp4_peak_on_a_gpu_with_fp4_tensor_cores() -> None:
+    """NVFP4 from ModelOpt quantizes weights and activations ("the weights and activations
+    of the linear operators", nvidia/Llama-3.1-405B-Instruct-FP4): on a B200 (NVIDIA HGX
+    B200 datasheet: FP4 18 PFLOPS with sparsity = 9,000 dense) the compute ceiling is the
+    FP4 peak, 4x BF16; on an H100 (no FP4 tensor cores; vLLM runs NVFP4 weight-only through
+    its FP4 Marlin kernel) BF16."""
+    catalog = build_gpu_catalog()
+    b200, h100 = catalog.get("B200-180GB"), catalog.get("H100-SXM-80GB")
+    spec = build_model_catalog().get("llama-3.1-8b")
+    nvfp4 = Workload(spec, quantization=NVFP4, batch=512)
+    assert b200.fp4_flops_per_second == 9000e12
+    assert math_peak_flops_per_second(b200, nvfp4) == 9000e12
+    assert compute_bound_tokens_per_second(b200, nvfp4) == pytest.approx(
+        9000e12 * 0.7 / (2 * spec.parameters)
+    )
+    assert h100.fp4_flops_per_second is None
+    assert math_peak_flops_per_second(h100, nvfp4) == h100.bf16_flops_per_second
+
+
+def test_gpt_oss_mxfp4_runs_fp4_weights_with_fp8_activations() -> None:
+    """gpt-oss's MXFP4 experts in vLLM: on Blackwell FlashInfer's MoE takes "MXFP8
+    activations and packed MXFP4 weights" (flashinfer.fused_moe.cute_dsl_fused_moe_mxfp8_mxfp4),
+    an MMA that runs at the FP8 rate (CUTLASS, Blackwell functionality: kind::mxf8f6f4
+    "2x Hopper Fp8", kind::mxf4nvf4 "4x"), so the FP8 peak, not the FP4 one; on Hopper
+    Triton's matmul_ogs unpacks the weights to BF16 math (vLLM blog, 2025-08-05), so BF16,
+    not the H100's FP8 peak."""
+    catalog = build_gpu_catalog()
+    b200, h100 = catalog.get("B200-180GB"), catalog.get("H100-SXM-80GB")
+    gpt_oss = Workload(build_model_catalog().get("gpt-oss-120b"), quantization=MXFP4, batch=256)
+    assert math_peak_flops_per_second(b200, gpt_oss) == b200.fp8_flops_per_second == 4500e12
+    assert math_peak_flops_per_second(h100, gpt_oss) == h100.bf16_flops_per_second
+    config = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    assert config.compute == MXFP4.compute == "fp4-fp8"
+
+
+def test_compressed_tensors_weight_only_nvfp4_computes_in_bf16() -> None:
+    """llm-compressor's NVFP4A16 (``input_activations: null``) is weight-only: no FP4 math
+    even on a B200; its W4A4 sibling (input activations NVFP4) gets the FP4 peak."""
+    b200 = build_gpu_catalog().get("B200-180GB")
+    spec = build_model_catalog().get("llama-3.1-8b")
+    weights = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+    group: dict[str, object] = {"targets": ["Linear"], "weights": weights}
+    config = {
+        "quant_method": "compressed-tensors",
+        "format": "nvfp4-pack-quantized",
+        "config_groups": {"group_0": {**group, "input_activations": None}},
+        "ignore": ["lm_head"],
+    }
+    a16 = scheme_from_quantization_config(config)
+    assert a16.compute == "bf16"
+    assert math_peak_flops_per_second(b200, Workload(spec, quantization=a16)) == 2250e12
+    activations = {**weights, "dynamic": "local"}
+    config["config_groups"] = {"group_0": {**group, "input_activations": activations}}
+    w4a4 = scheme_from_quantization_config(config)
+    assert w4a4.compute == "fp4"
+    assert math_peak_flops_per_second(b200, Workload(spec, quantization=w4a4)) == 9000e12
 
 
 def _size(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

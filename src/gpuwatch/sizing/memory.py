@@ -294,19 +294,6 @@ class Workload:
         return None if scheme is None else scheme.for_model(model)
 
     @property
-    def math_precision(self) -> Precision:
-        """The precision the matrix math runs in (for the compute ceiling).
-
-        FP8 for FP8 W8A8 schemes; BF16 for weight-only schemes, which dequantize (AWQ,
-        GPTQ, bitsandbytes; INT8 and MXFP4/NVFP4 too, the GPU catalog lists no INT8 or
-        FP4 peak); else the weight precision.
-        """
-        scheme = self.weight_scheme
-        if scheme is None:
-            return self.weight_precision
-        return Precision.FP8 if scheme.compute == "fp8" else Precision.BF16
-
-    @property
     def compute_bytes(self) -> float:
         """Bytes per value of activations and (by default) the KV cache: 16-bit at least."""
         return max(self.weight_precision.bytes_per_value, 2.0)

@@ -40,8 +40,21 @@ Covers = Literal["linear", "experts", "experts-if-moe"]
 or routed experts on a mixture of experts and every linear layer on a dense model
 (`QuantizationScheme.for_model` resolves the last to one of the first two)."""
 
-ComputeFormat = Literal["bf16", "fp8", "fp4"]
-"""The math a scheme runs in: weight-only formats dequantize to bf16."""
+ComputeFormat = Literal["bf16", "fp8", "fp4", "fp4-fp8"]
+"""The math a scheme runs in (`throughput.math_peak_flops_per_second` picks the peak):
+
+- "bf16": weight-only formats, dequantized in the kernel to 16-bit math (AWQ, GPTQ,
+  bitsandbytes, INT8 here, since the GPU catalog lists no INT8 peak).
+- "fp8": W8A8 FP8, the FP8 peak where the GPU has one, else bf16.
+- "fp4": W4A4 (NVFP4 from ModelOpt or llm-compressor quantizes activations to NVFP4 too):
+  the FP4 peak on a GPU with FP4 tensor cores (Blackwell, `fp4_tflops` set; CUTLASS's
+  ``kind::mxf4nvf4`` MMA), else bf16 (vLLM runs NVFP4 weight-only through its FP4 Marlin
+  kernel on GPUs without them).
+- "fp4-fp8": FP4 weights with FP8 activations (gpt-oss's MXFP4 experts in vLLM on
+  Blackwell: FlashInfer's MoE runs "MXFP8 activations and packed MXFP4 weights"), the FP8
+  peak on a GPU with FP4 tensor cores (CUTLASS: ``kind::mxf8f6f4`` runs at the FP8 rate);
+  else bf16 (Hopper: Triton's ``matmul_ogs`` unpacks the FP4 weights to 16-bit math).
+"""
 
 SIXTEEN_BITS = 16
 
@@ -63,9 +76,8 @@ class QuantizationScheme:
     `covers`: "linear" (every linear layer except the LM head), "experts" (routed
     experts only; gpt-oss's MXFP4) or "experts-if-moe" (the one or the other by the
     model: what MXFP4 and NVFP4 by name mean, `for_model`). `unquantized_bits`: storage
-    of everything else (16: bf16/fp16). `compute`: the format of the matrix math (W8A8 FP8 runs FP8,
-    weight-only formats dequantize to bf16, NVFP4/MXFP4 run FP4 where the GPU has FP4
-    tensor cores). `modules_to_not_convert`: the checkpoint's own list, kept for the
+    of everything else (16: bf16/fp16). `compute`: the format of the matrix math
+    (`ComputeFormat`). `modules_to_not_convert`: the checkpoint's own list, kept for the
     record. `description`: one line for notes.
     """
 
@@ -251,7 +263,7 @@ MXFP4 = QuantizationScheme(
     bits=4,
     group_size=32,
     scale_bits=8,
-    compute="fp4",
+    compute="fp4-fp8",
     covers="experts-if-moe",
     description="MXFP4: 4-bit E2M1 values, one 8-bit E8M0 scale per 32 (4.25 bits)",
 )
@@ -375,6 +387,12 @@ def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
         raise QuantizationConfigError(
             "quantization_config.config_groups.*.weights: missing weight quantization args"
         )
+    # input_activations null: weights only (W4A16, W8A16, NVFP4A16), the math in 16 bits
+    weight_only = (
+        isinstance(first, dict)
+        and "input_activations" in first
+        and (first["input_activations"] is None)
+    )
     bits = _int_field(weights, "num_bits")
     kind = weights.get("type")
     strategy = weights.get("strategy")
@@ -412,11 +430,12 @@ def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
         scale_bits=base.scale_bits,
         per_tensor=strategy == "tensor",
         tensor_scale_bits=base.tensor_scale_bits,
-        compute=base.compute,
+        compute="bf16" if weight_only else base.compute,
         covers=_covers(skipped),
         modules_to_not_convert=skipped,
         description=base.description
-        + (" (per-tensor scales)" if strategy == "tensor" and base.group_size is None else ""),
+        + (" (per-tensor scales)" if strategy == "tensor" and base.group_size is None else "")
+        + (", weights only" if weight_only else ""),
     )
 
 
@@ -484,7 +503,7 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
             bits=4,
             group_size=32,
             scale_bits=8,
-            compute="fp4",
+            compute=MXFP4.compute,
             covers="experts" if not skipped or _covers(skipped) == "experts" else "linear",
             modules_to_not_convert=skipped,
             description=MXFP4.description,
