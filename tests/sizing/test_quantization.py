@@ -22,8 +22,10 @@ from gpuwatch.sizing import (
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.sizing.quantization import (
     AWQ_INT4,
+    BNB_INT8,
     FP8,
     GPTQ_INT4,
+    INT8,
     MXFP4,
     NF4,
     NVFP4,
@@ -111,14 +113,87 @@ def test_llama_31_70b_awq_int4_is_39_8_gb() -> None:
 
 def test_gptq_int4_adds_g_idx_to_the_awq_layout() -> None:
     """GPTQ (AutoGPTQ/GPTQModel): qweight int4, scales fp16 and qzeros int4 per group of
-    128, a g_idx int32 per input channel: the AWQ layout plus a few MB. Published: about
-    5.7 GB for TechxGenus/Meta-Llama-3-8B-Instruct-GPTQ (Llama-3-8B, the same shape as 3.1:
-    vocabulary 128256, 8,030,261,248 parameters), as quoted in utemix-lab/vovaipetrova-core
-    54_Llama.md."""
+    128, a g_idx int32 per input channel: the AWQ layout plus a few MB. The checkpoint's
+    own size is checked in `test_checkpoint_size_against_its_published_file_listing`."""
     awq = _total("llama-3.1-8b", AWQ_INT4)
     gptq = _total("llama-3.1-8b", GPTQ_INT4)
     assert 0 < gptq - awq < 0.01 * GB
-    assert gptq == pytest.approx(5.73 * GB, rel=0.05)
+
+
+# Published checkpoint sizes: the safetensors files of each repository as its Hugging Face
+# "Files and versions" page lists them (decimal GB, three significant digits). Llama 3 8B
+# has Llama 3.1 8B's shape (vocabulary 128,256, 8,030,261,248 parameters).
+PUBLISHED_CHECKPOINTS = [
+    pytest.param(
+        "llama-3.1-8b",
+        FP8,
+        5.0 + 4.08,
+        "nvidia/Llama-3.1-8B-Instruct-FP8 (main, ModelOpt): model-00001-of-00002 5 GB + "
+        "model-00002-of-00002 4.08 GB",
+        id="fp8-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        GPTQ_INT4,
+        4.97 + 0.764,
+        "hugging-quants/Meta-Llama-3.1-8B-Instruct-GPTQ-INT4 (main): model-00001-of-00002 "
+        "4.97 GB + model-00002-of-00002 764 MB",
+        id="gptq-int4-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        INT8,
+        5.0 + 4.08,
+        "neuralmagic (RedHatAI)/Meta-Llama-3.1-8B-Instruct-quantized.w8a8 (1343a1c): "
+        "model-00001-of-00002 5 GB + model-00002-of-00002 4.08 GB",
+        id="int8-w8a8-8b",
+    ),
+    pytest.param(
+        "llama-3.1-70b",
+        INT8,
+        72.7,
+        "RedHatAI/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 (c1e6631): repository 72.7 GB "
+        "(15 safetensors files; tokenizer and configs add 9 MB)",
+        id="int8-w8a8-70b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        NF4,
+        5.7,
+        "unsloth/Meta-Llama-3.1-8B-bnb-4bit (bf24e63): model.safetensors 5.7 GB "
+        "(bitsandbytes NF4, double quantization); the Instruct one lists 5.7 GB too",
+        id="bnb-nf4-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        BNB_INT8,
+        5.0 + 4.09,
+        "alokabhishek/Meta-Llama-3-8B-Instruct-bnb-8bit (eb7a952): model-00001-of-00002 "
+        "5 GB + model-00002-of-00002 4.09 GB (EkmekE/Llama3-8B-Instruct-BNB-8bit and "
+        "pkalbhor/Meta-Llama-3-8B-Instruct-8bit list the same)",
+        id="bnb-int8-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        NVFP4,
+        4.98 + 1.05,
+        "weiweiz1/llama3.1-8b-nvfp (compressed-tensors, ef1b0a1): model-00001-of-00002 "
+        "4.98 GB + model-00002-of-00002 1.05 GB; a third-party upload without a model card "
+        "(NVIDIA's nvidia/Llama-3.1-8B-Instruct-FP4 file sizes were not found)",
+        id="nvfp4-8b",
+    ),
+]
+
+
+@pytest.mark.parametrize(("model", "scheme", "published_gb", "source"), PUBLISHED_CHECKPOINTS)
+def test_checkpoint_size_against_its_published_file_listing(
+    model: str, scheme: QuantizationScheme, published_gb: float, source: str
+) -> None:
+    """Each layout's weight bytes within 5 % of a real checkpoint's files (issue 17); all
+    of these are within 0.2 %."""
+    assert source
+    assert _total(model, scheme) == pytest.approx(published_gb * GB, rel=0.05)
+    assert _total(model, scheme) == pytest.approx(published_gb * GB, rel=0.002)
 
 
 def test_llama_31_8b_fp8_keeps_embeddings_and_head_16_bit() -> None:
@@ -222,8 +297,8 @@ def test_llama_31_70b_nvfp4_is_about_40_gib() -> None:
 def test_bnb_nf4_8b_from_its_layout() -> None:
     """bitsandbytes NF4 with double quantization (QLoRA paper: 4 + 0.127 bits) on the
     linear layers; embeddings (not nn.Linear) and lm_head (transformers'
-    get_keys_to_not_convert) stay 16-bit. No published file size was found to check
-    against, so this checks the components: 6.98B linear x 4.127 bits + 1.05B x 2 x 2 B."""
+    get_keys_to_not_convert) stay 16-bit: 6.98B linear x 4.127 bits + 1.05B x 2 x 2 B,
+    the 5.7 GB of unsloth/Meta-Llama-3.1-8B-bnb-4bit (PUBLISHED_CHECKPOINTS)."""
     config = {
         "quant_method": "bitsandbytes",
         "load_in_4bit": True,
