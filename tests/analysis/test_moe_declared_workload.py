@@ -14,6 +14,8 @@ checkpoint is (MXFP4 experts, bf16 rest: the model card's 12.8 GiB) and needs 16
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpuwatch.agent import Agent
@@ -28,20 +30,21 @@ from tests.conftest import scenario_agent, simulated
 START = 1_767_225_600.0
 SERVER = 3  # the demo's vLLM H100
 
-MIXTRAL = ModelCatalogEntry(
-    name="mixtral-8x7b",
-    parameters=46_702_792_704,
-    layers=32,
-    hidden_size=4096,
-    attention_heads=32,
-    kv_heads=8,
-    head_dim=128,
-    intermediate_size=14336,
-    vocab_size=32000,
-    experts=8,
-    experts_per_token=2,
-    source="mistralai/Mixtral-8x7B-v0.1 config.json",
-)
+MIXTRAL_CONFIG_JSON = Path(__file__).resolve().parents[1] / "sizing/configs/mixtral-8x7b.json"
+"""mistralai/Mixtral-8x7B-v0.1's config.json (tests/sizing/configs/SOURCES.md)."""
+
+
+def mixtral_from_its_config_json() -> ModelCatalogEntry:
+    """The `[[sizing.models]]` entry ``{name = "mixtral-8x7b", config_json = PATH}``, expanded
+    as the agent config expands it (`SizingConfig`'s validator reads the config.json)."""
+    sizing = SizingConfig.model_validate(
+        {"models": [{"name": "mixtral-8x7b", "config_json": str(MIXTRAL_CONFIG_JSON)}]}
+    )
+    (entry,) = sizing.models
+    return entry
+
+
+MIXTRAL = mixtral_from_its_config_json()
 
 GPT_OSS_20B = ModelCatalogEntry(
     name="gpt-oss-20b",
@@ -89,6 +92,16 @@ def run_until(agent: Agent, clock: ManualClock, seconds: float) -> FleetSnapshot
 def need_bytes(declaration: WorkloadDeclaration) -> int:
     workload = declared_workload(declaration, build_model_catalog(MODELS))
     return memory_requirement(workload).total_bytes
+
+
+def test_the_mixtral_entry_is_read_from_its_config_json() -> None:
+    """The entry the tests declare comes from the config.json: 46.7B parameters, 8 experts,
+    2 per token, 12.9B active (Mistral AI, "Mixtral of experts", arXiv:2401.04088)."""
+    assert MIXTRAL.config_json == str(MIXTRAL_CONFIG_JSON)
+    spec = build_model_catalog(MODELS).get("mixtral-8x7b")
+    assert (spec.experts, spec.experts_per_token, spec.layers) == (8, 2, 32)
+    assert spec.parameters == 46_702_792_704
+    assert spec.active_parameters == pytest.approx(12.9e9, rel=0.005)
 
 
 def test_a_4_bit_mixtral_on_an_h100_needs_all_experts_and_gets_a_40_gb_card() -> None:
