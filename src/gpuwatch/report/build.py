@@ -92,6 +92,15 @@ RENT_VS_BUY_MEANING = (
     "underutilized GPU counts at what it does."
 )
 
+OWNED_INPUTS_MEANING = (
+    'What owning costs, behind "owned / year" (docs/tco.md): the purchase (the GPU, '
+    "with its share of the host's server and networking unless priced as a bare card) "
+    "financed over the life at the cost of capital and paid monthly, plus energy (the IT "
+    "power x 8760 h x [rent_vs_buy] usd_per_kwh, x PUE in an owned room; colocation's "
+    "fee covers cooling, so no PUE there), hosting (the fee per kW of IT power x 12) and "
+    "operations per GPU-year."
+)
+
 _AN_LETTERS = frozenset("AEFHILMNORSX8")
 """Initial characters read with a vowel sound in a GPU name (A100, H100, L4, RTX, 8000):
 "an"; the others ("a T4", "a V100", "a B200") take "a"."""

@@ -34,6 +34,7 @@ from gpuwatch.report.model import (
     GPU_STATES,
     TIME_CLASSES,
     GpuDay,
+    OwnedInputs,
     Period,
     PodDay,
     RentVsBuyGpu,
@@ -157,6 +158,17 @@ def _rent_vs_buy_gpus(
             monthly_delta_usd=p.monthly_delta_usd,
             activity_monthly_delta_usd=(
                 None if activity is None else activity_monthly_delta_usd(p, activity)
+            ),
+            inputs=OwnedInputs(
+                capex_usd=p.capex_usd,
+                host_share=p.host_share,
+                life_years=p.life_years,
+                cost_of_capital=p.cost_of_capital,
+                ops_usd_per_year=p.ops_usd_per_year,
+                facility=p.facility,
+                pue_applied=p.pue_applied,
+                hosting_usd_per_kw_month=p.hosting_usd_per_kw_month,
+                it_power_watts=p.it_power_watts,
             ),
         )
         for p, activity in positions
