@@ -80,3 +80,104 @@ class BucketedWindow:
         """Seconds of the window ending at `t` that hold samples."""
         self._advance(int(t // self._width))
         return self._total_weight
+
+
+QUANTILE_RELATIVE_ERROR = 0.01
+"""`QuantileSketch` answers within this fraction above the true value."""
+_GAMMA = 1.0 + QUANTILE_RELATIVE_ERROR
+_LOG_GAMMA = math.log(_GAMMA)
+
+
+class QuantileSketch:
+    """Time-weighted quantiles of a signal >= 0, in memory that grows with the spread of
+    its values, not with the number of samples: each value counts in a bin of width
+    1 % (bin k holds (g^(k-1), g^k], g = 1.01), and a quantile is its bin's upper edge,
+    so it is at most 1 % above the true one and never below it. Zero has a bin of its own.
+    """
+
+    __slots__ = ("_bins", "_weight")
+
+    def __init__(self) -> None:
+        self._bins: dict[int | None, float] = {}  # bin (None: zero) -> seconds
+        self._weight = 0.0
+
+    @property
+    def weight(self) -> float:
+        """The seconds recorded."""
+        return self._weight
+
+    def add(self, value: float, weight: float) -> None:
+        """Record `value` (>= 0) held for `weight` seconds."""
+        if weight <= 0 or not math.isfinite(value):
+            return
+        key = None if value <= 0 else math.ceil(math.log(value) / _LOG_GAMMA - 1e-9)
+        self._bins[key] = self._bins.get(key, 0.0) + weight
+        self._weight += weight
+
+    def merge(self, other: QuantileSketch) -> None:
+        """Add `other`'s records to this sketch."""
+        for key, weight in other._bins.items():
+            self._bins[key] = self._bins.get(key, 0.0) + weight
+        self._weight += other._weight
+
+    def quantile(self, q: float) -> float | None:
+        """The value below which a fraction `q` (0-1) of the recorded time lies (the
+        upper edge of its bin); None when nothing was recorded."""
+        return _quantile(self._bins, self._weight, q)
+
+
+def _quantile(bins: dict[int | None, float], total: float, q: float) -> float | None:
+    if total <= 0:
+        return None
+    wanted = min(max(q, 0.0), 1.0) * total * (1 - 1e-12)  # rounding never skips a bin
+    keys = sorted(k for k in bins if k is not None)
+    seen = 0.0
+    for key in [None, *keys] if None in bins else keys:
+        seen += bins[key]
+        if seen >= wanted:
+            return 0.0 if key is None else float(_GAMMA**key)
+    return float(_GAMMA ** keys[-1])
+
+
+class BucketedQuantiles:
+    """Time-weighted quantiles of a signal >= 0 over the last `window_seconds`: a
+    `QuantileSketch` per bucket, combined when asked (the window moves in steps of one
+    bucket, as `BucketedWindow`'s)."""
+
+    def __init__(self, window_seconds: float, buckets: int = 60) -> None:
+        if window_seconds <= 0 or buckets < 1:
+            raise ValueError("window_seconds must be positive and buckets at least 1")
+        self.window_seconds = window_seconds
+        self._width = window_seconds / buckets
+        self._n = buckets
+        self._sketches: list[QuantileSketch | None] = [None] * buckets
+        self._current: int | None = None
+
+    def _advance(self, index: int) -> None:
+        if self._current is None:
+            self._current = index
+            return
+        if index <= self._current:
+            return
+        for k in range(1, min(index - self._current, self._n) + 1):
+            self._sketches[(self._current + k) % self._n] = None
+        self._current = index
+
+    def add(self, t: float, value: float, duration_seconds: float) -> None:
+        """Record `value` held for `duration_seconds` ending at epoch time `t`."""
+        self._advance(int(t // self._width))
+        assert self._current is not None
+        slot = self._current % self._n
+        sketch = self._sketches[slot]
+        if sketch is None:
+            sketch = self._sketches[slot] = QuantileSketch()
+        sketch.add(value, duration_seconds)
+
+    def quantile(self, t: float, q: float) -> float | None:
+        """The `q` quantile (0-1) over the window ending at `t`; None without data."""
+        self._advance(int(t // self._width))
+        combined = QuantileSketch()
+        for sketch in self._sketches:
+            if sketch is not None:
+                combined.merge(sketch)
+        return combined.quantile(q)
