@@ -189,6 +189,8 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
         "gpuwatch_token_source_scrape_duration_seconds",
         "gpuwatch_token_source_kv_cache_used_tokens",  # tests/tokens/test_kv_cache.py
         "gpuwatch_token_source_kv_cache_capacity_tokens",  # tests/tokens/test_kv_cache.py
+        # with a [[workloads]] declaration only (the demo measures GPU 3's need instead):
+        "gpuwatch_gpu_theoretical_tokens_per_second",  # tests/analysis/test_scenarios.py
     }
     assert documented - exported == only_after_data, "documented but never exported"
     assert exported - documented == set(), "exported but not in the README"

@@ -56,6 +56,7 @@ from gpuwatch.snapshot import (
 )
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.tokens.collector import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
@@ -88,9 +89,12 @@ class Agent:
         extra_static_prices: tuple[StaticPrice, ...] = (),
         environ: Mapping[str, str] | None = None,
         kubernetes: KubernetesConfig | None = None,
+        token_fetch: Fetch | None = None,
     ) -> None:
         """The `extra_*` arguments come from a simulated scenario, after the config's;
-        `kubernetes` replaces `[kubernetes]` (a simulated cluster's kubelet and paths).
+        `kubernetes` replaces `[kubernetes]` (a simulated cluster's kubelet and paths);
+        `token_fetch` replaces the token sources' HTTP GET (a replay reads its simulated
+        servers' pages in process).
 
         Raises WebhookSecretError when Slack alerting is configured but its secret cannot
         be read. An unusable alert outbox turns alerting off (one ERROR line,
@@ -121,7 +125,9 @@ class Agent:
             from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
 
             self.attribution = AttributionCollector(kube, clock, list_interval_seconds=list_every)
-        self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
+        self.tokens = TokenCollector(
+            (*config.token_sources, *extra_token_sources), clock, fetch=token_fetch
+        )
         self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
         self.needs = MeasuredNeeds(self.tokens.sources, models)
         self._billing_config = config.billing.model_copy(

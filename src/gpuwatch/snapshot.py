@@ -165,6 +165,21 @@ class Recommendation:
     rule: str = ""
 
 
+_BASIS_WORDS = {
+    "declared": "need from its workload declaration",
+    "measured": "need measured from the server's KV cache use",
+    "observed": "need from the memory it was seen using",
+}
+
+
+def need_basis_phrase(basis: str | None) -> str:
+    """Words for a `GpuVerdict.need_basis` ("need measured from the server's KV cache
+    use"); "" for None (an unknown basis is returned as is)."""
+    if basis is None:
+        return ""
+    return _BASIS_WORDS.get(basis, basis)
+
+
 _TIER_WORDS = {"datacenter": "data-centre", "workstation": "workstation", "consumer": "consumer"}
 
 

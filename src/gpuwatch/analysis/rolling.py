@@ -110,7 +110,7 @@ class QuantileSketch:
         """Record `value` (>= 0) held for `weight` seconds."""
         if weight <= 0 or not math.isfinite(value):
             return
-        key = None if value <= 0 else math.ceil(math.log(value) / _LOG_GAMMA - 1e-9)
+        key = _bin(value)
         self._bins[key] = self._bins.get(key, 0.0) + weight
         self._weight += weight
 
@@ -124,6 +124,11 @@ class QuantileSketch:
         """The value below which a fraction `q` (0-1) of the recorded time lies (the
         upper edge of its bin); None when nothing was recorded."""
         return _quantile(self._bins, self._weight, q)
+
+
+def _bin(value: float) -> int | None:
+    """The bin of `value` (None: zero or below)."""
+    return None if value <= 0 else math.ceil(math.log(value) / _LOG_GAMMA - 1e-9)
 
 
 def _quantile(bins: dict[int | None, float], total: float, q: float) -> float | None:
@@ -140,9 +145,10 @@ def _quantile(bins: dict[int | None, float], total: float, q: float) -> float | 
 
 
 class BucketedQuantiles:
-    """Time-weighted quantiles of a signal >= 0 over the last `window_seconds`: a
-    `QuantileSketch` per bucket, combined when asked (the window moves in steps of one
-    bucket, as `BucketedWindow`'s)."""
+    """Time-weighted quantiles of a signal >= 0 over the last `window_seconds`: the
+    window's bins of `QuantileSketch` kept as a running total, each bucket's bins taken
+    off when it leaves the window (which moves in steps of one bucket, as
+    `BucketedWindow`'s); a query sorts the window's bins, whatever the sample count."""
 
     def __init__(self, window_seconds: float, buckets: int = 60) -> None:
         if window_seconds <= 0 or buckets < 1:
@@ -150,8 +156,21 @@ class BucketedQuantiles:
         self.window_seconds = window_seconds
         self._width = window_seconds / buckets
         self._n = buckets
-        self._sketches: list[QuantileSketch | None] = [None] * buckets
+        self._buckets: list[dict[int | None, float] | None] = [None] * buckets
+        self._total: dict[int | None, float] = {}
         self._current: int | None = None
+
+    def _expire(self, slot: int) -> None:
+        bins = self._buckets[slot]
+        if bins is None:
+            return
+        self._buckets[slot] = None
+        for key, weight in bins.items():
+            left = self._total[key] - weight
+            if left <= 1e-9 * weight:  # gone (float rounding leaves crumbs)
+                del self._total[key]
+            else:
+                self._total[key] = left
 
     def _advance(self, index: int) -> None:
         if self._current is None:
@@ -159,25 +178,29 @@ class BucketedQuantiles:
             return
         if index <= self._current:
             return
-        for k in range(1, min(index - self._current, self._n) + 1):
-            self._sketches[(self._current + k) % self._n] = None
+        if index - self._current >= self._n:  # everything expired: start from exact zeros
+            self._buckets = [None] * self._n
+            self._total = {}
+        else:
+            for k in range(1, index - self._current + 1):
+                self._expire((self._current + k) % self._n)
         self._current = index
 
     def add(self, t: float, value: float, duration_seconds: float) -> None:
         """Record `value` held for `duration_seconds` ending at epoch time `t`."""
+        if duration_seconds <= 0 or not math.isfinite(value):
+            return
         self._advance(int(t // self._width))
         assert self._current is not None
         slot = self._current % self._n
-        sketch = self._sketches[slot]
-        if sketch is None:
-            sketch = self._sketches[slot] = QuantileSketch()
-        sketch.add(value, duration_seconds)
+        bins = self._buckets[slot]
+        if bins is None:
+            bins = self._buckets[slot] = {}
+        key = _bin(value)
+        bins[key] = bins.get(key, 0.0) + duration_seconds
+        self._total[key] = self._total.get(key, 0.0) + duration_seconds
 
     def quantile(self, t: float, q: float) -> float | None:
         """The `q` quantile (0-1) over the window ending at `t`; None without data."""
         self._advance(int(t // self._width))
-        combined = QuantileSketch()
-        for sketch in self._sketches:
-            if sketch is not None:
-                combined.merge(sketch)
-        return combined.quantile(q)
+        return _quantile(self._total, sum(self._total.values()), q)

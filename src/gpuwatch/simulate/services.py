@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 class ScenarioServices:
     """The scenario's simulated servers; `start()` before the agent, `stop()` after."""
 
-    def __init__(self, nv: SimulatedNvml, clock: Clock) -> None:
+    def __init__(self, nv: SimulatedNvml, clock: Clock, *, cluster: bool = True) -> None:
+        """`cluster` false leaves the simulated kubelet out (a replay without pods)."""
         start_time = clock.time() - nv.scenario_time()
         self.scenario_start = start_time
         self._entries = nv.scenario.token_servers
@@ -70,7 +71,7 @@ class ScenarioServices:
                 for entry in self._entries
             ]
         self.cluster: SimulatedCluster | None = None
-        if nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
+        if cluster and nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
             from gpuwatch.simulate.cluster import SimulatedCluster  # noqa: PLC0415
 
             self.cluster = SimulatedCluster(nv)
@@ -98,6 +99,17 @@ class ScenarioServices:
             )
             for entry, server in zip(self._entries, self._servers, strict=True)
         )
+
+    def fetch(self, url: str, timeout: float) -> bytes:
+        """A token collector's fetch that reads a started server's page in process, without
+        HTTP and without the families no token source reads (`gpuwatch status --simulate`
+        replays thousands of ticks); raises ConnectionRefusedError for a URL no server
+        here serves."""
+        del timeout
+        for server in self._servers:
+            if server.url == url:
+                return server.render_read()
+        raise ConnectionRefusedError(f"no simulated server at {url}")
 
     def stop(self) -> None:
         """Stop every server."""

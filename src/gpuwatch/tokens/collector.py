@@ -284,7 +284,7 @@ class TokenCollector:
         self._schedule_lock = threading.Lock()
         self.sources: tuple[TokenSourceConfig, ...] = tuple(sources)
 
-    def scrape_due(self, *, wait: bool = True) -> None:
+    def scrape_due(self, *, wait: bool = True, inline: bool = False) -> None:
         """Scrape every source whose interval has elapsed (all of them the first time),
         each on its own daemon thread, so that a slow source delays only itself.
 
@@ -292,6 +292,8 @@ class TokenCollector:
         slots missed while late are skipped, not caught up, and so is a slot whose
         previous scrape still runs. A scrape ends within its `timeout_seconds` (the fetch
         enforces it); `wait` returns only when the scrapes started here have ended.
+        `inline` scrapes them one after another on the caller's thread instead (a replay
+        whose fetch reads simulated pages in process).
         """
         threads = []
         with self._schedule_lock:
@@ -315,6 +317,10 @@ class TokenCollector:
                         daemon=True,  # a source that hangs never delays shutdown
                     )
                 )
+        if inline:
+            for thread in threads:
+                thread.run()
+            return
         for thread in threads:
             thread.start()
         if wait:
