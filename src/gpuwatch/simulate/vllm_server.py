@@ -148,8 +148,8 @@ def vllm_num_gpu_blocks(
     down, 0 when nothing is left. `total_bytes` is the memory CUDA sees (NVML's total
     less the driver's reservation).
 
-    The demo's H100 (81,559 MiB, 454 reserved: 85,043,937,280 B) with Llama-3.1-8B in
-    bf16 (weights 16,060,522,496 B, 131,072 B per token): (76,539,543,552 -
+    The demo's H100 (81,559 MiB, 454 reserved: 85,044,756,480 B) with Llama-3.1-8B in
+    bf16 (weights 16,060,522,496 B, 131,072 B per token): (76,540,280,832 -
     16,060,522,496 - 1,921,997,783 - 1,352,914,698) / 2,097,152 = 27,277 blocks, 436,432
     tokens (vLLM's own log in the PR above: 53.29 GiB of KV cache, 27,284 blocks).
     """
