@@ -129,7 +129,9 @@ class Agent:
             (*config.token_sources, *extra_token_sources), clock, fetch=token_fetch
         )
         self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
-        self.needs = MeasuredNeeds(self.tokens.sources, models)
+        self.needs = MeasuredNeeds(
+            self.tokens.sources, models, scrape_floor_seconds=self._real(1.0) * speed
+        )
         self._billing_config = config.billing.model_copy(
             update={"static": [*config.billing.static, *extra_static_prices]}
         )

@@ -217,3 +217,10 @@ def test_the_window_forgets_what_left_it() -> None:
     assert window.quantile(NOW + 3599.0, 0.95) == pytest.approx(1e9, rel=0.01)
     assert window.quantile(NOW + 3600.0, 1.0) == pytest.approx(1e9, rel=0.01), "gone"
     assert window.quantile(NOW + 99_999.0, 0.95) is None, "everything expired"
+
+
+def test_under_speed_a_reading_is_stale_after_three_scrape_periods_of_the_job() -> None:
+    """At --speed 3000 the scrape job fires every 150 simulated seconds, not every 15."""
+    needs = MeasuredNeeds([source("s", [0])], CATALOG, scrape_floor_seconds=150.0)
+    assert needs.per_gpu(NOW, [gpu(0)], [reading("s", 10_000, at=NOW - 449.0)])
+    assert not needs.per_gpu(NOW, [gpu(0)], [reading("s", 10_000, at=NOW - 451.0)])

@@ -56,7 +56,7 @@ NeedStatus = Literal[
 """Whether a token source gives its GPUs a measured need, and if not, why not."""
 
 STALE_AFTER_INTERVALS = 3.0
-"""A reading older than this many scrape intervals is not used (the source is down)."""
+"""A reading older than this many scrape periods is not used (the source is down)."""
 
 CHECKPOINT_LAYOUTS: dict[str, str] = {
     "gpt-oss-20b": "mxfp4",
@@ -174,7 +174,18 @@ def measured_need_bytes(model: ServedModel, used_tokens: float, gpus: int = 1) -
 class MeasuredNeeds:
     """The measured need of every token source's GPUs, tick by tick."""
 
-    def __init__(self, sources: Sequence[TokenSourceConfig], models: ModelCatalog) -> None:
+    def __init__(
+        self,
+        sources: Sequence[TokenSourceConfig],
+        models: ModelCatalog,
+        *,
+        scrape_floor_seconds: float = 0.0,
+    ) -> None:
+        """`scrape_floor_seconds`: the shortest period (simulated seconds) at which the
+        sources can be scraped at all (under `--speed X` the scrape job fires every
+        0.05 x X simulated seconds), so that a reading is stale after
+        `STALE_AFTER_INTERVALS` x max(its `interval_seconds`, this)."""
+        self._floor = scrape_floor_seconds
         self._sources = {source.name: source for source in sources}
         self._models = models
         self._resolved: dict[
@@ -228,7 +239,8 @@ class MeasuredNeeds:
         if not source.gpus:
             return self._say(source, SourceNeed("no_gpus"))
         age = None if reading.last_scrape_seconds is None else now - reading.last_scrape_seconds
-        if not reading.up or age is None or age > STALE_AFTER_INTERVALS * source.interval_seconds:
+        period = max(source.interval_seconds, self._floor)
+        if not reading.up or age is None or age > STALE_AFTER_INTERVALS * period:
             return SourceNeed("down")
         kv = reading.kv_cache
         if kv is None or kv.used_tokens is None:
