@@ -222,3 +222,16 @@ def test_rent_vs_buy_per_gpu_agrees_and_adds_up(reports: tuple[Report, Report]) 
         assert report.rent_vs_buy_activity_monthly_delta_usd == pytest.approx(
             sum(g.activity_monthly_delta_usd or 0.0 for g in report.rent_vs_buy_gpus), abs=CENT
         )
+
+
+def test_recommendations_and_their_need_basis_agree(reports: tuple[Report, Report]) -> None:
+    """The demo's GPU 3 is sized on the need measured from its vLLM server, both ways."""
+    here, fleet = reports
+    for name, report in (("local", here), ("prometheus", fleet)):
+        found = {g.gpu_index: (g.need_basis, g.recommended_gpu) for g in report.gpus}
+        assert found[3][0] == "measured", name
+        assert found[3][1] is not None, name
+        assert {found[i][0] for i in (0, 1, 2)} == {"observed"}, name
+    assert [(g.need_basis, g.recommended_gpu) for g in here.gpus] == [
+        (g.need_basis, g.recommended_gpu) for g in fleet.gpus
+    ]

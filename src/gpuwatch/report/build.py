@@ -25,7 +25,7 @@ from gpuwatch.report.model import (
     RentVsBuyGpu,
     ReportData,
 )
-from gpuwatch.snapshot import recommendation_rule_phrase
+from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
 
 TOP_WASTE = 10
@@ -210,11 +210,17 @@ class GpuLine:
     recommended_gpu: str | None  # from the GPU's latest day
     savings_usd_per_hour: float | None  # of that recommendation
     recommended_rule: str | None = None  # the candidates it was chosen from
+    need_basis: str | None = None  # what the memory need was on the latest day
 
     @property
     def candidates_phrase(self) -> str:
         """Which candidates the recommendation came from, in words ("" when unknown)."""
         return recommendation_rule_phrase(self.recommended_rule or "")
+
+    @property
+    def need_phrase(self) -> str:
+        """What the recommendation's memory need was, in words ("" when unknown)."""
+        return need_basis_phrase(self.need_basis)
 
     @property
     def savings_usd_per_month(self) -> float | None:
@@ -384,6 +390,7 @@ def _gpu_lines(rows: tuple[GpuDay, ...]) -> tuple[GpuLine, ...]:
                 recommended_gpu=latest.recommended_gpu,
                 savings_usd_per_hour=savings,
                 recommended_rule=latest.recommended_rule,
+                need_basis=latest.need_basis,
             )
         )
     lines.sort(key=lambda g: (g.host, g.gpu_index if g.gpu_index is not None else -1, g.uuid))
@@ -448,8 +455,10 @@ def _waste_item(gpu: GpuLine) -> WasteItem | None:
         and (release is None or rightsize >= release)
     ):
         text = f"move the workload to {with_article(gpu.recommended_gpu)}"
-        if gpu.candidates_phrase:
-            text += f" (candidates: {gpu.candidates_phrase})"
+        why = [gpu.need_phrase] if gpu.need_phrase else []
+        why += [f"candidates: {gpu.candidates_phrase}"] if gpu.candidates_phrase else []
+        if why:
+            text += f" ({'; '.join(why)})"
         return WasteItem(
             gpu, waste, "rightsize", text, rightsize, rightsizing_usd_per_month=rightsize
         )

@@ -48,6 +48,7 @@ def _gpu(gpu: GpuLine) -> dict[str, Any]:
         "recommended_gpu": gpu.recommended_gpu,
         "savings_usd_per_hour": gpu.savings_usd_per_hour,
         "recommended_rule": gpu.recommended_rule,
+        "need_basis": gpu.need_basis,
         "savings_usd_per_month": gpu.savings_usd_per_month,
     }
 

@@ -257,6 +257,7 @@ def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
                 recommended_gpu=last["recommended_gpu"],
                 savings_usd_per_hour=last["savings_usd_per_hour"],
                 recommended_rule=last.get("recommended_rule"),
+                need_basis=last.get("need_basis"),
                 memory_peak_bytes=max(peaks) if peaks else None,
                 state_seconds={name: _sum(hours, f"{name}_state_seconds") for name in GPU_STATES},
                 activity_seconds=_sum(hours, "activity_seconds"),

@@ -86,6 +86,7 @@ class GpuDay:
     savings_usd_per_hour: float | None = None  # of that recommendation
     recommended_rule: str | None = None  # the candidates it was chosen from (Recommendation.rule)
     memory_peak_bytes: float | None = None
+    need_basis: str | None = None  # what the memory need was (GpuVerdict.need_basis), last
     state_seconds: Mapping[str, float] = field(default_factory=dict)  # GPU_STATES: sampled
     activity_seconds: float = 0.0  # window mean activity x seconds, summed
     activity_sampled_seconds: float = 0.0  # the seconds with an activity figure

@@ -135,9 +135,11 @@ RAW_DAY_FIGURES = {
     "busy_states": ("sum_over_time", 'gpuwatch_gpu_state{state=~"busy|underutilized"}'),
     "activity_sum": ("sum_over_time", "gpuwatch_gpu_activity_mean_ratio"),
     "activity_count": ("count_over_time", "gpuwatch_gpu_activity_mean_ratio"),
+    "need_basis": ("last_over_time", "gpuwatch_gpu_need_basis_info"),
 }
 """Per-day figures always read raw (the recording rules do not record them): the busy and
-underutilized state samples, and the activity gauge's samples (sum and count)."""
+underutilized state samples, the activity gauge's samples (sum and count), and what the
+memory need was (declared, measured, observed)."""
 
 ProgressCallback = Callable[[int, int], None]
 """Called with (queries done, queries planned) as the report's queries complete."""
@@ -710,6 +712,7 @@ def _gpu_rows(
     price_sources = _label_by_gpu(results[f"price@{i}"], "source")
     recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
     recommended_rules = _label_by_gpu(results[f"recommendation@{i}"], "rule")
+    need_bases = _label_by_gpu(results[f"need_basis@{i}"], "basis")
     savings = _by_gpu(results[f"savings@{i}"])
     memory = _max_by_gpu(results[f"memory@{i}"])
     role = {r: _by_gpu(deltas[(r, i)]) for r in GPU_ROLES}
@@ -756,6 +759,7 @@ def _gpu_rows(
                 savings_usd_per_hour=savings.get(gpu),
                 recommended_rule=recommended_rules.get(gpu),
                 memory_peak_bytes=memory.get(gpu),
+                need_basis=need_bases.get(gpu),
                 state_seconds={name: states[name].get(gpu, 0.0) * iv for name in GPU_STATES},
                 activity_seconds=activity_sum.get(gpu, 0.0) * iv,
                 activity_sampled_seconds=activity_count.get(gpu, 0.0) * iv,

@@ -97,6 +97,7 @@ def gpus(report: Report) -> Table:
                 f.usd(g.totals.held_cost_usd),
                 f.percent(g.totals.busy_ratio),
                 f"{f.plain_name(g.recommended_gpu)}: {f.usd(g.savings_usd_per_month)}/month"
+                + (f"; {g.need_phrase}" if g.need_phrase else "")
                 + (f"; candidates: {g.candidates_phrase}" if g.candidates_phrase else "")
                 if g.recommended_gpu
                 else "",
