@@ -36,6 +36,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario, stand_in
+from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.status.local import replay, replay_step
 
 DAY = 86400.0
@@ -53,13 +54,18 @@ def timed_replay(at: float, *, baseline: bool) -> tuple[float, float, Any]:
         scenario = load_scenario("demo")
         clock = ManualClock()
         nv = SimulatedNvml(scenario, clock=clock, sleep=lambda s: time.sleep(min(s, 0.01)))
+        # the demo's vLLM server read in process before each tick, as the command does
+        services = ScenarioServices(nv, clock, cluster=False)
+        services.start()
         agent = Agent(
             Config(agent=AgentConfig(hostname="bench")),
             nv,
             clock,
             extra_workloads=scenario.workloads,
+            extra_token_sources=services.token_sources(),
             extra_static_prices=scenario.prices,
             environ={},
+            token_fetch=services.fetch,
         )
         agent.open()
         cpu, wall = time.process_time(), time.perf_counter()
@@ -67,6 +73,7 @@ def timed_replay(at: float, *, baseline: bool) -> tuple[float, float, Any]:
             snapshot = replay(agent, clock, at)
         finally:
             agent.stop()
+            services.stop()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
         setattr(stand_in, "process_utilization_since", original)  # noqa: B010

@@ -17,6 +17,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.tokens import TokenSourceConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +41,18 @@ def simulated(scenario: str, clock: ManualClock | None = None) -> tuple[Any, Man
     return nv, clock
 
 
+class ScenarioAgent(Agent):
+    """An agent that also stops the scenario services it was given (`make_agent`)."""
+
+    services: ScenarioServices | None = None
+
+    def stop(self) -> None:
+        super().stop()
+        if self.services is not None:
+            self.services.stop()
+            self.services = None
+
+
 def scenario_agent(
     config: Config,
     nv: Any,
@@ -48,19 +61,24 @@ def scenario_agent(
     environ: Mapping[str, str] | None = None,
     token_sources: tuple[TokenSourceConfig, ...] = (),
     kubernetes: KubernetesConfig | None = None,
+    services: ScenarioServices | None = None,
 ) -> Agent:
     """An opened agent on the stand-in `nv` with its scenario's workloads and prices (as
-    `gpuwatch run --simulate` adds them), no environment unless given; not yet sampled."""
-    agent = Agent(
+    `gpuwatch run --simulate` adds them), no environment unless given; not yet sampled.
+    With `services` (started), its token sources are the scenario's inference servers,
+    read in process (`ScenarioServices.fetch`), and `stop()` stops them too."""
+    agent = ScenarioAgent(
         config,
         nv,
         clock,
         extra_workloads=nv.scenario.workloads,
-        extra_token_sources=token_sources,
+        extra_token_sources=token_sources if services is None else services.token_sources(),
         extra_static_prices=nv.scenario.prices,
         environ={} if environ is None else environ,
         kubernetes=kubernetes,
+        token_fetch=None if services is None else services.fetch,
     )
+    agent.services = services
     agent.open()
     return agent
 
@@ -71,14 +89,22 @@ def make_agent(
     dcgm_compat: bool = False,
     per_process_metrics: bool = False,
     clock: ManualClock | None = None,
+    servers: bool = False,
 ) -> tuple[Agent, ManualClock]:
-    """An opened agent on a simulated fleet, not yet sampled."""
+    """An opened agent on a simulated fleet, not yet sampled. `servers`: with the
+    scenario's simulated inference servers as token sources, read in process (no
+    kubelet); call `agent.tokens.scrape_due(inline=True)` before a tick to read them as
+    a running agent would."""
     nv, clock = simulated(scenario, clock)
     config = Config(
         agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics),
         exporter=ExporterConfig(dcgm_compat=dcgm_compat),
     )
-    return scenario_agent(config, nv, clock), clock
+    services = None
+    if servers:
+        services = ScenarioServices(nv, clock, cluster=False)
+        services.start()
+    return scenario_agent(config, nv, clock, services=services), clock
 
 
 @pytest.fixture

@@ -868,3 +868,16 @@ def test_every_commented_example_is_valid_uncommented(
     except ConfigError as exc:
         pytest.fail(f"lines {options[0] + 1}-{options[-1] + 1} uncommented: {exc}")
     assert config != Config(), "uncommenting the example changed nothing"
+
+
+def test_a_token_source_model_must_be_one_the_sizing_model_can_size(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    source = '[[token_sources]]\nname = "v"\nurl = "http://127.0.0.1:8000/metrics"\n'
+    path.write_text(source + 'model = "llama-9"\n')
+    errors = _load_errors(path)
+    assert any(_starts_with_path(e, "token_sources.0.model") for e in errors), errors
+    assert "unknown model 'llama-9'" in "\n".join(errors)
+    path.write_text(source + 'config_json = "/nonexistent/config.json"\n')
+    assert any(_starts_with_path(e, "token_sources.0.config_json") for e in _load_errors(path))
+    path.write_text(source + 'model = "llama-3.1-8b"\nprecision = "awq-int4"\n')
+    assert load_config(path, environ={}).token_sources[0].precision == "awq-int4"

@@ -201,3 +201,110 @@ def test_a_shared_gpu_is_split_by_its_processes_activity(
     for name, samples in families.items():
         if name not in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_DEC_UTIL"):
             assert [s["pod"] for s in samples] == [""], name
+
+
+MIG_PODS = """
+name = "mig-pods"
+description = "an H100 split into two MIG instances, each held by a pod; an H100 held whole"
+
+[[gpus]]
+preset = "h100-sxm"
+[[gpus.mig]]
+profile = "3g.40gb"
+gpu_instance_id = 1
+[gpus.mig.activity]
+levels = { util = 0.9, sm = 0.7 }
+[[gpus.mig.processes]]
+pid = 101
+name = "python3 train.py"
+memory = "20 GiB"
+[[gpus.mig]]
+profile = "3g.40gb"
+gpu_instance_id = 2
+[gpus.mig.activity]
+levels = { util = 0.5, sm = 0.3 }
+[[gpus.mig.processes]]
+pid = 102
+name = "python3 serve.py"
+memory = "10 GiB"
+
+[[gpus]]
+preset = "h100-sxm"
+[gpus.activity]
+levels = { util = 0.8, sm = 0.6 }
+[[gpus.processes]]
+pid = 201
+name = "python3 whole.py"
+memory = "10 GiB"
+
+[[pods]]
+namespace = "ml"
+name = "train-0"
+[[pods.containers]]
+name = "trainer"
+resource = "nvidia.com/mig-3g.40gb"
+devices = [{ gpu = 0, mig = 0 }]
+pids = [101]
+
+[[pods]]
+namespace = "ml"
+name = "serve-0"
+[[pods.containers]]
+name = "server"
+resource = "nvidia.com/mig-3g.40gb"
+devices = [{ gpu = 0, mig = 1 }]
+pids = [102]
+
+[[pods]]
+namespace = "ml"
+name = "whole-0"
+[[pods.containers]]
+name = "worker"
+devices = [{ gpu = 1 }]
+pids = [201]
+"""
+
+
+def test_pods_on_mig_get_nothing_from_opencosts_two_families(tmp_path: Path) -> None:
+    """What docs/kubernetes.md tells OpenCost users: NVML has no whole-GPU utilization,
+    encoder or decoder utilization with MIG on, so a MIG GPU has no series in the two
+    families OpenCost reads per container (usage, and the GPU-info query that carries
+    model and UUID), and its other families carry no pod; a GPU held whole has both."""
+    scenario = tmp_path / "mig-pods.toml"
+    scenario.write_text(MIG_PODS, encoding="utf-8")
+    nv, clock = simulated(str(scenario))
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    config = Config(
+        agent=AgentConfig(hostname="test-host"), exporter=ExporterConfig(dcgm_compat=True)
+    )
+    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent.open()
+    try:
+        for _ in range(5):
+            agent.refresh_attribution()
+            clock.advance(1.0)
+            agent.tick()
+        text = generate_latest(agent.registry).decode()
+        families = _dcgm(agent)
+    finally:
+        agent.stop()
+        cluster.stop()
+    holders = {
+        s.labels["pod"]: s.labels["mig_uuid"]
+        for f in text_string_to_metric_families(text)
+        if f.name == "gpuwatch_gpu_pod_info"
+        for s in f.samples
+    }
+    assert holders["train-0"].startswith("MIG-")
+    assert holders["serve-0"].startswith("MIG-")
+    for name in (
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_DEV_DEC_UTIL",
+        "DCGM_FI_DEV_ENC_UTIL",
+        "DCGM_FI_DEV_GPU_UTIL",
+    ):
+        assert [(s["gpu"], s["pod"]) for s in families[name]] == [("1", "whole-0")], name
+    for name, samples in families.items():
+        assert {s["pod"] for s in samples if s["gpu"] == "0"} <= {""}, name
+    assert [s["pod"] for s in families["DCGM_FI_DEV_FB_USED"] if s["gpu"] == "0"] == [""]

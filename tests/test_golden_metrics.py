@@ -25,11 +25,13 @@ SIMULATED_SECONDS = 2000  # past the 30-minute window: idle, held, overprovision
 
 
 def render_demo() -> tuple[str, str]:
-    """(gpuwatch families, DCGM families) after SIMULATED_SECONDS of 1 s ticks."""
-    agent, clock = make_agent("demo", dcgm_compat=True, per_process_metrics=True)
+    """(gpuwatch families, DCGM families) after SIMULATED_SECONDS of 1 s ticks, the
+    demo's vLLM server scraped as due (its token counters and KV cache use)."""
+    agent, clock = make_agent("demo", dcgm_compat=True, per_process_metrics=True, servers=True)
     try:
         for _ in range(SIMULATED_SECONDS):
             clock.advance(1.0)
+            agent.tokens.scrape_due(inline=True)
             agent.tick()
         text = generate_latest(agent.registry).decode()
     finally:

@@ -12,6 +12,7 @@ from prometheus_client.metrics_core import Metric
 
 from gpuwatch.agent import Agent
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
+from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.clock import ManualClock
 from gpuwatch.export.attribution_families import (
@@ -23,6 +24,7 @@ from gpuwatch.export.cost_families import pod_cost_families
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.history import HistoryWriter
+from gpuwatch.sizing import build_model_catalog
 from gpuwatch.snapshot import (
     Attribution,
     CostSummary,
@@ -70,7 +72,12 @@ def source_metric_names(tmp_path: Path) -> set[str]:
         gpu_name="NVIDIA H100 80GB HBM3",
         catalog_price_usd_per_gpu_hour=6.88,
     )
-    return family_names(tokens.families()) | family_names(billing.families())
+    needs = MeasuredNeeds(tokens.sources, build_model_catalog())
+    return (
+        family_names(tokens.families())
+        | family_names(billing.families())
+        | family_names(needs.families())
+    )
 
 
 def attribution_metric_names() -> set[str]:
@@ -180,6 +187,10 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
         "gpuwatch_token_source_charged_cost_usd_total",  # tests/report_agreement
         "gpuwatch_prompt_tokens_by_origin_total",  # tests/tokens/test_collector.py
         "gpuwatch_token_source_scrape_duration_seconds",
+        "gpuwatch_token_source_kv_cache_used_tokens",  # tests/tokens/test_kv_cache.py
+        "gpuwatch_token_source_kv_cache_capacity_tokens",  # tests/tokens/test_kv_cache.py
+        # with a [[workloads]] declaration only (the demo measures GPU 3's need instead):
+        "gpuwatch_gpu_theoretical_tokens_per_second",  # tests/analysis/test_scenarios.py
     }
     assert documented - exported == only_after_data, "documented but never exported"
     assert exported - documented == set(), "exported but not in the README"

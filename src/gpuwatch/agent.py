@@ -27,6 +27,7 @@ from gpuwatch.agent_setup import (
 )
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
+from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import CollectorFailedError, timed
@@ -55,6 +56,7 @@ from gpuwatch.snapshot import (
 )
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.tokens.collector import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
@@ -87,9 +89,12 @@ class Agent:
         extra_static_prices: tuple[StaticPrice, ...] = (),
         environ: Mapping[str, str] | None = None,
         kubernetes: KubernetesConfig | None = None,
+        token_fetch: Fetch | None = None,
     ) -> None:
         """The `extra_*` arguments come from a simulated scenario, after the config's;
-        `kubernetes` replaces `[kubernetes]` (a simulated cluster's kubelet and paths).
+        `kubernetes` replaces `[kubernetes]` (a simulated cluster's kubelet and paths);
+        `token_fetch` replaces the token sources' HTTP GET (a replay reads its simulated
+        servers' pages in process).
 
         Raises WebhookSecretError when Slack alerting is configured but its secret cannot
         be read. An unusable alert outbox turns alerting off (one ERROR line,
@@ -103,11 +108,12 @@ class Agent:
         self.nvml = NvmlCollector(self.sampler, clock)
         self.hostname = config.agent.hostname or socket.gethostname()
         self.catalog = build_gpu_catalog(config.sizing.gpus)
+        models = build_model_catalog(config.sizing.models)
         self.analysis = AnalysisEngine(
             with_gap_limit(analysis_settings(config.analysis), config, speed),
             (*config.workloads, *extra_workloads),
             self.catalog,
-            build_model_catalog(config.sizing.models),
+            models,
         )
         self.cost = CostEngine(self.catalog, config.rent_vs_buy)
         kube = config.kubernetes if kubernetes is None else kubernetes
@@ -119,8 +125,13 @@ class Agent:
             from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
 
             self.attribution = AttributionCollector(kube, clock, list_interval_seconds=list_every)
-        self.tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock)
+        self.tokens = TokenCollector(
+            (*config.token_sources, *extra_token_sources), clock, fetch=token_fetch
+        )
         self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
+        self.needs = MeasuredNeeds(
+            self.tokens.sources, models, scrape_floor_seconds=self._real(1.0) * speed
+        )
         self._billing_config = config.billing.model_copy(
             update={"static": [*config.billing.static, *extra_static_prices]}
         )
@@ -148,6 +159,7 @@ class Agent:
             hostname=self.hostname,
             extra=[
                 self.tokens.families,
+                self.needs.families,
                 self._billing_families,
                 self._alert_families,
                 self._history_families,
@@ -239,7 +251,7 @@ class Agent:
             results.append(kube_result)
         now = self.clock.time()
         verdicts, analysis_result = self._stage(
-            "analysis", lambda: self.analysis.observe(now, gpus), _no_verdicts
+            "analysis", lambda: self._analyse(now, gpus), _no_verdicts
         )
         for line in self._state_changes.lines(verdicts):
             log.info("%s", line)
@@ -270,6 +282,13 @@ class Agent:
         if self.history is not None:
             self.history.offer(snapshot, self._history_readings())
         return snapshot
+
+    def _analyse(self, now: float, gpus: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
+        """The verdicts of this tick, with the need the token sources measure."""
+        measured = (
+            self.needs.per_gpu(now, gpus, self.tokens.readings()) if self.needs.enabled else None
+        )
+        return self.analysis.observe(now, gpus, measured)
 
     def _attribute(
         self, gpus: tuple[GpuSample, ...]

@@ -33,6 +33,8 @@ from gpuwatch.workloads import WorkloadDeclaration
 if TYPE_CHECKING:
     from gpuwatch.agent import Agent
     from gpuwatch.simulate import Scenario
+    from gpuwatch.tokens import TokenSourceConfig
+    from gpuwatch.tokens.collector import Fetch
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -359,7 +361,15 @@ def _status(args: argparse.Namespace) -> int:
     return _print_status(document, args.json)
 
 
-def _quiet_agent(config: Config, nv: Any, clock: Clock, scenario: Scenario | None = None) -> Agent:
+def _quiet_agent(
+    config: Config,
+    nv: Any,
+    clock: Clock,
+    scenario: Scenario | None = None,
+    *,
+    token_sources: tuple[TokenSourceConfig, ...] = (),
+    token_fetch: Fetch | None = None,
+) -> Agent:
     """An agent for one command: no Slack dispatcher (it would share a daemon's outbox)."""
     from gpuwatch.agent import Agent  # noqa: PLC0415
 
@@ -374,7 +384,9 @@ def _quiet_agent(config: Config, nv: Any, clock: Clock, scenario: Scenario | Non
         nv,
         clock,
         extra_workloads=scenario.workloads,
+        extra_token_sources=token_sources,
         extra_static_prices=scenario.prices,
+        token_fetch=token_fetch,
     )
 
 
@@ -410,6 +422,7 @@ def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str,
     from gpuwatch.clock import ManualClock  # noqa: PLC0415
     from gpuwatch.export.status_json import status_document  # noqa: PLC0415
     from gpuwatch.simulate import ScenarioError, SimulatedNvml, load_scenario  # noqa: PLC0415
+    from gpuwatch.simulate.services import ScenarioServices  # noqa: PLC0415
     from gpuwatch.status.local import MAX_REPLAY_SECONDS, ProgressLine, replay  # noqa: PLC0415
 
     if not 0 <= at < float("inf"):
@@ -427,15 +440,25 @@ def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str,
     clock = ManualClock()
     # slow-call faults and the XID event wait sleep for real, but at most 10 ms
     nv = SimulatedNvml(scenario, clock=clock, sleep=lambda s: time.sleep(min(s, 0.01)))
-    agent = _quiet_agent(config, nv, clock, scenario)
-    agent.open()
-    progress = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
+    # the scenario's inference servers, scraped as a running agent would (no kubelet), their
+    # pages read in process: a replay ticks up to 44,640 times
+    services = ScenarioServices(nv, clock, cluster=False)
+    services.start()
     try:
-        snapshot = replay(agent, clock, at, progress=progress)
+        sources = services.token_sources()
+        agent = _quiet_agent(
+            config, nv, clock, scenario, token_sources=sources, token_fetch=services.fetch
+        )
+        agent.open()
+        progress = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
+        try:
+            snapshot = replay(agent, clock, at, progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
+            agent.stop()
     finally:
-        if progress is not None:
-            progress.close()
-        agent.stop()
+        services.stop()
     return status_document(snapshot, source="simulation")
 
 

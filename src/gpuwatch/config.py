@@ -32,6 +32,7 @@ from gpuwatch.sizing import (
     CatalogError,
     GpuCatalog,
     GpuCatalogEntry,
+    ModelCatalog,
     ModelCatalogEntry,
     UnknownModelError,
     build_gpu_catalog,
@@ -41,7 +42,12 @@ from gpuwatch.sizing.hf_config import catalog_entry_data
 from gpuwatch.tco import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
 from gpuwatch.values import ConfigPath, Text, parse_listen_address
-from gpuwatch.workloads import WorkloadDeclaration, declared_workload
+from gpuwatch.workloads import (
+    WorkloadDeclaration,
+    config_json_workload,
+    declared_workload,
+    served_workload,
+)
 
 DEFAULT_PORT = 9842
 """Default listen port: clashes with neither dcgm-exporter (9400) nor nvidia_gpu_exporter (9835)."""
@@ -562,22 +568,43 @@ def reference_problems(config: Config, skip: typing.AbstractSet[str] = frozenset
     except (CatalogError, ValueError) as exc:
         problems.append(f"sizing.models: {exc}")
         return problems
-    if "workloads" in skip:
-        return problems
-    for i, declaration in enumerate(config.workloads):
-        field = (
-            "config_json"
-            if declaration.config_json is not None
-            else "model"
-            if declaration.model is not None
-            else "params"
-        )
+    if "workloads" not in skip:
+        for i, declaration in enumerate(config.workloads):
+            field = (
+                "config_json"
+                if declaration.config_json is not None
+                else "model"
+                if declaration.model is not None
+                else "params"
+            )
+            try:
+                declared_workload(declaration, models)
+            except UnknownModelError as exc:
+                problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
+            except ValueError as exc:
+                problems.append(f"workloads.{i}.{field}: {exc}")
+    if "token_sources" not in skip:
+        problems.extend(_token_source_problems(config, models))
+    return problems
+
+
+def _token_source_problems(config: Config, models: ModelCatalog) -> list[str]:
+    """A token source's `model`, `config_json` and `precision` can be sized."""
+    problems = []
+    for i, source in enumerate(config.token_sources):
+        if source.model is not None and source.model not in models:
+            problems.append(
+                f"token_sources.{i}.model: unknown model {source.model!r}; "
+                f"known: {', '.join(models.names)}"
+            )
         try:
-            declared_workload(declaration, models)
-        except UnknownModelError as exc:
-            problems.append(f"workloads.{i}.model: {exc.args[0] if exc.args else exc}")
+            if source.config_json is not None:
+                config_json_workload(source.config_json, source.precision)
+            elif source.model is not None and source.model in models:
+                served_workload(models.get(source.model), source.precision)
         except ValueError as exc:
-            problems.append(f"workloads.{i}.{field}: {exc}")
+            field = "config_json" if source.config_json is not None else "precision"
+            problems.append(f"token_sources.{i}.{field}: {exc}")
     return problems
 
 

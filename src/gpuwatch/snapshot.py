@@ -145,6 +145,11 @@ class DriverInfo:
 GPU_STATES = ("pending", "busy", "idle", "held", "underutilized")
 """Waste-analysis states, in the order they are exported."""
 
+NEED_BASES = ("declared", "measured", "observed")
+"""What a GPU's memory need is, in the order the analysis prefers them: the sizing
+model's figure for a `[[workloads]]` declaration, the need measured from the inference
+server's KV cache use (`gpuwatch.analysis.measured`), the peak memory NVML observed."""
+
 
 @dataclass(frozen=True, slots=True)
 class Recommendation:
@@ -158,6 +163,21 @@ class Recommendation:
     rent_usd_per_hour: float
     savings_usd_per_hour: float
     rule: str = ""
+
+
+_BASIS_WORDS = {
+    "declared": "need from its workload declaration",
+    "measured": "need measured from the server's KV cache use",
+    "observed": "need from the memory it was seen using",
+}
+
+
+def need_basis_phrase(basis: str | None) -> str:
+    """Words for a `GpuVerdict.need_basis` ("need measured from the server's KV cache
+    use"); "" for None (an unknown basis is returned as is)."""
+    if basis is None:
+        return ""
+    return _BASIS_WORDS.get(basis, basis)
 
 
 _TIER_WORDS = {"datacenter": "data-centre", "workstation": "workstation", "consumer": "consumer"}
@@ -197,8 +217,10 @@ class GpuVerdict:
     catalog_gpu_id: str | None = None  # this GPU's catalog entry, when matched
     overprovisioned: bool | None = None  # None: not evaluated yet / not in the catalog
     recommendation: Recommendation | None = None
-    workload: str | None = None  # the declared workload's model name, when declared
+    workload: str | None = None  # the declared (else measured) workload's model name
     theoretical_tokens_per_second: float | None = None  # sizing model, declared workload
+    need_basis: str | None = None  # NEED_BASES: what the need judged is; None: no need
+    need_sample_bytes: int | None = None  # this tick's need on that basis, no headroom
 
 
 @dataclass(frozen=True, slots=True)

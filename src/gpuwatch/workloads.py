@@ -7,7 +7,7 @@ it imports neither of them, only the sizing model and the snapshot. A declaratio
 matches a GPU by index, uuid, a glob on a process name, or globs on the Kubernetes
 namespace and pod of the GPU's holder or of a process on it (attribution on); every key
 set must match. It names the model (a catalog name or a parameter count), precision,
-mode, the longest context and the largest batch it serves.
+mode, the longest context and the largest batch it serves, and the KV cache's storage.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ Precision = Literal[
 ]
 """Storage precisions, then quantized checkpoint layouts (`gpuwatch.sizing.quantization`)."""
 Mode = Literal["inference", "train", "lora", "qlora"]
+KvCachePrecision = Literal["fp32", "fp16", "bf16", "fp8"]
+"""The KV cache's storage, as servers offer it (vLLM's ``--kv-cache-dtype fp8``); the
+values of ``gpuwatch size --kv-cache-precision``."""
 
 _PRECISION_VALUES = frozenset(p.value for p in SizingPrecision)
 
@@ -69,6 +72,7 @@ class WorkloadDeclaration(BaseModel):
     mode: Mode = "inference"
     context: int = Field(default=4096, ge=1, le=100_000_000)  # tokens
     batch: int = Field(default=1, ge=1, le=1_000_000)  # concurrent sequences
+    kv_cache_precision: KvCachePrecision | None = None  # None: 16-bit (the compute precision)
 
     @field_validator("params")
     @classmethod
@@ -96,7 +100,18 @@ class WorkloadDeclaration(BaseModel):
                 raise ValueError(
                     f"precision {self.precision} (a checkpoint layout) is for mode inference"
                 )
+        if self.kv_cache_precision is not None and self.mode != "inference":
+            raise ValueError(
+                f"kv_cache_precision ({self.kv_cache_precision}) is for mode inference: "
+                "training keeps no KV cache"
+            )
         return self
+
+    @property
+    def kv_cache_sizing_precision(self) -> SizingPrecision | None:
+        """`kv_cache_precision` as the sizing model's `Precision`, None when not set."""
+        value = self.kv_cache_precision
+        return None if value is None else SizingPrecision(value)
 
     @property
     def label(self) -> str:
@@ -158,6 +173,7 @@ def declared_workload(declaration: WorkloadDeclaration, models: ModelCatalog) ->
         quantization=SCHEMES[name] if layout and name is not None else None,
         context_tokens=declaration.context,
         batch=declaration.batch,
+        kv_cache_precision=declaration.kv_cache_sizing_precision,
     )
 
 
@@ -171,30 +187,67 @@ def _load_config_json(path: str, mtime_ns: int) -> LoadedConfig:
 def _config_json_workload(declaration: WorkloadDeclaration) -> Workload:
     """The `Workload` of a declaration naming a config.json: its architecture, and its
     ``quantization_config`` as the weights' layout (inference only, no `precision`)."""
-    path = Path(str(declaration.config_json)).expanduser()
+    return config_json_workload(
+        str(declaration.config_json),
+        declaration.precision,
+        mode=declaration.mode,
+        context=declaration.context,
+        batch=declaration.batch,
+        kv_cache_precision=declaration.kv_cache_sizing_precision,
+    )
+
+
+def config_json_workload(
+    config_json: str,
+    precision: str | None,
+    *,
+    mode: str = "inference",
+    context: int = 4096,
+    batch: int = 1,
+    kv_cache_precision: SizingPrecision | None = None,
+) -> Workload:
+    """The `Workload` of the model a Hugging Face config.json describes (read once per
+    file version); its ``quantization_config``, when it has one, is the weights' layout
+    and `precision` must then be None. Raises ConfigJsonError when the file cannot be
+    read or sized."""
+    path = Path(config_json).expanduser()
     try:
         mtime_ns = path.stat().st_mtime_ns
     except OSError as exc:
         raise ConfigJsonError(f"{path}: {exc.strerror or exc}") from None
     loaded = _load_config_json(str(path), mtime_ns)
     checkpoint = loaded.quantization
-    precision = declaration.precision
     if checkpoint is not None:
         if precision is not None:
             raise ConfigJsonError(
                 f"{path}: its quantization_config ({checkpoint.name}) sets the weights' "
                 f"storage; leave out precision ({precision})"
             )
-        if declaration.mode != "inference":
+        if mode != "inference":
             raise ConfigJsonError(
                 f"{path}: a quantized checkpoint ({checkpoint.name}) is for mode inference"
             )
     layout = precision is not None and precision not in {p.value for p in SizingPrecision}
     return Workload(
         model=loaded.spec,
-        mode=SizingMode(declaration.mode),
+        mode=SizingMode(mode),
         precision=None if precision is None or layout else SizingPrecision(precision),
         quantization=checkpoint or (SCHEMES[precision] if layout and precision else None),
-        context_tokens=declaration.context,
-        batch=declaration.batch,
+        context_tokens=context,
+        batch=batch,
+        kv_cache_precision=kv_cache_precision,
+    )
+
+
+def served_workload(model: ModelSpec, precision: str | None) -> Workload:
+    """The inference `Workload` of `model` with weights stored at `precision`: a storage
+    precision ("bf16", "fp8") or a checkpoint layout ("awq-int4", "mxfp4"); None: bf16.
+    Context and batch are left at their defaults (what a measured need does not use)."""
+    name = precision or "bf16"
+    layout = name not in _PRECISION_VALUES
+    return Workload(
+        model=model,
+        mode=SizingMode.INFERENCE,
+        precision=None if layout else SizingPrecision(name),
+        quantization=SCHEMES[name] if layout else None,
     )

@@ -231,3 +231,27 @@ def test_docs_show_the_message_this_code_renders() -> None:
     found = pattern.search(doc)
     assert found, f"{DOC} lacks the example block: add the marker, run with UPDATE_GOLDEN=1"
     assert found.group(1) == rendered, "docs/alerts.md example is stale: UPDATE_GOLDEN=1"
+
+
+def test_an_overprovisioned_alert_says_what_its_need_was() -> None:
+    """The need measured from the inference server's KV cache, or declared, or observed."""
+    for basis, words in (
+        ("measured", "need measured from the server's KV cache use"),
+        ("declared", "need from its workload declaration"),
+        ("observed", "need from the memory it was seen using"),
+    ):
+        over = dataclasses.replace(
+            verdict(2, "busy", START, overprovisioned=True, recommendation=REC),
+            need_basis=basis,
+        )
+        snap = snapshot(ManualClock(START + 7500), [over], [gpu(2, ())])
+        decision = decide(snap, {}, states=("overprovisioned",), cooldown_seconds=3600.0)
+        message = build_alert_message(
+            hostname=HOSTNAME,
+            events=list(decision.events),
+            message_id=1,
+            now_seconds=snap.timestamp_seconds,
+            costs={},
+        )
+        (text,) = [b["text"]["text"] for b in message["blocks"] if b["type"] == "section"][1:]
+        assert f"`L4-24GB` would do, saving $3.14/h (rents at $0.80/h); {words}" in text

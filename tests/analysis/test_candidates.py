@@ -74,7 +74,9 @@ def test_the_status_table_says_which_rule_chose() -> None:
     result = gpuwatch("status", "--simulate", "legacy", "--at", "2000")
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())  # the note wraps at 80 columns
-    assert "GPU 0: overprovisioned; L40-48GB would do" in text
+    assert (
+        "GPU 0: overprovisioned (need from the memory it was seen using); L40-48GB would do" in text
+    )
     assert "candidates: same class (data-centre)" in text
     assert "RTX" not in text
 
@@ -180,10 +182,13 @@ def test_the_report_says_which_rule_chose(tmp_path: Path) -> None:
     document = json.loads(next(out.glob("*.json")).read_text())
     (gpu,) = [g for g in document["gpus"] if g["gpu_index"] == 3]
     assert (gpu["recommended_gpu"], gpu["recommended_rule"]) == (rec.gpu_id, rec.rule)
+    assert gpu["need_basis"] == "measured"
     markdown = " ".join(next(out.glob("*.md")).read_text().split())
-    assert "A100-SXM-80GB (candidates: same class (data-centre))" in markdown  # the action
-    assert "A100-SXM-80GB: $" in markdown  # the GPU table's recommendation cell, then:
-    assert "/month; candidates: same class (data-centre)" in markdown
+    why = "need measured from the server's KV cache use"
+    # the action, then the GPU table's recommendation cell
+    assert f"{rec.gpu_id} ({why}; candidates: same class (data-centre))" in markdown
+    assert f"{rec.gpu_id}: $" in markdown
+    assert f"/month; {why}; candidates: same class (data-centre)" in markdown
     assert "candidates: same class (data-centre)" in next(out.glob("*.html")).read_text()
 
 

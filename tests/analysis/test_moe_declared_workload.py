@@ -8,11 +8,15 @@ declared as a `[[sizing.models]]` entry from mistralai/Mixtral-8x7B-v0.1's confi
 agent reports is the sizing model's for all 46.7B parameters, not the 12.9B active: a
 4-bit checkpoint at batch 4 needs 31.7 GB (34.9 with headroom) and gets a cheaper
 data-centre card that holds it (the A100 40GB PCIe at the catalog's prices), a 16-bit one
-(93.4 GB of weights) gets none. gpt-oss-20b declared in MXFP4 (its checkpoint's
-layout, openai/gpt-oss-20b config.json) needs the ~16 GB its model card states.
+(93.4 GB of weights) gets none. gpt-oss-20b declared in MXFP4 is laid out as its
+checkpoint is (MXFP4 experts, bf16 rest: the model card's 12.8 GiB) and needs 16.6 GB.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
@@ -26,20 +30,21 @@ from tests.conftest import scenario_agent, simulated
 START = 1_767_225_600.0
 SERVER = 3  # the demo's vLLM H100
 
-MIXTRAL = ModelCatalogEntry(
-    name="mixtral-8x7b",
-    parameters=46_702_792_704,
-    layers=32,
-    hidden_size=4096,
-    attention_heads=32,
-    kv_heads=8,
-    head_dim=128,
-    intermediate_size=14336,
-    vocab_size=32000,
-    experts=8,
-    experts_per_token=2,
-    source="mistralai/Mixtral-8x7B-v0.1 config.json",
-)
+MIXTRAL_CONFIG_JSON = Path(__file__).resolve().parents[1] / "sizing/configs/mixtral-8x7b.json"
+"""mistralai/Mixtral-8x7B-v0.1's config.json (tests/sizing/configs/SOURCES.md)."""
+
+
+def mixtral_from_its_config_json() -> ModelCatalogEntry:
+    """The `[[sizing.models]]` entry ``{name = "mixtral-8x7b", config_json = PATH}``, expanded
+    as the agent config expands it (`SizingConfig`'s validator reads the config.json)."""
+    sizing = SizingConfig.model_validate(
+        {"models": [{"name": "mixtral-8x7b", "config_json": str(MIXTRAL_CONFIG_JSON)}]}
+    )
+    (entry,) = sizing.models
+    return entry
+
+
+MIXTRAL = mixtral_from_its_config_json()
 
 GPT_OSS_20B = ModelCatalogEntry(
     name="gpt-oss-20b",
@@ -89,6 +94,16 @@ def need_bytes(declaration: WorkloadDeclaration) -> int:
     return memory_requirement(workload).total_bytes
 
 
+def test_the_mixtral_entry_is_read_from_its_config_json() -> None:
+    """The entry the tests declare comes from the config.json: 46.7B parameters, 8 experts,
+    2 per token, 12.9B active (Mistral AI, "Mixtral of experts", arXiv:2401.04088)."""
+    assert MIXTRAL.config_json == str(MIXTRAL_CONFIG_JSON)
+    spec = build_model_catalog(MODELS).get("mixtral-8x7b")
+    assert (spec.experts, spec.experts_per_token, spec.layers) == (8, 2, 32)
+    assert spec.parameters == 46_702_792_704
+    assert spec.active_parameters == pytest.approx(12.9e9, rel=0.005)
+
+
 def test_a_4_bit_mixtral_on_an_h100_needs_all_experts_and_gets_a_40_gb_card() -> None:
     declaration = WorkloadDeclaration(
         gpu_index=SERVER, model="mixtral-8x7b", precision="int4", context=4096, batch=4
@@ -125,16 +140,24 @@ def test_a_16_bit_mixtral_fills_the_h100_and_gets_no_recommendation() -> None:
 
 def test_gpt_oss_20b_in_mxfp4_needs_about_16_gb_and_gets_a_card_that_holds_it() -> None:
     """The gpt-oss model card (arXiv:2508.10925): gpt-oss-20b, MXFP4 experts and bf16
-    rest, 12.8 GiB of weights, "can run within 16GB of memory". Declared on the demo's
-    vLLM H100 at 4,096 tokens: 15.5 GB (weights 13.8, KV 0.1, overhead 2.8). The
-    recommendation must hold it with headroom and meet the H100's observed DRAM
+    rest, 12.8 GiB of weights, "can run within 16GB of memory". Declared with `precision =
+    "mxfp4"` on the demo's vLLM H100 at 4,096 tokens: 16.6 GB (weights 13.76 GB = 12.8 GiB,
+    KV 0.10, overhead 0.2 x weights 2.75; the overhead rule is 4 % above the card's 16 GB).
+    The recommendation must hold it with headroom and meet the H100's observed DRAM
     bandwidth (the demo's server streams ~1.3 TB/s, which rules out an L4 or an L40S).
     """
     declaration = WorkloadDeclaration(
         gpu_index=SERVER, model="gpt-oss-20b", precision="mxfp4", context=4096, batch=1
     )
+    workload = declared_workload(declaration, build_model_catalog(MODELS))
+    breakdown = memory_requirement(workload)
+    assert breakdown.weights_bytes == pytest.approx(12.8 * 2**30, rel=0.005)
+    assert breakdown.weights_bytes == pytest.approx(13.76e9, rel=0.001)
+    assert breakdown.kv_cache_bytes == pytest.approx(0.10e9, rel=0.05)
+    assert breakdown.overhead_bytes == pytest.approx(0.2 * breakdown.weights_bytes, rel=1e-6)
     need = need_bytes(declaration)
-    assert 14e9 < need < 16.5e9
+    assert need == breakdown.total_bytes
+    assert 16.5e9 < need < 16.7e9
     server = run(declaration)
     assert server.workload == "gpt-oss-20b"
     required = dict(server.required_memory_bytes)
@@ -149,3 +172,26 @@ def test_gpt_oss_20b_in_mxfp4_needs_about_16_gb_and_gets_a_card_that_holds_it() 
         server.recommendation.rent_usd_per_hour
         < build_gpu_catalog().get("H100-SXM-80GB").rent_usd_per_hour
     )
+
+
+# --- the KV cache's storage --------------------------------------------------------------
+
+
+def test_a_declared_fp8_kv_cache_needs_less_memory_through_the_agent() -> None:
+    """`kv_cache_precision = "fp8"` (vLLM's ``--kv-cache-dtype fp8``) halves the declared
+    workload's KV cache, and the agent's need with it: llama-3.1-8b in bf16 at 32,768
+    tokens x 8 sequences holds 34.4 GB of 16-bit KV (32 layers x 8 KV heads x 128 x 2 x
+    2 B = 131,072 B per token), 17.2 GB in fp8; the weights and overhead stay."""
+    common = {"gpu_index": SERVER, "model": "llama-3.1-8b", "context": 32768, "batch": 8}
+    sixteen = WorkloadDeclaration.model_validate(common)
+    fp8 = WorkloadDeclaration.model_validate({**common, "kv_cache_precision": "fp8"})
+    kv_bf16 = memory_requirement(declared_workload(sixteen, build_model_catalog())).kv_cache_bytes
+    assert kv_bf16 == 131_072 * 32768 * 8
+    assert need_bytes(sixteen) - need_bytes(fp8) == kv_bf16 // 2
+    served = {name: run(declaration) for name, declaration in (("bf16", sixteen), ("fp8", fp8))}
+    for name, declaration in (("bf16", sixteen), ("fp8", fp8)):
+        assert dict(served[name].required_memory_bytes)["declared"] == need_bytes(declaration)
+    bf16_need = dict(served["bf16"].required_memory_bytes)["need"]
+    fp8_need = dict(served["fp8"].required_memory_bytes)["need"]
+    assert fp8_need == int(need_bytes(fp8) * 1.1)
+    assert fp8_need < bf16_need

@@ -33,7 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpuwatch.report.model import Period
 from gpuwatch.report.prometheus import PrometheusOptions, load
 from tests.agent_process import fetch, start_agent
-from tests.conftest import free_port
+from tests.conftest import REPO_ROOT, free_port
 from tests.helm.chart import Rendered
 from tests.prometheus_process import running_prometheus
 
@@ -299,3 +299,25 @@ def test_the_fleet_report_names_hosts_by_node(scraped: Scraped) -> None:
         (dict(labels)["namespace"], dict(labels)["pod"])
         for labels in scraped.exposition["gpuwatch_pod_cost_usd_total"]
     }
+
+
+def test_the_alert_docs_scrape_snippet_sets_what_the_monitors_set(
+    rendered: dict[str, Rendered],
+) -> None:
+    """docs/alerts.md's relabeling for a scrape config without the chart's monitors sets
+    `node` and `instance` from the pod's node name exactly as the monitors do, so the
+    dashboards' host variable (`instance`) and the alerts (`node`) agree with the chart."""
+    text = (REPO_ROOT / "docs" / "alerts.md").read_text(encoding="utf-8")
+    found = re.search(r"```yaml\n(relabel_configs:\n.*?)```", text, re.DOTALL)
+    assert found, "docs/alerts.md shows no relabel_configs snippet"
+    snippet = yaml.safe_load(found.group(1))["relabel_configs"]
+    for kind, key in (("ServiceMonitor", "endpoints"), ("PodMonitor", "podMetricsEndpoints")):
+        values = "full-values" if kind == "ServiceMonitor" else "files-values"
+        (endpoint,) = rendered[values].one(kind)["spec"][key]
+        chart = [
+            rule
+            for rule in relabel_configs(endpoint["relabelings"])
+            if rule.get("source_labels") == ["__meta_kubernetes_pod_node_name"]
+        ]
+        assert [r["target_label"] for r in chart] == ["node", "instance"]
+        assert snippet == chart, kind

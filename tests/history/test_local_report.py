@@ -56,8 +56,9 @@ def test_no_history_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     tmp_path: Path,
 ) -> None:
-    """Through `gpuwatch report`: the local report's rent vs buy is the live agent's, the
-    underutilized vLLM GPU shows as such with its mean activity, in every format."""
+    """Through `gpuwatch report`: the local report's rent vs buy is the live agent's, with
+    the owning inputs behind its owned figure, and the underutilized vLLM GPU shows as
+    such with its mean activity, in every format."""
     state = tmp_path / "state"
     run = HistoryRun(state, ManualClock())
     last = run.run(2 * 3600.0)
@@ -77,6 +78,28 @@ def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     at_activity = document["rent_vs_buy_activity_monthly_delta_usd"]
     assert at_activity is not None
     assert at_activity < live  # the vLLM GPU is busy, at a fifth of its capacity
+    # the owning inputs the agent priced each GPU with, as it exported them
+    positions = {p.uuid: p for p in last.cost.rent_vs_buy}
+    assert len(document["rent_vs_buy_gpus"]) == len(positions) == 4
+    for line in document["rent_vs_buy_gpus"]:
+        agent = positions[line["uuid"]]
+        assert line["owned_inputs"] == {
+            "capex_usd": agent.capex_usd,
+            "host_share": agent.host_share,
+            "life_years": agent.life_years,
+            "cost_of_capital": agent.cost_of_capital,
+            "ops_usd_per_year": agent.ops_usd_per_year,
+            "facility": agent.facility,
+            "pue_applied": agent.pue_applied,
+            "hosting_usd_per_kw_month": agent.hosting_usd_per_kw_month,
+            "it_power_watts": agent.it_power_watts,
+        }
+    # `gpuwatch tco --gpu H100-SXM-80GB`'s defaults: $42,600 with the host share, 3
+    # years at 8 %, ops $462.50, colocation at $150/kW-month, 1,274 W (docs/tco.md)
+    owning = (
+        "| NVIDIA H100 80GB HBM3 | 4 | $42,600.00 (GPU + host share) | 3 years | 8 % | "
+        "$462.50 | colocation (PUE not applied) | $150.00 | 1,274 W |"
+    )
     vllm = next(g for g in document["gpus"] if g["gpu_index"] == 3)
     assert vllm["busy_ratio"] == pytest.approx(1.0)
     assert vllm["analysis_state_seconds"]["underutilized"] > 3600.0
@@ -88,6 +111,8 @@ def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     assert "## Time in each state" in markdown
     assert "| underutilized |" in markdown
     assert "## Rent vs buy" in markdown
+    assert owning in markdown.splitlines()
+    assert "What owning costs" in markdown
     assert "\\-" not in markdown  # prose is not escaped
     rows = list(csv.DictReader(next(out.glob("*.csv")).read_text().splitlines()))
     (row,) = [r for r in rows if r["gpu_index"] == "3"]
@@ -96,6 +121,9 @@ def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     page = next(out.glob("*.html")).read_text()
     assert "Time in each state" in page
     assert "underutilized" in page
+    assert "<th>operations / GPU-year</th>" in page
+    assert "colocation (PUE not applied)" in page
+    assert "3\u00a0years" in page
     pdf = subprocess.run(
         ["pdftotext", "-layout", str(next(out.glob("*.pdf"))), "-"],
         check=True,
@@ -105,6 +133,9 @@ def test_the_report_cli_shows_states_activity_and_the_agents_rent_vs_buy(
     lines = pdf.splitlines()
     assert "underutilized" in pdf
     assert "GPU identities" in pdf
+    assert "What owning costs" in pdf
+    assert "$42,600.00" in pdf
+    assert "1,274 W" in pdf
     for gpu in document["gpus"]:  # each whole UUID on one line, never wrapped
         assert any(gpu["uuid"] in line for line in lines), gpu["uuid"]
     assert not any(line.strip() in ("%", "h") for line in lines)

@@ -1,5 +1,6 @@
 """The Dockerfile built with podman on a Debian python3 base and run as the chart runs it:
-read-only root filesystem, user 65532, the simulated demo fleet's metrics over HTTP."""
+read-only root filesystem, user 65532 (attribution off) or uid 0 with every capability
+dropped (attribution on), the simulated demo fleet's metrics over HTTP."""
 
 from __future__ import annotations
 
@@ -84,6 +85,53 @@ def test_image_serves_the_demo_fleet_read_only_as_65532(podman: Podman, image: s
         # SIGTERM ends the agent itself: no SIGKILL after the grace period (exit 137)
         assert state["ExitCode"] == 0, state
         assert stopped_in < 15, stopped_in
+    finally:
+        podman.run("rm", "--force", name, check=False)
+
+
+def test_image_serves_the_demo_as_uid_0_without_capabilities(podman: Podman, image: str) -> None:
+    """The chart's agent container with attribution on: runAsUser 0 (runAsGroup 65532),
+    capabilities drop ALL, allowPrivilegeEscalation false, readOnlyRootFilesystem."""
+    port = free_port()
+    name = f"gpuwatch-test-root-{os.getpid()}-{port}"
+    podman.run(
+        "run",
+        "--detach",
+        "--name",
+        name,
+        "--network=host",
+        "--read-only",
+        "--user",
+        "0:65532",
+        "--cap-drop=ALL",
+        "--security-opt=no-new-privileges",
+        image,
+        "run",
+        "--simulate",
+        "demo",
+        "--listen",
+        f"127.0.0.1:{port}",
+    )
+    try:
+        text = _scrape(f"http://127.0.0.1:{port}/metrics", podman, name)
+        # the agent (the container's pid 1) as the kernel sees it
+        status = dict(
+            line.split(":", 1)
+            for line in podman.run("exec", name, "cat", "/proc/1/status").stdout.splitlines()
+        )
+        assert status["Uid"].split() == ["0"] * 4
+        assert status["Gid"].split() == ["65532"] * 4
+        for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            assert int(status[field], 16) == 0, (field, status[field])
+        assert status["NoNewPrivs"].strip() == "1"
+        touched = podman.run("exec", name, "touch", "/opt/gpuwatch/x", check=False)
+        assert "Read-only file system" in touched.stderr
+
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert [s.value for s in families["gpuwatch_gpu_up"].samples] == [1.0] * 4
+        podman.run("stop", "--time", "20", name)
+        state = json.loads(podman.run("inspect", "--format", "{{json .State}}", name).stdout)
+        assert state["ExitCode"] == 0, state
     finally:
         podman.run("rm", "--force", name, check=False)
 

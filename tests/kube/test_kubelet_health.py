@@ -1,6 +1,7 @@
 """Why the kubelet cannot be read, said in the log and in `gpuwatch_attribution_*`: a real
 gRPC server on a unix socket plays the kubelet, with the kubelet's own permissions, and
-the client runs as a non-root uid in a subprocess (the tests run as root)."""
+the client runs in a subprocess as a non-root uid, or as uid 0 with every capability
+dropped as the chart runs it where attribution is on (the tests run as root)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,14 @@ POD = PodAllocation(
 
 # One refresh of the production collector as uid/gid argv[3], no supplementary groups:
 # it imports as root (the interpreter lives under root's 0700 home here), then drops to
-# that uid with setgroups/setgid/setuid, which also drops every capability.
+# that uid with setgroups/setgid/setuid, which also drops every capability of a non-zero
+# uid. With argv[4] == "drop-caps" it then drops every capability as a container runtime
+# does for `capabilities: {drop: [ALL]}`, `allowPrivilegeEscalation: false` (the kernel
+# calls runc makes: the bounding set, ambient and no_new_privs before the uid switch,
+# then capset effective, permitted and inheritable to 0), so uid 0 keeps only its
+# ownership. It reports the kernel's own view of its capabilities (/proc/self/status).
 CLIENT = """
-import json, logging, os, sys
+import ctypes, json, logging, os, sys
 from pathlib import Path
 from gpuwatch.clock import ManualClock
 from gpuwatch.collectors.attribution import AttributionCollector
@@ -52,9 +58,30 @@ from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.kube.config import KubernetesConfig
 
 uid = int(sys.argv[3])
+drop_caps = sys.argv[4:] == ["drop-caps"]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+def prctl(option, arg):
+    if libc.prctl(option, arg, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}, {arg})")
+if drop_caps:  # while CAP_SETPCAP is still there
+    for cap in range(int(Path("/proc/sys/kernel/cap_last_cap").read_text()) + 1):
+        prctl(24, cap)  # PR_CAPBSET_DROP
+    prctl(47, 4)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
 os.setgroups([])
 os.setgid(uid)
 os.setuid(uid)
+if drop_caps:
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this pid
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all 0
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+status = dict(
+    line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines()
+)
+fields = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")
+kernel = {k: status[k].strip() for k in fields}
 
 lines = []
 handler = logging.Handler()
@@ -73,6 +100,7 @@ families = {
 }
 print(json.dumps({
     "uid": os.getuid(),
+    "kernel": kernel,
     "groups": [os.getgid(), *os.getgroups()],
     "reason": collector.reason,
     "success": collector.result.success,
@@ -83,10 +111,14 @@ print(json.dumps({
 """
 
 
-def _as_uid(uid: int, socket_path: Path, logs: Path) -> dict[str, object]:
-    """The CLIENT script's report, run as `uid` (gid `uid`, no supplementary groups)."""
+def _as_uid(
+    uid: int, socket_path: Path, logs: Path, *, drop_caps: bool = False
+) -> dict[str, object]:
+    """The CLIENT script's report, run as `uid` (gid `uid`, no supplementary groups),
+    with every capability dropped when `drop_caps`."""
+    extra = ["drop-caps"] if drop_caps else []
     done = subprocess.run(
-        [sys.executable, "-c", CLIENT, str(socket_path), str(logs), str(uid)],
+        [sys.executable, "-c", CLIENT, str(socket_path), str(logs), str(uid), *extra],
         cwd=REPO_ROOT,
         env={"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
@@ -104,22 +136,29 @@ def _as_uid(uid: int, socket_path: Path, logs: Path) -> dict[str, object]:
 def node() -> Iterator[Path]:
     """A short world-searchable folder (unix socket paths stay under 108 bytes)."""
     if os.geteuid() != 0:
-        pytest.skip("needs root to own the socket and switch to another uid")
+        pytest.skip(
+            "not running as root: the kubelet's layout needs a root-owned socket and "
+            "folder, and the client switches to another uid and drops capabilities "
+            "(the tests run as root, here and in CI)"
+        )
     with tempfile.TemporaryDirectory(prefix="gw-") as folder:
         root = Path(folder)
         root.chmod(0o755)
         yield root
 
 
-def _kubelet_layout(root: Path, folder_mode: int, socket_mode: int) -> SimulatedKubelet:
-    """`root/pod-resources/kubelet.sock` served by a real gRPC server, root-owned, with
-    the given modes (the kubelet's own: folder 0750, socket srwxr-xr-x)."""
+def _kubelet_layout(
+    root: Path, folder_mode: int, socket_mode: int, *, folder_owner: int = 0
+) -> SimulatedKubelet:
+    """`root/pod-resources/kubelet.sock` served by a real gRPC server, the socket
+    root-owned, the folder owned by `folder_owner` (the kubelet's: root), with the given
+    modes (the kubelet's own: folder 0750, socket srwxr-xr-x)."""
     (root / "pods").mkdir()  # the pod-log folder, empty
     folder = root / "pod-resources"
     folder.mkdir()
     kubelet = SimulatedKubelet(folder / "kubelet.sock", [POD])
     kubelet.start()
-    os.chown(folder, 0, 0)
+    os.chown(folder, folder_owner, folder_owner)
     folder.chmod(folder_mode)
     kubelet.socket_path.chmod(socket_mode)
     return kubelet
@@ -144,6 +183,56 @@ def test_kubelet_folder_0750_denies_a_non_root_agent_and_says_so(node: Path) -> 
         assert "uid 0" in log[0]  # what to do
         # root (the kubelet's owner) reads the same socket
         assert _as_uid(0, kubelet.socket_path, node / "pods")["reason"] == "ok"
+    finally:
+        kubelet.stop()
+
+
+NO_CAPABILITIES = {
+    "CapInh": "0000000000000000",
+    "CapPrm": "0000000000000000",
+    "CapEff": "0000000000000000",
+    "CapBnd": "0000000000000000",
+    "CapAmb": "0000000000000000",
+    "NoNewPrivs": "1",
+}
+
+
+def test_uid_0_without_capabilities_reads_the_kubelets_0750_folder(node: Path) -> None:
+    """The chart with attribution on (runAsUser 0, drop ALL, no privilege escalation):
+    uid 0 owns the kubelet's root:root 0750 folder and root-owned socket, so the owner's
+    permission bits let it in with no CAP_DAC_OVERRIDE; a non-zero uid without
+    capabilities is denied the same folder."""
+    kubelet = _kubelet_layout(node, 0o750, 0o755)
+    try:
+        folder = kubelet.socket_path.parent.stat()
+        assert (folder.st_uid, folder.st_gid, folder.st_mode & 0o7777) == (0, 0, 0o750)
+        root = _as_uid(0, kubelet.socket_path, node / "pods", drop_caps=True)
+        assert root["kernel"] == NO_CAPABILITIES  # the kernel agrees: nothing left
+        assert (root["reason"], root["success"], root["pods"]) == ("ok", True, 1)
+        assert root["log"] == []
+        assert root["families"] == {
+            "gpuwatch_attribution_up": [{}, 1.0],
+            "gpuwatch_attribution_reason_info": [{"reason": "ok"}, 1.0],
+        }
+        nobody = _as_uid(NOBODY, kubelet.socket_path, node / "pods", drop_caps=True)
+        assert nobody["kernel"] == NO_CAPABILITIES
+        assert (nobody["reason"], nobody["success"]) == ("permission_denied", False)
+    finally:
+        kubelet.stop()
+
+
+def test_uid_0_without_capabilities_is_held_to_the_permission_bits(node: Path) -> None:
+    """The control that the capabilities really are gone: a 0700 folder owned by
+    another uid keeps out uid 0 without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH, while
+    uid 0 with its capabilities goes through. So the test above passes on ownership."""
+    kubelet = _kubelet_layout(node, 0o700, 0o755, folder_owner=NOBODY)
+    try:
+        bare = _as_uid(0, kubelet.socket_path, node / "pods", drop_caps=True)
+        assert bare["kernel"] == NO_CAPABILITIES
+        assert (bare["reason"], bare["success"]) == ("permission_denied", False)
+        full = _as_uid(0, kubelet.socket_path, node / "pods")
+        assert full["kernel"] != NO_CAPABILITIES
+        assert (full["reason"], full["pods"]) == ("ok", 1)
     finally:
         kubelet.stop()
 

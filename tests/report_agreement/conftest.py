@@ -50,10 +50,12 @@ REPORT_FAMILIES = frozenset(
         "gpuwatch_gpu_price_usd_per_hour",
         "gpuwatch_gpu_recommendation_info",
         "gpuwatch_gpu_potential_savings_usd_per_hour",
+        "gpuwatch_gpu_need_basis_info",
         "gpuwatch_rent_vs_buy_host_monthly_delta_usd",
         "gpuwatch_rent_vs_buy_breakeven_utilization_ratio",
         "gpuwatch_rent_vs_buy_rent_usd_per_hour",
         "gpuwatch_rent_vs_buy_monthly_delta_usd",
+        "gpuwatch_rent_vs_buy_inputs_info",
         "gpuwatch_gpu_busy_ratio",
         "gpuwatch_gpu_activity_mean_ratio",
     }

@@ -185,9 +185,9 @@ def test_the_three_agree_through_the_cli(
 
 
 def test_rent_vs_buy_per_gpu_agrees_and_adds_up(reports: tuple[Report, Report]) -> None:
-    """The per-GPU lines behind the two sums: the same rent, owned cost, busy fraction
-    and mean activity from both sources; each delta is rent x 730 h x u - owned / 12 and
-    the lines add up to the headline figures."""
+    """The per-GPU lines behind the two sums: the same rent, owned cost, owning inputs,
+    busy fraction and mean activity from both sources; each delta is rent x 730 h x u -
+    owned / 12 and the lines add up to the headline figures."""
     here, fleet = reports
     assert len(here.rent_vs_buy_gpus) == len(fleet.rent_vs_buy_gpus) == 4
     theirs = {g.uuid: g for g in fleet.rent_vs_buy_gpus}
@@ -197,6 +197,9 @@ def test_rent_vs_buy_per_gpu_agrees_and_adds_up(reports: tuple[Report, Report]) 
         assert mine.gpu_index == other.gpu_index
         assert mine.rent_usd_per_hour == pytest.approx(other.rent_usd_per_hour)
         assert mine.owned_usd_per_year == pytest.approx(other.owned_usd_per_year)
+        assert mine.inputs is not None
+        assert mine.inputs == other.inputs  # the history's config, the agent's labels
+        assert (mine.inputs.life_years, mine.inputs.facility) == (3.0, "colocation")
         assert mine.busy_ratio is not None
         assert other.busy_ratio is not None
         assert mine.busy_ratio == pytest.approx(other.busy_ratio, abs=BUSY_RATIO_TOLERANCE)
@@ -219,3 +222,16 @@ def test_rent_vs_buy_per_gpu_agrees_and_adds_up(reports: tuple[Report, Report]) 
         assert report.rent_vs_buy_activity_monthly_delta_usd == pytest.approx(
             sum(g.activity_monthly_delta_usd or 0.0 for g in report.rent_vs_buy_gpus), abs=CENT
         )
+
+
+def test_recommendations_and_their_need_basis_agree(reports: tuple[Report, Report]) -> None:
+    """The demo's GPU 3 is sized on the need measured from its vLLM server, both ways."""
+    here, fleet = reports
+    for name, report in (("local", here), ("prometheus", fleet)):
+        found = {g.gpu_index: (g.need_basis, g.recommended_gpu) for g in report.gpus}
+        assert found[3][0] == "measured", name
+        assert found[3][1] is not None, name
+        assert {found[i][0] for i in (0, 1, 2)} == {"observed"}, name
+    assert [(g.need_basis, g.recommended_gpu) for g in here.gpus] == [
+        (g.need_basis, g.recommended_gpu) for g in fleet.gpus
+    ]

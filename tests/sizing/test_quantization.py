@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -20,8 +22,10 @@ from gpuwatch.sizing import (
 from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.sizing.quantization import (
     AWQ_INT4,
+    BNB_INT8,
     FP8,
     GPTQ_INT4,
+    INT8,
     MXFP4,
     NF4,
     NVFP4,
@@ -35,11 +39,13 @@ from gpuwatch.sizing.throughput import (
     compute_bound_tokens_per_second,
     decode_tokens_per_second,
     decode_weight_bytes,
+    math_peak_flops_per_second,
 )
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 
 GB = 10**9
 GIB = 2**30
+CONFIGS = Path(__file__).parent / "configs"
 
 # openai/gpt-oss-120b and gpt-oss-20b config.json (huggingface.co/openai/gpt-oss-120b):
 # hidden_size 2880, intermediate_size 2880, num_attention_heads 64, num_key_value_heads 8,
@@ -107,14 +113,87 @@ def test_llama_31_70b_awq_int4_is_39_8_gb() -> None:
 
 def test_gptq_int4_adds_g_idx_to_the_awq_layout() -> None:
     """GPTQ (AutoGPTQ/GPTQModel): qweight int4, scales fp16 and qzeros int4 per group of
-    128, a g_idx int32 per input channel: the AWQ layout plus a few MB. Published: about
-    5.7 GB for TechxGenus/Meta-Llama-3-8B-Instruct-GPTQ (Llama-3-8B, the same shape as 3.1:
-    vocabulary 128256, 8,030,261,248 parameters), as quoted in utemix-lab/vovaipetrova-core
-    54_Llama.md."""
+    128, a g_idx int32 per input channel: the AWQ layout plus a few MB. The checkpoint's
+    own size is checked in `test_checkpoint_size_against_its_published_file_listing`."""
     awq = _total("llama-3.1-8b", AWQ_INT4)
     gptq = _total("llama-3.1-8b", GPTQ_INT4)
     assert 0 < gptq - awq < 0.01 * GB
-    assert gptq == pytest.approx(5.73 * GB, rel=0.05)
+
+
+# Published checkpoint sizes: the safetensors files of each repository as its Hugging Face
+# "Files and versions" page lists them (decimal GB, three significant digits). Llama 3 8B
+# has Llama 3.1 8B's shape (vocabulary 128,256, 8,030,261,248 parameters).
+PUBLISHED_CHECKPOINTS = [
+    pytest.param(
+        "llama-3.1-8b",
+        FP8,
+        5.0 + 4.08,
+        "nvidia/Llama-3.1-8B-Instruct-FP8 (main, ModelOpt): model-00001-of-00002 5 GB + "
+        "model-00002-of-00002 4.08 GB",
+        id="fp8-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        GPTQ_INT4,
+        4.97 + 0.764,
+        "hugging-quants/Meta-Llama-3.1-8B-Instruct-GPTQ-INT4 (main): model-00001-of-00002 "
+        "4.97 GB + model-00002-of-00002 764 MB",
+        id="gptq-int4-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        INT8,
+        5.0 + 4.08,
+        "neuralmagic (RedHatAI)/Meta-Llama-3.1-8B-Instruct-quantized.w8a8 (1343a1c): "
+        "model-00001-of-00002 5 GB + model-00002-of-00002 4.08 GB",
+        id="int8-w8a8-8b",
+    ),
+    pytest.param(
+        "llama-3.1-70b",
+        INT8,
+        72.7,
+        "RedHatAI/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 (c1e6631): repository 72.7 GB "
+        "(15 safetensors files; tokenizer and configs add 9 MB)",
+        id="int8-w8a8-70b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        NF4,
+        5.7,
+        "unsloth/Meta-Llama-3.1-8B-bnb-4bit (bf24e63): model.safetensors 5.7 GB "
+        "(bitsandbytes NF4, double quantization); the Instruct one lists 5.7 GB too",
+        id="bnb-nf4-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        BNB_INT8,
+        5.0 + 4.09,
+        "alokabhishek/Meta-Llama-3-8B-Instruct-bnb-8bit (eb7a952): model-00001-of-00002 "
+        "5 GB + model-00002-of-00002 4.09 GB (EkmekE/Llama3-8B-Instruct-BNB-8bit and "
+        "pkalbhor/Meta-Llama-3-8B-Instruct-8bit list the same)",
+        id="bnb-int8-8b",
+    ),
+    pytest.param(
+        "llama-3.1-8b",
+        NVFP4,
+        4.98 + 1.05,
+        "weiweiz1/llama3.1-8b-nvfp (compressed-tensors, ef1b0a1): model-00001-of-00002 "
+        "4.98 GB + model-00002-of-00002 1.05 GB; a third-party upload without a model card "
+        "(NVIDIA's nvidia/Llama-3.1-8B-Instruct-FP4 file sizes were not found)",
+        id="nvfp4-8b",
+    ),
+]
+
+
+@pytest.mark.parametrize(("model", "scheme", "published_gb", "source"), PUBLISHED_CHECKPOINTS)
+def test_checkpoint_size_against_its_published_file_listing(
+    model: str, scheme: QuantizationScheme, published_gb: float, source: str
+) -> None:
+    """Each layout's weight bytes within 5 % of a real checkpoint's files (issue 17); all
+    of these are within 0.2 %."""
+    assert source
+    assert _total(model, scheme) == pytest.approx(published_gb * GB, rel=0.05)
+    assert _total(model, scheme) == pytest.approx(published_gb * GB, rel=0.002)
 
 
 def test_llama_31_8b_fp8_keeps_embeddings_and_head_16_bit() -> None:
@@ -146,11 +225,56 @@ def test_gpt_oss_20b_mxfp4_experts_is_the_checkpoint_size() -> None:
     assert total < 16 * GB
 
 
-def test_gpt_oss_mxfp4_on_every_linear_would_be_smaller() -> None:
-    """Quantizing attention too (covers linear) must shrink it: the covers field is read."""
-    assert _total(GPT_OSS_120B, MXFP4) < _total(
-        GPT_OSS_120B, scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
-    )
+def test_mxfp4_by_name_on_a_mixture_of_experts_is_the_gpt_oss_checkpoint_layout() -> None:
+    """MXFP4 by name covers the routed experts of an MoE model, as gpt-oss's checkpoint
+    does (attention, router, embeddings and head bf16): the same bytes as its config.json.
+    Quantizing attention too (covers linear) would shrink it: the covers field is read."""
+    checkpoint = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    for model in (GPT_OSS_20B, GPT_OSS_120B):
+        assert MXFP4.for_model(model).covers == "experts"
+        assert _total(model, MXFP4) == _total(model, checkpoint)
+        assert _total(model, replace(MXFP4, covers="linear")) < _total(model, checkpoint)
+    assert _total(GPT_OSS_20B, MXFP4) == pytest.approx(12.8 * GIB, rel=0.005)
+
+
+@pytest.mark.parametrize("scheme", [MXFP4, NVFP4], ids=["mxfp4", "nvfp4"])
+def test_fp4_by_name_covers_every_linear_layer_of_a_dense_model(
+    scheme: QuantizationScheme,
+) -> None:
+    """On a dense model the FP4 formats quantize every linear layer but the head (NVIDIA's
+    dense FP4 checkpoints: "only the weights and activations of the linear operators within
+    transformers blocks are quantized", nvidia/Llama-3.1-405B-Instruct-FP4)."""
+    llama = build_model_catalog().get("llama-3.1-8b")
+    assert scheme.for_model(llama).covers == "linear"
+    parts = weight_bytes_by_component(llama, scheme)
+    split = parameter_split(llama)
+    assert parts.linear < split.linear  # quantized: under 1 byte per weight
+    assert parts.embeddings == split.embeddings * 2
+
+
+def test_nvfp4_by_name_on_a_mixture_of_experts_keeps_attention_16_bit() -> None:
+    """nvidia/DeepSeek-R1-0528-NVFP4 hf_quant_config.json excludes lm_head and every
+    layer's self_attn: NVFP4 by name on an MoE model covers the experts only."""
+    deepseek = build_model_catalog().get("deepseek-v3")
+    parts = weight_bytes_by_component(deepseek, NVFP4)
+    split = parameter_split(deepseek)
+    assert parts.linear == split.linear * 2
+    assert parts.experts < split.experts
+
+
+def test_cli_mxfp4_by_name_and_the_config_json_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    """`size gpt-oss-20b --precision mxfp4` and `size --config-json` (its checkpoint's own
+    quantization_config) give the same weights: the model card's 12.8 GiB."""
+    code, out, err = _size(capsys, "gpt-oss-20b", "--precision", "mxfp4", "--json")
+    assert code == 0, err
+    by_name = json.loads(out)
+    config = str(CONFIGS / "gpt-oss-20b.json")
+    code, out, err = _size(capsys, "--config-json", config, "--json")
+    assert code == 0, err
+    from_config = json.loads(out)
+    assert by_name["weights_bytes"] == from_config["weights_bytes"]
+    assert by_name["weights_bytes"] == pytest.approx(12.8 * GIB, rel=0.005)
+    assert by_name["quantization"]["covers"] == "experts"
 
 
 def test_block_format_bits_per_weight() -> None:
@@ -173,8 +297,8 @@ def test_llama_31_70b_nvfp4_is_about_40_gib() -> None:
 def test_bnb_nf4_8b_from_its_layout() -> None:
     """bitsandbytes NF4 with double quantization (QLoRA paper: 4 + 0.127 bits) on the
     linear layers; embeddings (not nn.Linear) and lm_head (transformers'
-    get_keys_to_not_convert) stay 16-bit. No published file size was found to check
-    against, so this checks the components: 6.98B linear x 4.127 bits + 1.05B x 2 x 2 B."""
+    get_keys_to_not_convert) stay 16-bit: 6.98B linear x 4.127 bits + 1.05B x 2 x 2 B,
+    the 5.7 GB of unsloth/Meta-Llama-3.1-8B-bnb-4bit (PUBLISHED_CHECKPOINTS)."""
     config = {
         "quant_method": "bitsandbytes",
         "load_in_4bit": True,
@@ -335,11 +459,72 @@ def test_compute_ceiling_fp8_math_for_w8a8_bf16_for_weight_only() -> None:
     spec = build_model_catalog().get("llama-3.1-8b")
     fp8 = Workload(spec, quantization=FP8, batch=256)
     awq = Workload(spec, quantization=AWQ_INT4, batch=256)
-    assert fp8.math_precision is Precision.FP8
-    assert awq.math_precision is Precision.BF16
     assert h100.fp8_flops_per_second is not None
+    assert math_peak_flops_per_second(h100, fp8) == h100.fp8_flops_per_second
+    assert math_peak_flops_per_second(h100, awq) == h100.bf16_flops_per_second
     ratio = compute_bound_tokens_per_second(h100, fp8) / compute_bound_tokens_per_second(h100, awq)
     assert ratio == pytest.approx(h100.fp8_flops_per_second / h100.bf16_flops_per_second)
+
+
+# --- FP4 math: the catalog's fp4_tflops ---------------------------------------------------
+
+
+def test_nvfp4_w4a4_runs_at_the_fp4_peak_on_a_gpu_with_fp4_tensor_cores() -> None:
+    """NVFP4 from ModelOpt quantizes weights and activations ("the weights and activations
+    of the linear operators", nvidia/Llama-3.1-405B-Instruct-FP4): on a B200 (NVIDIA HGX
+    B200 datasheet: FP4 18 PFLOPS with sparsity = 9,000 dense) the compute ceiling is the
+    FP4 peak, 4x BF16; on an H100 (no FP4 tensor cores; vLLM runs NVFP4 weight-only through
+    its FP4 Marlin kernel) BF16."""
+    catalog = build_gpu_catalog()
+    b200, h100 = catalog.get("B200-180GB"), catalog.get("H100-SXM-80GB")
+    spec = build_model_catalog().get("llama-3.1-8b")
+    nvfp4 = Workload(spec, quantization=NVFP4, batch=512)
+    assert b200.fp4_flops_per_second == 9000e12
+    assert math_peak_flops_per_second(b200, nvfp4) == 9000e12
+    assert compute_bound_tokens_per_second(b200, nvfp4) == pytest.approx(
+        9000e12 * 0.7 / (2 * spec.parameters)
+    )
+    assert h100.fp4_flops_per_second is None
+    assert math_peak_flops_per_second(h100, nvfp4) == h100.bf16_flops_per_second
+
+
+def test_gpt_oss_mxfp4_runs_fp4_weights_with_fp8_activations() -> None:
+    """gpt-oss's MXFP4 experts in vLLM: on Blackwell FlashInfer's MoE takes "MXFP8
+    activations and packed MXFP4 weights" (flashinfer.fused_moe.cute_dsl_fused_moe_mxfp8_mxfp4),
+    an MMA that runs at the FP8 rate (CUTLASS, Blackwell functionality: kind::mxf8f6f4
+    "2x Hopper Fp8", kind::mxf4nvf4 "4x"), so the FP8 peak, not the FP4 one; on Hopper
+    Triton's matmul_ogs unpacks the weights to BF16 math (vLLM blog, 2025-08-05), so BF16,
+    not the H100's FP8 peak."""
+    catalog = build_gpu_catalog()
+    b200, h100 = catalog.get("B200-180GB"), catalog.get("H100-SXM-80GB")
+    gpt_oss = Workload(build_model_catalog().get("gpt-oss-120b"), quantization=MXFP4, batch=256)
+    assert math_peak_flops_per_second(b200, gpt_oss) == b200.fp8_flops_per_second == 4500e12
+    assert math_peak_flops_per_second(h100, gpt_oss) == h100.bf16_flops_per_second
+    config = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    assert config.compute == MXFP4.compute == "fp4-fp8"
+
+
+def test_compressed_tensors_weight_only_nvfp4_computes_in_bf16() -> None:
+    """llm-compressor's NVFP4A16 (``input_activations: null``) is weight-only: no FP4 math
+    even on a B200; its W4A4 sibling (input activations NVFP4) gets the FP4 peak."""
+    b200 = build_gpu_catalog().get("B200-180GB")
+    spec = build_model_catalog().get("llama-3.1-8b")
+    weights = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+    group: dict[str, object] = {"targets": ["Linear"], "weights": weights}
+    config = {
+        "quant_method": "compressed-tensors",
+        "format": "nvfp4-pack-quantized",
+        "config_groups": {"group_0": {**group, "input_activations": None}},
+        "ignore": ["lm_head"],
+    }
+    a16 = scheme_from_quantization_config(config)
+    assert a16.compute == "bf16"
+    assert math_peak_flops_per_second(b200, Workload(spec, quantization=a16)) == 2250e12
+    activations = {**weights, "dynamic": "local"}
+    config["config_groups"] = {"group_0": {**group, "input_activations": activations}}
+    w4a4 = scheme_from_quantization_config(config)
+    assert w4a4.compute == "fp4"
+    assert math_peak_flops_per_second(b200, Workload(spec, quantization=w4a4)) == 9000e12
 
 
 def _size(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -381,6 +566,16 @@ def test_cli_scheme_misuse_exits_2(
 # --- declared [[workloads]] --------------------------------------------------------------
 
 
+def test_declared_gpt_oss_in_mxfp4_is_its_checkpoint() -> None:
+    """`precision = "mxfp4"` on gpt-oss-20b: MXFP4 experts, bf16 rest (12.8 GiB)."""
+    declaration = WorkloadDeclaration(gpu_index=0, model="gpt-oss-20b", precision="mxfp4")
+    workload = declared_workload(declaration, build_model_catalog())
+    weights = memory_requirement(workload).weights_bytes
+    assert weights == pytest.approx(12.8 * GIB, rel=0.005)
+    checkpoint = scheme_from_quantization_config(GPT_OSS_QUANTIZATION_CONFIG)
+    assert weights == _total(GPT_OSS_20B, checkpoint)
+
+
 def test_declared_workload_takes_a_checkpoint_layout() -> None:
     declaration = WorkloadDeclaration(gpu_index=0, model="llama-3.1-8b", precision="awq-int4")
     workload = declared_workload(declaration, build_model_catalog())
@@ -393,6 +588,8 @@ def test_declared_workload_takes_a_checkpoint_layout() -> None:
     [
         ({"params": "8B", "precision": "nvfp4"}, "needs a model"),
         ({"model": "llama-3.1-8b", "precision": "nf4", "mode": "qlora"}, "mode inference"),
+        ({"model": "llama-3.1-8b", "kv_cache_precision": "fp8", "mode": "lora"}, "no KV cache"),
+        ({"model": "llama-3.1-8b", "kv_cache_precision": "int4"}, "kv_cache_precision"),
     ],
 )
 def test_declared_layout_misuse_names_precision(fields: dict[str, str], message: str) -> None:

@@ -11,6 +11,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.status.local import replay
 from tests.conftest import scenario_agent
 
@@ -53,13 +54,16 @@ def write_hostile(directory: Path) -> Path:
 
 
 def replayed_document(scenario: str | Path, at: float, *, hostname: str = "test-host") -> Any:
-    """The status document of `scenario` replayed to `at` seconds, through JSON."""
+    """The status document of `scenario` replayed to `at` seconds, through JSON, its
+    inference servers read as `gpuwatch status --simulate` reads them."""
     clock = ManualClock()
     nv = SimulatedNvml(
         load_scenario(scenario), clock=clock, sleep=lambda s: time.sleep(min(s, 0.01))
     )
     config = Config(agent=AgentConfig(hostname=hostname))
-    agent = scenario_agent(config, nv, clock)
+    services = ScenarioServices(nv, clock, cluster=False)
+    services.start()
+    agent = scenario_agent(config, nv, clock, services=services)
     try:
         snapshot = replay(agent, clock, at)
     finally:

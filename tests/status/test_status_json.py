@@ -69,7 +69,10 @@ def test_demo_document_carries_gpus_verdicts_and_costs() -> None:
     assert held["processes"][0]["name"].startswith("/opt/conda/bin/python -m ipykernel")
     assert held["processes"][0]["sm_utilization_ratio"] is None  # no sample: unknown, not 0
     assert serve["verdict"]["recommendation"]["gpu_id"]
-    assert serve["verdict"]["required_memory_bytes"]["declared"] > 0
+    assert serve["verdict"]["need_basis"] == "measured", "from its vLLM server's KV cache"
+    assert serve["verdict"]["required_memory_bytes"]["measured"] > 0
+    assert serve["verdict"]["need_sample_bytes"] > 0
+    assert [g["verdict"]["need_basis"] for g in document["gpus"][:3]] == ["observed"] * 3
 
 
 def test_process_names_and_analysis_can_be_left_out() -> None:

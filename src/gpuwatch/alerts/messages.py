@@ -20,7 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
-from gpuwatch.snapshot import GpuSample, ProcessSample, recommendation_rule_phrase
+from gpuwatch.snapshot import (
+    GpuSample,
+    ProcessSample,
+    need_basis_phrase,
+    recommendation_rule_phrase,
+)
 
 CostHook = Callable[[str], tuple[float | None, float | None]]
 """GPU uuid -> (cost so far in USD, price in USD per hour); either may be None."""
@@ -280,9 +285,11 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
         rule = recommendation_rule_phrase(rec.rule)
+        basis = need_basis_phrase(verdict.need_basis)
         lines.append(
             f"Overprovisioned: {name_text(rec.gpu_id)} would do, saving "
             f"{_usd(rec.savings_usd_per_hour)}/h (rents at {_usd(rec.rent_usd_per_hour)}/h)"
+            + (f"; {escape(basis)}" if basis else "")
             + (f"; candidates: {escape(rule)}" if rule else "")
         )
     cost_line = _cost_line(cost)

@@ -4,11 +4,14 @@ For each GPU: the state machine (`states.py`), the observed peak memory and DRAM
 bandwidth over the lookback, and — every `evaluation_interval_seconds` — the
 overprovisioning check against the GPU catalog:
 
-need memory = the sizing model's requirement for the declared workload when one is
-declared (servers such as vLLM preallocate ~90 % of VRAM whatever they need, so the
-observed figure says nothing), else the observed peak; need bandwidth = the observed
-peak DRAM bandwidth ratio x this GPU's bandwidth (memory-busy time stands in where GPM
-is missing: an upper bound). When a catalog GPU with a lower rent price meets both with
+need memory, on the first basis that has one (`need_basis`): the sizing model's
+requirement for the declared workload when one is declared; else the need measured from
+the inference server's KV cache use (`measured.py`: weights + the KV actually in use +
+overhead; its maximum over the lookback, the p95 kept beside it), since servers such as
+vLLM preallocate ~90 % of VRAM whatever they need and the observed figure says nothing
+there; else the observed peak. Need bandwidth = the observed peak DRAM bandwidth ratio
+x this GPU's bandwidth (memory-busy time stands in where GPM is missing: an upper
+bound). When a catalog GPU with a lower rent price meets both with
 headroom, the GPU is overprovisioned and the cheapest such GPU is recommended. Only
 the GPUs a team can get are candidates (`candidates.py`: the allow-list, the GPUs AWS
 rents in the region, else the current GPU's class), and the recommendation names the
@@ -17,13 +20,14 @@ rule that chose them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuwatch.analysis.activity import activity_of, dram_bandwidth_ratio_of
 from gpuwatch.analysis.candidates import CandidateRules, RentedGpus
-from gpuwatch.analysis.rolling import BucketedWindow
+from gpuwatch.analysis.measured import MeasuredSample
+from gpuwatch.analysis.rolling import BucketedQuantiles, BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
 from gpuwatch.sizing import (
     GpuCatalog,
@@ -39,6 +43,9 @@ from gpuwatch.workloads import WorkloadDeclaration, declared_workload, find_decl
 
 if TYPE_CHECKING:
     from gpuwatch.config import AnalysisConfig
+
+NEED_QUANTILE = 0.95
+"""The high percentile of the measured need kept beside its maximum (time-weighted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +93,21 @@ class _GpuAnalysis:
         self.declaration: WorkloadDeclaration | None = None
         self.declared_bytes: int | None = None
         self.theoretical_tokens_per_second: float | None = None
-        self.overprovision: tuple[
-            tuple[tuple[str, int], ...], float | None, bool | None, Recommendation | None
-        ] = ((), None, None, None)
+        self.measured_peak = BucketedWindow(settings.lookback_seconds)
+        self.measured_quantiles = BucketedQuantiles(settings.lookback_seconds)
+        self.measured_model: str | None = None
+        self.overprovision = _Evaluation()
+
+
+@dataclass(frozen=True, slots=True)
+class _Evaluation:
+    """The last overprovisioning evaluation of a GPU."""
+
+    required: tuple[tuple[str, int], ...] = ()
+    bandwidth: float | None = None
+    overprovisioned: bool | None = None
+    recommendation: Recommendation | None = None
+    basis: str | None = None
 
 
 class AnalysisEngine:
@@ -109,14 +128,22 @@ class AnalysisEngine:
         self._required_cache: dict[WorkloadDeclaration, tuple[int, Workload]] = {}
         self._gpus: dict[str, _GpuAnalysis] = {}
 
-    def observe(self, t: float, samples: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
-        """Take one tick at epoch time `t`; GPUs that are down keep their last state."""
+    def observe(
+        self,
+        t: float,
+        samples: tuple[GpuSample, ...],
+        measured: Mapping[str, MeasuredSample] | None = None,
+    ) -> tuple[GpuVerdict, ...]:
+        """Take one tick at epoch time `t`; GPUs that are down keep their last state.
+        `measured`: the need measured from inference servers now, by GPU uuid."""
         verdicts = []
         for gpu in samples:
             if not gpu.up:
                 continue
             self.tracker(gpu.identity.uuid, gpu.identity.name)
-            verdicts.append(self._observe_gpu(t, gpu, self._gpus[gpu.identity.uuid]))
+            uuid = gpu.identity.uuid
+            sample = None if measured is None else measured.get(uuid)
+            verdicts.append(self._observe_gpu(t, gpu, self._gpus[uuid], sample))
         return tuple(verdicts)
 
     def set_rented(self, rented: RentedGpus | None) -> None:
@@ -137,8 +164,9 @@ class AnalysisEngine:
     def restore_peaks(self, uuid: str, name: str, hours: Sequence[StoredPeaks]) -> None:
         """Seed GPU `uuid`'s overprovisioning lookback from stored hours (oldest first),
         before its first sample: each hour's memory and DRAM peaks count from the hour's
-        end, and the GPU counts as observed since the first hour's start. Does nothing
-        once the GPU was sampled."""
+        end, and so do the maximum and p95 of the hours whose need was measured (the
+        hour's p95 standing for all its seconds); the GPU counts as observed since the
+        first hour's start. Does nothing once the GPU was sampled."""
         self.tracker(uuid, name)
         a = self._gpus[uuid]
         if a.previous_t is not None or not hours:
@@ -149,9 +177,15 @@ class AnalysisEngine:
                 a.memory_peak.add(hour.end_seconds, hour.memory_peak_bytes, seconds)
             if hour.dram_peak_ratio is not None:
                 a.dram_peak.add(hour.end_seconds, hour.dram_peak_ratio, seconds)
+            if hour.need_basis == "measured" and hour.need_bytes is not None:
+                a.measured_peak.add(hour.end_seconds, hour.need_bytes, seconds)
+                p95 = hour.need_p95_bytes if hour.need_p95_bytes is not None else hour.need_bytes
+                a.measured_quantiles.add(hour.end_seconds, min(p95, hour.need_bytes), seconds)
         a.first_seen = hours[0].start_seconds
 
-    def _observe_gpu(self, t: float, gpu: GpuSample, a: _GpuAnalysis) -> GpuVerdict:
+    def _observe_gpu(
+        self, t: float, gpu: GpuSample, a: _GpuAnalysis, measured: MeasuredSample | None
+    ) -> GpuVerdict:
         if a.first_seen is None:
             a.first_seen = t
         dt = 0.0 if a.previous_t is None else min(t - a.previous_t, 60.0)
@@ -164,6 +198,11 @@ class AnalysisEngine:
         bandwidth_ratio = dram_bandwidth_ratio_of(gpu)
         if bandwidth_ratio is not None and dt > 0:
             a.dram_peak.add(t, bandwidth_ratio, dt)
+        if measured is not None:
+            a.measured_model = measured.model
+            if dt > 0:
+                a.measured_peak.add(t, measured.need_bytes, dt)
+                a.measured_quantiles.add(t, measured.need_bytes, dt)
         key = (gpu.pod, *((p.pid, p.pod) for p in processes))
         if key != a.process_key:  # match declarations only when processes or pods change
             a.process_key = key
@@ -178,7 +217,23 @@ class AnalysisEngine:
         if t >= a.next_evaluation:
             a.next_evaluation = t + self._settings.evaluation_interval_seconds
             a.overprovision = self._evaluate_overprovisioning(t, a)
-        required, bandwidth, overprovisioned, recommendation = a.overprovision
+        evaluation = a.overprovision
+        basis = evaluation.basis
+        if basis == "declared":
+            sample: float | None = a.declared_bytes
+        elif basis == "measured":
+            sample = None if measured is None else measured.need_bytes
+        elif basis == "observed":
+            sample = None if gpu.memory_used_bytes is None else gpu.memory_used_bytes
+        else:
+            sample = None
+        workload = (
+            a.declaration.label
+            if a.declaration is not None
+            else a.measured_model
+            if basis == "measured"
+            else None
+        )
         return GpuVerdict(
             gpu_index=gpu.identity.index,
             uuid=gpu.identity.uuid,
@@ -192,13 +247,15 @@ class AnalysisEngine:
             tick_seconds=tracker.tick_seconds,
             tick_class=tracker.tick_class,
             settlements=tracker.settlements,
-            required_memory_bytes=required,
-            required_bandwidth_bytes_per_second=bandwidth,
+            required_memory_bytes=evaluation.required,
+            required_bandwidth_bytes_per_second=evaluation.bandwidth,
             catalog_gpu_id=None if a.spec is None else a.spec.id,
-            overprovisioned=overprovisioned,
-            recommendation=recommendation,
-            workload=None if a.declaration is None else a.declaration.label,
+            overprovisioned=evaluation.overprovisioned,
+            recommendation=evaluation.recommendation,
+            workload=workload,
             theoretical_tokens_per_second=a.theoretical_tokens_per_second,
+            need_basis=basis,
+            need_sample_bytes=None if sample is None else int(sample),
         )
 
     def _declared(self, declaration: WorkloadDeclaration | None) -> tuple[int, Workload] | None:
@@ -211,16 +268,20 @@ class AnalysisEngine:
             self._required_cache[declaration] = (needed, workload)
         return self._required_cache[declaration]
 
-    def _evaluate_overprovisioning(
-        self, t: float, a: _GpuAnalysis
-    ) -> tuple[tuple[tuple[str, int], ...], float | None, bool | None, Recommendation | None]:
+    def _evaluate_overprovisioning(self, t: float, a: _GpuAnalysis) -> _Evaluation:
         settings = self._settings
         observed = a.memory_peak.maximum(t)
+        measured = a.measured_peak.maximum(t)
         required: list[tuple[str, int]] = []
         if observed is not None:
             required.append(("observed", int(observed)))
         if a.declared_bytes is not None:
             required.append(("declared", a.declared_bytes))
+        if measured is not None:
+            required.append(("measured", int(measured)))
+            p95 = a.measured_quantiles.quantile(t, NEED_QUANTILE)
+            if p95 is not None:  # the sketch's bin edge is within 1 % above: cap at the max
+                required.append(("measured_p95", int(min(p95, measured))))
         spec = a.spec
         peak_ratio = a.dram_peak.maximum(t)
         bandwidth = (
@@ -228,7 +289,14 @@ class AnalysisEngine:
             if spec is None or peak_ratio is None
             else peak_ratio * spec.memory_bandwidth_bytes_per_second
         )
-        need = a.declared_bytes if a.declared_bytes is not None else observed
+        need: float | None
+        basis: str | None
+        if a.declared_bytes is not None:
+            need, basis = a.declared_bytes, "declared"
+        elif measured is not None:
+            need, basis = measured, "measured"
+        else:
+            need, basis = observed, None if observed is None else "observed"
         if need is not None:
             required.append(("need", int(need * (1 + settings.headroom_ratio))))
         observed_long_enough = a.first_seen is not None and (
@@ -241,18 +309,18 @@ class AnalysisEngine:
             or not observed_long_enough
             or a.tracker.state not in ("busy", "underutilized")
         ):
-            return tuple(required), bandwidth, None, None
+            return _Evaluation(tuple(required), bandwidth, None, None, basis)
         candidates, rule = self._candidates.candidates(spec)
         cheaper = cheapest_fitting(candidates, int(need), bandwidth, settings.headroom_ratio)
         if cheaper is None or cheaper.rent_usd_per_hour >= spec.rent_usd_per_hour:
-            return tuple(required), bandwidth, False, None
+            return _Evaluation(tuple(required), bandwidth, False, None, basis)
         recommendation = Recommendation(
             gpu_id=cheaper.id,
             rent_usd_per_hour=cheaper.rent_usd_per_hour,
             savings_usd_per_hour=spec.rent_usd_per_hour - cheaper.rent_usd_per_hour,
             rule=rule,
         )
-        return tuple(required), bandwidth, True, recommendation
+        return _Evaluation(tuple(required), bandwidth, True, recommendation, basis)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,3 +331,6 @@ class StoredPeaks:
     end_seconds: float  # epoch s, the hour's last tick
     memory_peak_bytes: float | None
     dram_peak_ratio: float | None
+    need_bytes: float | None = None  # the hour's maximum need on `need_basis`, bytes
+    need_p95_bytes: float | None = None
+    need_basis: str | None = None

@@ -49,14 +49,23 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     required = GaugeMetricFamily(
         "gpuwatch_gpu_required_memory_bytes",
-        "Memory the workload needs: observed peak over the lookback, the sizing model's "
-        "figure for the declared workload, and the need with headroom that sizing uses.",
+        "Memory the workload needs (source): observed peak over the lookback, the sizing "
+        "model's figure for the declared workload (declared), the need measured from the "
+        "inference server's KV cache use, its maximum and p95 over the lookback (measured, "
+        "measured_p95), and the need with headroom that sizing uses (need).",
         labels=(*GPU_LABELS, "source"),
     )
     bandwidth = GaugeMetricFamily(
         "gpuwatch_gpu_required_bandwidth_bytes_per_second",
         "Observed peak DRAM bandwidth need over the lookback.",
         labels=GPU_LABELS,
+    )
+    basis = GaugeMetricFamily(
+        "gpuwatch_gpu_need_basis_info",
+        "What the GPU's memory need is (value 1): declared (a workload declaration, "
+        "sized), measured (from the inference server's KV cache use) or observed (the "
+        "peak memory NVML reports).",
+        labels=(*GPU_LABELS, "basis"),
     )
     over = GaugeMetricFamily(
         "gpuwatch_gpu_overprovisioned",
@@ -87,6 +96,8 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
             activity.add_metric(labels, verdict.activity_mean_ratio)
         for source, value in verdict.required_memory_bytes:
             required.add_metric([*labels, source], float(value))
+        if verdict.need_basis is not None:
+            basis.add_metric([*labels, verdict.need_basis], 1.0)
         if verdict.required_bandwidth_bytes_per_second is not None:
             bandwidth.add_metric(labels, verdict.required_bandwidth_bytes_per_second)
         if verdict.overprovisioned is not None:
@@ -105,6 +116,7 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         unsettled,
         activity,
         required,
+        basis,
         bandwidth,
         over,
         recommendation,

@@ -5,9 +5,10 @@
   the windows continue; the `*_total` counters on /metrics still start from 0;
 - each token source's $/1M-token windows get one checkpoint per stored hour (cost
   charged to it, prompt and generation tokens);
-- each GPU's overprovisioning lookback gets the stored hours' memory and DRAM peaks
-  (`AnalysisEngine.restore_peaks`), so a recommendation after a restart still sizes
-  against the peak seen before it;
+- each GPU's overprovisioning lookback gets the stored hours' memory and DRAM peaks, and
+  the hours' measured need (its maximum and p95, for hours whose need basis was
+  `measured`) (`AnalysisEngine.restore_peaks`), so a recommendation after a restart still
+  sizes against the peak seen before it, measured from the server's KV cache or not;
 - each GPU's analysis state (idle, held, busy, underutilized, since when, how long
   inactive) resumes when the previous run sampled it less than one analysis window
   before this start; after a longer gap the GPU starts `pending` again.
@@ -64,6 +65,9 @@ def restore(
                     _end(r),
                     _float(r["memory_peak_bytes"]),
                     _float(r["dram_peak_ratio"]),
+                    _float(r.get("need_bytes")),
+                    _float(r.get("need_p95_bytes")),
+                    r.get("need_basis"),
                 ),
             )
             for r in rows

@@ -16,19 +16,26 @@ run's part is
   charged to it, and per Kubernetes pod the increase of its cost and idle cost (a pod
   that appears, or reappears after it left, starts from 0).
 
-Prices and recommendations are the latest seen in the hour. Because a row is always
-written whole and absolute, writing it twice never counts anything twice.
+Prices and recommendations are the latest seen in the hour, and so is the need's basis
+(`GpuVerdict.need_basis`); the need's maximum and time-weighted p95 (without headroom)
+are over the ticks of the hour on that basis (`GpuVerdict.need_sample_bytes`), a stored
+row's figures kept (the larger of its and this run's) when its basis is the same. The
+hour's pods are the union, over its snapshots, of the pods that hold the GPU or run a
+process on it (attribution). Because a row is always written whole and absolute,
+writing it twice never counts anything twice.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwatch.analysis.activity import dram_bandwidth_ratio_of
+from gpuwatch.analysis.rolling import QuantileSketch
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
-from gpuwatch.snapshot import GPU_STATES, FleetSnapshot, GpuCost, HourTotals
+from gpuwatch.snapshot import GPU_STATES, FleetSnapshot, GpuCost, GpuSample, HourTotals, PodRef
 
 HOUR_SECONDS = 3600
 
@@ -54,6 +61,34 @@ class TokenReadingTotals:
     generation_tokens_total: float
 
 
+def pod_name(pod: PodRef) -> str:
+    """A pod as the history names it: "namespace/pod"."""
+    return f"{pod.namespace}/{pod.pod}"
+
+
+def pods_by_gpu(snapshot: FleetSnapshot) -> dict[str, set[str]]:
+    """The pods ("namespace/pod") holding or using each GPU (by uuid) in a snapshot:
+    attribution's allocations and pods running on it without one, the GPU's holder and
+    its processes' pods; empty without attribution."""
+    pods: dict[str, set[str]] = {}
+    attribution = snapshot.attribution
+    if attribution is not None:
+        for gpu_attribution in attribution.gpus:
+            names = pods.setdefault(gpu_attribution.uuid, set())
+            names.update(pod_name(a.pod) for a in gpu_attribution.allocations)
+            names.update(pod_name(pod) for pod, _ in gpu_attribution.unallocated)
+    for gpu in snapshot.gpus:
+        names = pods.setdefault(gpu.identity.uuid, set())
+        names.update(pod_name(pod) for pod in _sample_pods(gpu))
+    return pods
+
+
+def _sample_pods(gpu: GpuSample) -> list[PodRef]:
+    found = [] if gpu.pod is None else [gpu.pod]
+    found += [p.pod for p in gpu.processes or () if p.pod is not None]
+    return found
+
+
 def hour_of(t: float) -> int:
     """Start (epoch s) of the UTC hour holding `t`."""
     return int(t // HOUR_SECONDS) * HOUR_SECONDS
@@ -69,6 +104,24 @@ class _GpuHour:
     energy_seen: bool = False
     peak: float | None = None
     dram_peak: float | None = None
+    need_basis: str | None = None
+    need_peak: float | None = None
+    need_sketch: QuantileSketch = field(default_factory=QuantileSketch)
+    pods: set[str] = field(default_factory=set)
+
+    def add_need(self, basis: str | None, need: int | None, dt: float) -> None:
+        """One tick's need on `basis` (None: no need); a new basis starts the hour's
+        need figures over."""
+        if basis is None:
+            return
+        if basis != self.need_basis:
+            self.need_basis = basis
+            self.need_peak = None
+            self.need_sketch = QuantileSketch()
+        if need is None:
+            return
+        self.need_peak = need if self.need_peak is None else max(self.need_peak, need)
+        self.need_sketch.add(float(need), dt)
 
     def row(self) -> dict[str, Any]:
         row = dict(self.base)
@@ -94,7 +147,27 @@ class _GpuHour:
             if peak is not None:
                 stored = row.get(column)
                 row[column] = peak if stored is None else max(stored, peak)
+        self._need_columns(row)
+        if self.pods or row.get("pods") is None:
+            stored_pods = json.loads(row["pods"]) if row.get("pods") else []
+            row["pods"] = json.dumps(sorted({*stored_pods, *self.pods}), ensure_ascii=False)
         return row
+
+    def _need_columns(self, row: dict[str, Any]) -> None:
+        """need_basis, need_bytes and need_p95_bytes: this run's on top of the stored
+        row's when both have the same basis, else this run's alone."""
+        if self.need_basis is None:
+            return
+        same = row.get("need_basis") == self.need_basis
+        row["need_basis"] = self.need_basis
+        p95 = self.need_sketch.quantile(0.95)
+        if p95 is not None and self.need_peak is not None:
+            p95 = min(p95, self.need_peak)  # the sketch's bin edge is within 1 % above
+        for column, value in (("need_bytes", self.need_peak), ("need_p95_bytes", p95)):
+            stored = row.get(column) if same else None
+            row[column] = (
+                stored if value is None else value if stored is None else max(stored, value)
+            )
 
 
 @dataclass(slots=True)
@@ -186,6 +259,7 @@ class Rollup:
         open_hours = [int(c.hours[0].hour_start_seconds) for c in costs.values() if c.hours]
         self._floor = min([hour_of(t), *open_hours])
         verdicts = {v.uuid: v for v in snapshot.verdicts}
+        pods = pods_by_gpu(snapshot)
         for gpu in snapshot.gpus:
             uuid = gpu.identity.uuid
             hour = self._gpu_hour(uuid, hour_of(t))
@@ -208,7 +282,10 @@ class Rollup:
                     price_usd_per_hour=cost.price.usd_per_hour, price_source=cost.price.source
                 )
             self.dirty_gpus.add((uuid, hour_of(t)))
+            hour.pods.update(pods.get(uuid, ()))
             dt = 0.0 if verdict is None else verdict.tick_seconds
+            if verdict is not None:
+                hour.add_need(verdict.need_basis, verdict.need_sample_bytes, dt)
             if verdict is not None and dt > 0:
                 column = _STATE_COLUMN.get(verdict.state)
                 if column is not None:

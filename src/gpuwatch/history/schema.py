@@ -10,7 +10,9 @@ per token source hours; version 3 the hour's peak DRAM bandwidth ratio; version 
 per Kubernetes pod hours (cost and idle cost charged to each pod); version 5 the hour's
 activity seconds (mean activity x seconds) and the seconds with an activity figure;
 version 6 the start of each GPU-hour's sampled time, and per token source hour the
-tokens and cost of the spans its GPUs were charged for in full.
+tokens and cost of the spans its GPUs were charged for in full; version 7 the rule of the
+hour's recommendation; version 8 the hour's memory need (maximum and p95, without
+headroom, and its basis) and the pods that held or used the GPU in it.
 """
 
 from __future__ import annotations
@@ -138,6 +140,17 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE gpu_hours ADD COLUMN recommended_rule TEXT;
     """,
+    # 8: the hour's memory need without headroom on its basis (GpuVerdict.need_basis:
+    # declared, measured from the inference server's KV cache use, or observed), its
+    # maximum and time-weighted p95 over the hour's ticks, and the pods ("namespace/pod",
+    # a JSON list, sorted) that held or used the GPU in the hour, [] when none; what a
+    # fleet plan reads; NULL in rows written before
+    """
+    ALTER TABLE gpu_hours ADD COLUMN need_bytes REAL;
+    ALTER TABLE gpu_hours ADD COLUMN need_p95_bytes REAL;
+    ALTER TABLE gpu_hours ADD COLUMN need_basis TEXT;
+    ALTER TABLE gpu_hours ADD COLUMN pods TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -166,6 +179,10 @@ GPU_COLUMNS = (
     "savings_usd_per_hour",
     "first_seconds",
     "recommended_rule",
+    "need_bytes",
+    "need_p95_bytes",
+    "need_basis",
+    "pods",
 )
 """Every column of gpu_hours at SCHEMA_VERSION."""
 

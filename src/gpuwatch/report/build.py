@@ -27,7 +27,7 @@ from gpuwatch.report.model import (
     RentVsBuyGpu,
     ReportData,
 )
-from gpuwatch.snapshot import recommendation_rule_phrase
+from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
@@ -95,6 +95,15 @@ RENT_VS_BUY_MEANING = (
     "not idle, held or unknown, underutilized seconds included, as 100 % used. At mean "
     "activity, utilization = the GPU's mean activity over the same 30 days, so an "
     "underutilized GPU counts at what it does."
+)
+
+OWNED_INPUTS_MEANING = (
+    'What owning costs, behind "owned / year" (docs/tco.md): the purchase (the GPU, '
+    "with its share of the host's server and networking unless priced as a bare card) "
+    "financed over the life at the cost of capital and paid monthly, plus energy (the IT "
+    "power x 8760 h x [rent_vs_buy] usd_per_kwh, x PUE in an owned room; colocation's "
+    "fee covers cooling, so no PUE there), hosting (the fee per kW of IT power x 12) and "
+    "operations per GPU-year."
 )
 
 _AN_LETTERS = frozenset("AEFHILMNORSX8")
@@ -206,11 +215,17 @@ class GpuLine:
     recommended_gpu: str | None  # from the GPU's latest day
     savings_usd_per_hour: float | None  # of that recommendation
     recommended_rule: str | None = None  # the candidates it was chosen from
+    need_basis: str | None = None  # what the memory need was on the latest day
 
     @property
     def candidates_phrase(self) -> str:
         """Which candidates the recommendation came from, in words ("" when unknown)."""
         return recommendation_rule_phrase(self.recommended_rule or "")
+
+    @property
+    def need_phrase(self) -> str:
+        """What the recommendation's memory need was, in words ("" when unknown)."""
+        return need_basis_phrase(self.need_basis)
 
     @property
     def savings_usd_per_month(self) -> float | None:
@@ -381,6 +396,7 @@ def _gpu_lines(rows: tuple[GpuDay, ...]) -> tuple[GpuLine, ...]:
                 recommended_gpu=latest.recommended_gpu,
                 savings_usd_per_hour=savings,
                 recommended_rule=latest.recommended_rule,
+                need_basis=latest.need_basis,
             )
         )
     lines.sort(key=lambda g: (g.host, g.gpu_index if g.gpu_index is not None else -1, g.uuid))
@@ -445,8 +461,10 @@ def _waste_item(gpu: GpuLine) -> WasteItem | None:
         and (release is None or rightsize >= release)
     ):
         text = f"move the workload to {with_article(gpu.recommended_gpu)}"
-        if gpu.candidates_phrase:
-            text += f" (candidates: {gpu.candidates_phrase})"
+        why = [gpu.need_phrase] if gpu.need_phrase else []
+        why += [f"candidates: {gpu.candidates_phrase}"] if gpu.candidates_phrase else []
+        if why:
+            text += f" ({'; '.join(why)})"
         return WasteItem(
             gpu, waste, "rightsize", text, rightsize, rightsizing_usd_per_month=rightsize
         )

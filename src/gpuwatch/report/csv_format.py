@@ -45,6 +45,7 @@ COLUMNS = (
     "energy_joules",
     "recommended_gpu",
     "savings_usd_per_hour",
+    "need_basis",
 )
 
 POD_COLUMNS = (
@@ -113,6 +114,7 @@ def _row(row: GpuDay, data: ReportData) -> list[str]:
         _number(row.energy_joules),
         _text(row.recommended_gpu or ""),
         _number(row.savings_usd_per_hour if row.recommended_gpu is not None else None),
+        _text(row.need_basis or ""),
     ]
 
 

@@ -19,6 +19,7 @@ from gpuwatch.report.build import (
     COST_CLASSES,
     IDLE_MEANING,
     IDLE_MEANING_LINK,
+    OWNED_INPUTS_MEANING,
     RENT_VS_BUY_MEANING,
     SAVINGS_MEANING,
     STATES_MEANING,
@@ -59,7 +60,9 @@ svg.chart { width: 100%; max-width: 760px; height: auto; }
 """
 
 
-_TEXT_HEADERS = frozenset({"host", "GPU", "action", "recommendation", "source", "position"})
+_TEXT_HEADERS = frozenset(
+    {"host", "GPU", "action", "recommendation", "source", "position", "purchase", "facility"}
+)
 
 
 def _e(text: object) -> str:
@@ -71,12 +74,13 @@ def _name(text: str) -> str:
     return _e(f.plain_name(text))
 
 
-_UNIT = re.compile(r"(\d) (%|h|points)(?!\w)")
+_UNIT = re.compile(r"(\d) (%|h|points|years|W)(?!\w)")
 
 
 def _figure(text: str) -> str:
     """A figure's text escaped, its number kept on one line with its unit ("100.0 %",
-    "12.5 h": a no-break space, so a narrow cell never breaks "100.0 / %")."""
+    "12.5 h", "3 years", "1,274 W": a no-break space, so a narrow cell never breaks
+    "100.0 / %")."""
     return _e(_UNIT.sub("\\1\u00a0\\2", text))
 
 
@@ -289,6 +293,10 @@ def _sections(report: Report) -> list[str]:
     out.append(_shared(tables.rent_vs_buy(report)))
     if report.rent_vs_buy_gpus:
         out.append(_shared(tables.rent_vs_buy_gpus(report), short))
+    owning = tables.owned_inputs(report)
+    if owning.rows:
+        out.append(f'<p class="meaning">{_e(OWNED_INPUTS_MEANING)}</p>')
+        out.append(_shared(owning))
     out.append(f'<p class="meaning">{_e(RENT_VS_BUY_MEANING)}</p>')
 
     out.append("<h2>Tokens</h2>")

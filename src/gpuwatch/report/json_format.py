@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from gpuwatch.report.build import TOKEN_FIGURES, GpuLine, Report, Totals
+from gpuwatch.report.model import OwnedInputs
 
 SCHEMA_VERSION = 1
 
@@ -47,7 +48,22 @@ def _gpu(gpu: GpuLine) -> dict[str, Any]:
         "recommended_gpu": gpu.recommended_gpu,
         "savings_usd_per_hour": gpu.savings_usd_per_hour,
         "recommended_rule": gpu.recommended_rule,
+        "need_basis": gpu.need_basis,
         "savings_usd_per_month": gpu.savings_usd_per_month,
+    }
+
+
+def _owned_inputs(inputs: OwnedInputs) -> dict[str, Any]:
+    return {
+        "capex_usd": inputs.capex_usd,
+        "host_share": inputs.host_share,
+        "life_years": inputs.life_years,
+        "cost_of_capital": inputs.cost_of_capital,
+        "ops_usd_per_year": inputs.ops_usd_per_year,
+        "facility": inputs.facility,
+        "pue_applied": inputs.pue_applied,
+        "hosting_usd_per_kw_month": inputs.hosting_usd_per_kw_month,
+        "it_power_watts": inputs.it_power_watts,
     }
 
 
@@ -99,6 +115,7 @@ def report_document(report: Report) -> dict[str, Any]:
                 "activity_ratio": g.activity_ratio,
                 "monthly_delta_usd": g.monthly_delta_usd,
                 "activity_monthly_delta_usd": g.activity_monthly_delta_usd,
+                "owned_inputs": None if g.inputs is None else _owned_inputs(g.inputs),
             }
             for g in report.rent_vs_buy_gpus
         ],

@@ -34,6 +34,7 @@ from gpuwatch.report.model import (
     GPU_STATES,
     TIME_CLASSES,
     GpuDay,
+    OwnedInputs,
     Period,
     PodDay,
     RentVsBuyGpu,
@@ -158,6 +159,17 @@ def _rent_vs_buy_gpus(
             activity_monthly_delta_usd=(
                 None if activity is None else activity_monthly_delta_usd(p, activity)
             ),
+            inputs=OwnedInputs(
+                capex_usd=p.capex_usd,
+                host_share=p.host_share,
+                life_years=p.life_years,
+                cost_of_capital=p.cost_of_capital,
+                ops_usd_per_year=p.ops_usd_per_year,
+                facility=p.facility,
+                pue_applied=p.pue_applied,
+                hosting_usd_per_kw_month=p.hosting_usd_per_kw_month,
+                it_power_watts=p.it_power_watts,
+            ),
         )
         for p, activity in positions
     )
@@ -245,6 +257,7 @@ def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
                 recommended_gpu=last["recommended_gpu"],
                 savings_usd_per_hour=last["savings_usd_per_hour"],
                 recommended_rule=last.get("recommended_rule"),
+                need_basis=last.get("need_basis"),
                 memory_peak_bytes=max(peaks) if peaks else None,
                 state_seconds={name: _sum(hours, f"{name}_state_seconds") for name in GPU_STATES},
                 activity_seconds=_sum(hours, "activity_seconds"),

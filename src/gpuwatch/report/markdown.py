@@ -18,6 +18,7 @@ from gpuwatch.report import tables
 from gpuwatch.report.build import (
     IDLE_MEANING,
     IDLE_MEANING_LINK,
+    OWNED_INPUTS_MEANING,
     RENT_VS_BUY_MEANING,
     SAVINGS_MEANING,
     STATES_MEANING,
@@ -137,6 +138,10 @@ def render_markdown(report: Report, generated: str = "") -> str:
     if report.rent_vs_buy_gpus:
         out += [""]
         out += _shared(tables.rent_vs_buy_gpus(report))
+    owning = tables.owned_inputs(report)
+    if owning.rows:
+        out += ["", _prose(OWNED_INPUTS_MEANING), ""]
+        out += _shared(owning)
     out += ["", _prose(RENT_VS_BUY_MEANING)]
     if report.token_sources:
         out += ["", "## Tokens", ""]

@@ -86,6 +86,7 @@ class GpuDay:
     savings_usd_per_hour: float | None = None  # of that recommendation
     recommended_rule: str | None = None  # the candidates it was chosen from (Recommendation.rule)
     memory_peak_bytes: float | None = None
+    need_basis: str | None = None  # what the memory need was (GpuVerdict.need_basis), last
     state_seconds: Mapping[str, float] = field(default_factory=dict)  # GPU_STATES: sampled
     activity_seconds: float = 0.0  # window mean activity x seconds, summed
     activity_sampled_seconds: float = 0.0  # the seconds with an activity figure
@@ -116,9 +117,26 @@ class PodDay:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnedInputs:
+    """What a GPU's owned $/year is computed from (docs/tco.md), as the agent resolved
+    them (`RentVsBuyConfig.owned_inputs_for`, exported as `gpuwatch_rent_vs_buy_inputs_info`)."""
+
+    capex_usd: float  # the purchase: the GPU's price, plus its host share when host_share
+    host_share: bool  # False: a bare card
+    life_years: float  # amortization life
+    cost_of_capital: float  # yearly rate, 0-1
+    ops_usd_per_year: float  # operations per GPU
+    facility: str  # "colocation" (the fee covers cooling: PUE not applied) or "owned"
+    pue_applied: float  # the PUE energy was multiplied by (1 in colocation)
+    hosting_usd_per_kw_month: float  # per kW of IT power
+    it_power_watts: float  # the GPU's power plus its host share's
+
+
+@dataclass(frozen=True, slots=True)
 class RentVsBuyGpu:
     """One GPU's rent-vs-buy position at the period's end (the 30 days before it), with
-    what it is computed from: rent $/h x 730 h x utilization - owned $/year / 12."""
+    what it is computed from: rent $/h x 730 h x utilization - owned $/year / 12, and
+    the owning inputs behind owned $/year (None where the source has none)."""
 
     host: str
     uuid: str
@@ -129,6 +147,7 @@ class RentVsBuyGpu:
     activity_ratio: float | None  # mean activity
     monthly_delta_usd: float | None  # at busy_ratio
     activity_monthly_delta_usd: float | None  # at activity_ratio
+    inputs: OwnedInputs | None = None
 
 
 @dataclass(frozen=True, slots=True)

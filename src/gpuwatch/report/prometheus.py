@@ -72,6 +72,7 @@ from gpuwatch.report import prometheus_rules as rules
 from gpuwatch.report.model import (
     GPU_STATES,
     GpuDay,
+    OwnedInputs,
     Period,
     PodDay,
     RentVsBuyGpu,
@@ -134,9 +135,11 @@ RAW_DAY_FIGURES = {
     "busy_states": ("sum_over_time", 'gpuwatch_gpu_state{state=~"busy|underutilized"}'),
     "activity_sum": ("sum_over_time", "gpuwatch_gpu_activity_mean_ratio"),
     "activity_count": ("count_over_time", "gpuwatch_gpu_activity_mean_ratio"),
+    "need_basis": ("last_over_time", "gpuwatch_gpu_need_basis_info"),
 }
 """Per-day figures always read raw (the recording rules do not record them): the busy and
-underutilized state samples, and the activity gauge's samples (sum and count)."""
+underutilized state samples, the activity gauge's samples (sum and count), and what the
+memory need was (declared, measured, observed)."""
 
 ProgressCallback = Callable[[int, int], None]
 """Called with (queries done, queries planned) as the report's queries complete."""
@@ -588,8 +591,9 @@ def _rent_vs_buy_gpus(client: Client, at: float) -> tuple[RentVsBuyGpu, ...]:
     30-day busy fraction (`gpuwatch_gpu_busy_ratio{window="30d"}`) and delta at it
     (`gpuwatch_rent_vs_buy_monthly_delta_usd`), and the mean activity over the 30 days
     before `at` (mean of `gpuwatch_gpu_activity_mean_ratio` samples) with the delta at it:
-    rent x 730 h x activity - owned / 12. GPUs without a rent (agents before that gauge)
-    are left out."""
+    rent x 730 h x activity - owned / 12, and the owning inputs behind owned
+    (`gpuwatch_rent_vs_buy_inputs_info`, `_owned_inputs`). GPUs without a rent (agents
+    before that gauge) are left out."""
 
     def last(metric: str) -> dict[LabelKey, float]:
         return client.vector(f"last_over_time({metric}[1d] @ {_at(at)})", at)
@@ -603,6 +607,7 @@ def _rent_vs_buy_gpus(client: Client, at: float) -> tuple[RentVsBuyGpu, ...]:
     activity = _by_gpu(
         client.vector(f"avg_over_time(gpuwatch_gpu_activity_mean_ratio{window})", at)
     )
+    inputs = _owned_inputs(last("gpuwatch_rent_vs_buy_inputs_info"))
     lines = []
     for gpu in sorted(rent):
         if gpu not in breakeven or rent[gpu] <= 0:
@@ -624,9 +629,43 @@ def _rent_vs_buy_gpus(client: Client, at: float) -> tuple[RentVsBuyGpu, ...]:
                 activity_monthly_delta_usd=(
                     None if mean is None else monthly_delta_usd(rent[gpu], mean, owned)
                 ),
+                inputs=inputs.get(gpu),
             )
         )
     return tuple(lines)
+
+
+def _owned_inputs(series: Iterable[LabelKey]) -> dict[tuple[str, str], OwnedInputs]:
+    """Each GPU's owning inputs, from the labels of its last `gpuwatch_rent_vs_buy_inputs_info`
+    of the day before the period's end. A GPU gets none when its series of that day
+    disagree (the inputs changed: which one priced the last sample is not known here) or
+    a label is missing or unreadable (an agent older than the series has none at all)."""
+    found: dict[tuple[str, str], set[OwnedInputs | None]] = defaultdict(set)
+    for labels in series:
+        if (gpu := _gpu_key(labels)) is not None:
+            found[gpu].add(_parse_inputs(dict(labels)))
+    return {
+        gpu: only
+        for gpu, parsed in found.items()
+        if len(parsed) == 1 and (only := next(iter(parsed))) is not None
+    }
+
+
+def _parse_inputs(labels: Mapping[str, str]) -> OwnedInputs | None:
+    try:
+        return OwnedInputs(
+            capex_usd=float(labels["capex_usd"]),
+            host_share=labels["host_share"] == "true",
+            life_years=float(labels["life_years"]),
+            cost_of_capital=float(labels["cost_of_capital"]),
+            ops_usd_per_year=float(labels["ops_usd_per_year"]),
+            facility=labels["facility"],
+            pue_applied=float(labels["pue_applied"]),
+            hosting_usd_per_kw_month=float(labels["hosting_usd_per_kw_month"]),
+            it_power_watts=float(labels["it_power_watts"]),
+        )
+    except (KeyError, ValueError):
+        return None
 
 
 def _plan_days(client: Client, mode: str, days: list[_Day]) -> tuple[Plans, list[str]]:
@@ -673,6 +712,7 @@ def _gpu_rows(
     price_sources = _label_by_gpu(results[f"price@{i}"], "source")
     recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
     recommended_rules = _label_by_gpu(results[f"recommendation@{i}"], "rule")
+    need_bases = _label_by_gpu(results[f"need_basis@{i}"], "basis")
     savings = _by_gpu(results[f"savings@{i}"])
     memory = _max_by_gpu(results[f"memory@{i}"])
     role = {r: _by_gpu(deltas[(r, i)]) for r in GPU_ROLES}
@@ -719,6 +759,7 @@ def _gpu_rows(
                 savings_usd_per_hour=savings.get(gpu),
                 recommended_rule=recommended_rules.get(gpu),
                 memory_peak_bytes=memory.get(gpu),
+                need_basis=need_bases.get(gpu),
                 state_seconds={name: states[name].get(gpu, 0.0) * iv for name in GPU_STATES},
                 activity_seconds=activity_sum.get(gpu, 0.0) * iv,
                 activity_sampled_seconds=activity_count.get(gpu, 0.0) * iv,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gpuwatch.report import figures as f
 from gpuwatch.report.build import Report
-from gpuwatch.report.model import GPU_STATES
+from gpuwatch.report.model import GPU_STATES, OwnedInputs
 
 
 class Name(str):
@@ -97,6 +97,7 @@ def gpus(report: Report) -> Table:
                 f.usd(g.totals.held_cost_usd),
                 f.percent(g.totals.busy_ratio),
                 f"{f.plain_name(g.recommended_gpu)}: {f.usd(g.savings_usd_per_month)}/month"
+                + (f"; {g.need_phrase}" if g.need_phrase else "")
                 + (f"; candidates: {g.candidates_phrase}" if g.candidates_phrase else "")
                 if g.recommended_gpu
                 else "",
@@ -187,6 +188,48 @@ def rent_vs_buy_gpus(report: Report) -> Table:
             for g in report.rent_vs_buy_gpus
         ),
         text_columns=3,
+    )
+
+
+def owned_inputs(report: Report) -> Table:
+    """What owning costs behind the rent-vs-buy "owned / year" column: one row per GPU
+    model and set of inputs, with how many GPUs it prices. Empty without inputs."""
+    names = {(g.host, g.uuid): g.name for g in report.gpus}
+    groups: dict[tuple[str, OwnedInputs], int] = {}
+    for g in report.rent_vs_buy_gpus:
+        if g.inputs is not None:
+            key = (names.get((g.host, g.uuid), ""), g.inputs)
+            groups[key] = groups.get(key, 0) + 1
+    return Table(
+        (
+            "GPU",
+            "GPUs",
+            "purchase",
+            "life",
+            "cost of capital / year",
+            "operations / GPU-year",
+            "facility",
+            "hosting / kW-month",
+            "IT power",
+        ),
+        tuple(
+            (
+                Name(name),
+                str(count),
+                f.usd(i.capex_usd) + (" (GPU + host share)" if i.host_share else " (bare card)"),
+                f"{i.life_years:g} years",
+                f"{i.cost_of_capital * 100:.4g} %",
+                f.usd(i.ops_usd_per_year),
+                (
+                    "colocation (PUE not applied)"
+                    if i.facility == "colocation"
+                    else f"{i.facility} (PUE {i.pue_applied:g})"
+                ),
+                f.usd(i.hosting_usd_per_kw_month),
+                f"{i.it_power_watts:,.0f} W",
+            )
+            for (name, i), count in sorted(groups.items(), key=lambda item: item[0][0])
+        ),
     )
 
 

@@ -146,6 +146,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     prompt_tokens_per_second = 20000
     generation_tokens_per_second = 4000
     prefix_cache_hit_ratio = 0.25      # optional: served as vllm:prompt_tokens_by_source
+    gpu_memory_utilization = 0.9       # optional: the KV cache pool vLLM would size
+    block_size = 16                    # (vllm:cache_config_info, vllm:kv_cache_usage_perc)
 
     [[prices]]                         # static billing prices, after the config's
     gpu_model = "NVIDIA H100 80GB HBM3"   # ([[billing.static]] keys, docs/billing.md)
@@ -374,6 +376,8 @@ class SimulatedTokenServer(_Model):
     model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
     interval_seconds: float = Field(default=15.0, ge=1.0)  # the token source's scrape period
     prefix_cache_hit_ratio: float = Field(default=0.0, ge=0.0, le=1.0)  # of prompt tokens
+    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)  # sizes the KV pool
+    block_size: int = Field(default=16, ge=1, le=1024)  # tokens per KV cache block
 
 
 class Scenario(_Model):

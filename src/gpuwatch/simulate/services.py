@@ -33,13 +33,15 @@ from gpuwatch.tokens import TokenSourceConfig
 
 if TYPE_CHECKING:
     from gpuwatch.simulate.cluster import SimulatedCluster
+    from gpuwatch.simulate.scenario import SimulatedTokenServer
     from gpuwatch.simulate.vllm_server import SimulatedVllmServer
 
 
 class ScenarioServices:
     """The scenario's simulated servers; `start()` before the agent, `stop()` after."""
 
-    def __init__(self, nv: SimulatedNvml, clock: Clock) -> None:
+    def __init__(self, nv: SimulatedNvml, clock: Clock, *, cluster: bool = True) -> None:
+        """`cluster` false leaves the simulated kubelet out (a replay without pods)."""
         start_time = clock.time() - nv.scenario_time()
         self.scenario_start = start_time
         self._entries = nv.scenario.token_servers
@@ -62,11 +64,14 @@ class ScenarioServices:
                     ),
                     model_name=entry.model_name,
                     prefix_cache_hit_ratio=entry.prefix_cache_hit_ratio,
+                    num_gpu_blocks=kv_cache_blocks(nv, entry),
+                    block_size=entry.block_size,
+                    gpu_memory_utilization=entry.gpu_memory_utilization,
                 )
                 for entry in self._entries
             ]
         self.cluster: SimulatedCluster | None = None
-        if nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
+        if cluster and nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
             from gpuwatch.simulate.cluster import SimulatedCluster  # noqa: PLC0415
 
             self.cluster = SimulatedCluster(nv)
@@ -95,12 +100,49 @@ class ScenarioServices:
             for entry, server in zip(self._entries, self._servers, strict=True)
         )
 
+    def fetch(self, url: str, timeout: float) -> bytes:
+        """A token collector's fetch that reads a started server's page in process, without
+        HTTP and without the families no token source reads (`gpuwatch status --simulate`
+        replays thousands of ticks); raises ConnectionRefusedError for a URL no server
+        here serves."""
+        del timeout
+        for server in self._servers:
+            if server.url == url:
+                return server.render_read()
+        raise ConnectionRefusedError(f"no simulated server at {url}")
+
     def stop(self) -> None:
         """Stop every server."""
         for server in self._servers:
             server.stop()
         if self.cluster is not None:
             self.cluster.stop()
+
+
+def kv_cache_blocks(nv: SimulatedNvml, entry: SimulatedTokenServer) -> int | None:
+    """The KV cache blocks a vLLM server for `entry` would get on its GPU
+    (`vllm_num_gpu_blocks`): the GPU's memory as CUDA sees it, the weights and KV bytes
+    per token of the model its name matches in the sizing catalog (bf16 unless the name
+    says a layout); None when the catalog does not know the model."""
+    from gpuwatch.analysis.measured import served_model  # noqa: PLC0415
+    from gpuwatch.simulate.vllm_server import vllm_num_gpu_blocks  # noqa: PLC0415
+    from gpuwatch.sizing import build_model_catalog, match_served_model  # noqa: PLC0415
+
+    match = match_served_model(entry.model_name, build_model_catalog())
+    if match.model is None:
+        return None
+    model = served_model(match.model, match.layout, "auto")
+    if model is None:
+        return None
+    device = nv.scenario.gpus[entry.gpu_index].device
+    total = (device.memory_mib - device.reserved_mib) * 2**20
+    return vllm_num_gpu_blocks(
+        total,
+        model.weights_bytes,
+        model.kv_bytes_per_token,
+        gpu_memory_utilization=entry.gpu_memory_utilization,
+        block_size=entry.block_size,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,8 +4,11 @@ The demo scenario's GPU 3 runs vLLM; `SimulatedVllmServer` serves the token coun
 (`vllm:prompt_tokens_total`, `vllm:generation_tokens_total`) that a token source reads,
 the prompt tokens split by origin as recent vLLM releases do
 (`vllm:prompt_tokens_by_source_total{source=local_compute|local_cache_hit|
-external_kv_transfer}`, a fixed prefix-cache hit ratio), and a few other vLLM families
-(request gauges, latency histograms) a parser must skip.
+external_kv_transfer}`, a fixed prefix-cache hit ratio), its KV cache as vLLM v1 does
+(`vllm:cache_config_info` with the `num_gpu_blocks` that `vllm_num_gpu_blocks` computes
+as vLLM's profiling does, and `vllm:kv_cache_usage_perc` following the load,
+`kv_cache_tokens_in_use`), and a few other vLLM families (request gauges, latency
+histograms) a parser must skip.
 The counters are the integral over simulated time of a rate function, which
 `activity_rate()` derives from the scenario's SM activity of a GPU. Nothing here is
 started at import; the agent starts and stops the server.
@@ -48,6 +51,16 @@ DEMO_GENERATION_TOKENS_PER_SECOND = 4_000.0
 
 _OUTPUT_TOKENS_PER_REQUEST = 250.0
 _TOKENS_PER_SECOND_PER_SEQUENCE = 40.0
+DEFAULT_BLOCK_SIZE = 16
+"""vLLM's default KV cache block size on CUDA, tokens."""
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's default share of the GPU's memory it may use."""
+NON_TORCH_BYTES = round(1.79 * 2**30)
+ACTIVATION_PEAK_BYTES = round(1.26 * 2**30)
+"""What vLLM's memory profiling subtracts besides the weights before the KV cache, from
+its log for meta-llama/Meta-Llama-3-8B on an H100 (the same shape as Llama-3.1-8B): "non
+torch memory 1.79GiB, PyTorch activation peak memory 1.26GiB" (vllm-project/vllm pull
+request #10511, "[core] overhaul memory profiling", Dec 2024)."""
 _E2E_MEAN_SECONDS = 6.0
 _TTFT_MEAN_SECONDS = 0.15
 _E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
@@ -120,6 +133,49 @@ def activity_rate(
     return rate
 
 
+def vllm_num_gpu_blocks(
+    total_bytes: int,
+    weights_bytes: int,
+    kv_bytes_per_token: float,
+    *,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    non_torch_bytes: int = NON_TORCH_BYTES,
+    activation_peak_bytes: int = ACTIVATION_PEAK_BYTES,
+) -> int:
+    """KV cache blocks as vLLM's profiling sizes them: (total x utilization - weights -
+    non-torch memory - activation peak) / (block_size x KV bytes per token), rounded
+    down, 0 when nothing is left. `total_bytes` is the memory CUDA sees (NVML's total
+    less the driver's reservation).
+
+    The demo's H100 (81,559 MiB, 454 reserved: 85,044,756,480 B) with Llama-3.1-8B in
+    bf16 (weights 16,060,522,496 B, 131,072 B per token): (76,540,280,832 -
+    16,060,522,496 - 1,921,997,783 - 1,352,914,698) / 2,097,152 = 27,277 blocks, 436,432
+    tokens (vLLM's own log in the PR above: 53.29 GiB of KV cache, 27,284 blocks).
+    """
+    available = total_bytes * gpu_memory_utilization - weights_bytes
+    available -= non_torch_bytes + activation_peak_bytes
+    per_block = block_size * kv_bytes_per_token
+    return max(math.floor(available / per_block), 0) if per_block > 0 else 0
+
+
+def kv_cache_tokens_in_use(prompt_rate: float, generation_rate: float) -> float:
+    """Tokens held in the KV cache at these rates (tokens/s), by Little's law.
+
+    Requests arrive at generation_rate / 250 per second (250 output tokens each) and
+    decode at 40 tokens/s, so each stays 6.25 s and generation_rate / 40 run at once
+    (`vllm:num_requests_running`); each holds its prompt (prompt_rate / request rate
+    tokens) and on average half its output (125): tokens in use = running x (prompt per
+    request + 125) = 6.25 x prompt_rate + 3.125 x generation_rate. The demo at SM
+    activity 0.35: 6.25 x 7,000 + 3.125 x 1,400 = 48,125 tokens, 11.0 % of its pool.
+    """
+    if generation_rate <= 0:
+        return 0.0
+    running = generation_rate / _TOKENS_PER_SECOND_PER_SEQUENCE
+    prompt_per_request = prompt_rate * _OUTPUT_TOKENS_PER_REQUEST / generation_rate
+    return running * (prompt_per_request + _OUTPUT_TOKENS_PER_REQUEST / 2)
+
+
 def _exponential_buckets(
     count: float, mean: float, bounds: tuple[float, ...]
 ) -> list[tuple[str, float]]:
@@ -130,16 +186,18 @@ def _exponential_buckets(
 
 
 class _VllmFamilies(Collector):
-    """The families of one /metrics response, from the integrated counters at one time."""
+    """The families of one /metrics response, from the integrated counters at one time;
+    without `extras`, only those a token source reads."""
 
-    def __init__(self, server: SimulatedVllmServer) -> None:
+    def __init__(self, server: SimulatedVllmServer, *, extras: bool = True) -> None:
         self._server = server
+        self._extras = extras
 
     def collect(self) -> Iterator[Metric]:
         server = self._server
         labels = ("model_name", "engine")
         values = [server.model_name, "0"]
-        (prompt, generation), (_, generation_rate) = server.counters()
+        (prompt, generation), (prompt_rate, generation_rate) = server.counters()
         requests = generation / _OUTPUT_TOKENS_PER_REQUEST
         running = round(generation_rate / _TOKENS_PER_SECOND_PER_SEQUENCE)
 
@@ -148,7 +206,7 @@ class _VllmFamilies(Collector):
              running),
             ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", 0.0),
             ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-             min(running / 256.0, 1.0)),
+             server.kv_cache_usage(prompt_rate, generation_rate)),
         ):  # fmt: skip
             gauge = GaugeMetricFamily(name, doc, labels=labels)
             gauge.add_metric(values, float(value))
@@ -173,6 +231,13 @@ class _VllmFamilies(Collector):
         ):
             by_source.add_metric([*values, origin], value, created=server.start_time)
         yield by_source
+        yield from self._cache_info()
+        if self._extras:
+            yield from self._others(values, requests)
+
+    def _others(self, values: list[str], requests: float) -> Iterator[Metric]:
+        """The families no token source reads (a parser must skip them)."""
+        labels = ("model_name", "engine")
         success = CounterMetricFamily(
             "vllm:request_success",
             "Count of successfully processed requests.",
@@ -191,12 +256,35 @@ class _VllmFamilies(Collector):
             count = math.floor(requests)
             histogram.add_metric(values, _exponential_buckets(count, mean, bounds), count * mean)
             yield histogram
+
+    def _cache_info(self) -> Iterator[Metric]:
+        server = self._server
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
-            labels=("block_size", "cache_dtype", "engine", "gpu_memory_utilization"),
+            labels=(
+                "block_size",
+                "cache_dtype",
+                "enable_prefix_caching",
+                "engine",
+                "gpu_memory_utilization",
+                "num_cpu_blocks",
+                "num_gpu_blocks",
+            ),
         )
-        info.add_metric(["16", "auto", "0", "0.9"], 1.0)
+        blocks = server.num_gpu_blocks
+        info.add_metric(
+            [
+                str(server.block_size),
+                "auto",
+                "True",
+                "0",
+                repr(server.gpu_memory_utilization),
+                "None",
+                "None" if blocks is None else str(blocks),
+            ],
+            1.0,
+        )
         yield info
 
 
@@ -248,12 +336,22 @@ class SimulatedVllmServer:
         model_name: str = DEFAULT_MODEL,
         step_seconds: float = 1.0,
         prefix_cache_hit_ratio: float = 0.0,
+        num_gpu_blocks: int | None = None,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     ) -> None:
         """`prefix_cache_hit_ratio` (0-1): the share of prompt tokens served from the
-        prefix cache (`local_cache_hit`); the rest is `local_compute`."""
+        prefix cache (`local_cache_hit`); the rest is `local_compute`. `num_gpu_blocks`
+        of `block_size` tokens: the KV cache pool (`vllm_num_gpu_blocks`); None is
+        published as "None" (before vLLM's profiling), with a usage of 0."""
         if not 0.0 <= prefix_cache_hit_ratio <= 1.0:
             raise ValueError("prefix_cache_hit_ratio must be within 0-1")
+        if block_size < 1 or (num_gpu_blocks is not None and num_gpu_blocks < 0):
+            raise ValueError("block_size must be >= 1 and num_gpu_blocks >= 0")
         self.prefix_cache_hit_ratio = prefix_cache_hit_ratio
+        self.num_gpu_blocks = num_gpu_blocks
+        self.block_size = block_size
+        self.gpu_memory_utilization = gpu_memory_utilization
         self.clock = clock
         self.start_time = start_time
         self.model_name = model_name
@@ -265,6 +363,8 @@ class SimulatedVllmServer:
         self._time_lock = threading.Lock()
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_VllmFamilies(self))
+        self._read_registry = CollectorRegistry(auto_describe=False)
+        self._read_registry.register(_VllmFamilies(self, extras=False))
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -287,9 +387,22 @@ class SimulatedVllmServer:
         t = self.elapsed_seconds()
         return self._integral.at(t), self._rate(t)
 
+    def kv_cache_usage(self, prompt_rate: float, generation_rate: float) -> float:
+        """`vllm:kv_cache_usage_perc` at these rates: `kv_cache_tokens_in_use` over the
+        pool (num_gpu_blocks x block_size), at most 1; 0 without a pool."""
+        pool = (self.num_gpu_blocks or 0) * self.block_size
+        if pool <= 0:
+            return 0.0
+        return min(kv_cache_tokens_in_use(prompt_rate, generation_rate) / pool, 1.0)
+
     def render(self) -> bytes:
         """The /metrics body now (Prometheus text format)."""
         return generate_latest(self._registry)
+
+    def render_read(self) -> bytes:
+        """The /metrics body now with only the families a token source reads (counters,
+        KV cache): what an in-process replay needs, at a quarter of the cost."""
+        return generate_latest(self._read_registry)
 
     def start(self) -> None:
         """Bind and serve in a daemon thread; RuntimeError if already started."""

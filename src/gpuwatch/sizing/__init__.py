@@ -45,8 +45,10 @@ from gpuwatch.sizing.models import (
     ModelCatalog,
     ModelCatalogEntry,
     ModelSpec,
+    ServedModelMatch,
     UnknownModelError,
     build_model_catalog,
+    match_served_model,
 )
 from gpuwatch.sizing.throughput import (
     DEFAULT_BANDWIDTH_EFFICIENCY,
@@ -78,6 +80,7 @@ __all__ = [
     "Ownership",
     "Precision",
     "RankedGpu",
+    "ServedModelMatch",
     "UnknownGpuError",
     "UnknownModelError",
     "Workload",
@@ -88,6 +91,7 @@ __all__ = [
     "fits",
     "gpus_needed",
     "kv_cache_bytes",
+    "match_served_model",
     "memory_requirement",
     "owned_usd_per_hour",
     "parse_param_count",

@@ -282,25 +282,16 @@ class Workload:
         the scheme a plain int4, int8 or fp8 precision stands for (`PRECISION_SCHEMES`:
         AWQ INT4 group 128, INT8 and FP8 W8A8 per channel; embeddings and LM head 16-bit).
         A bare parameter count keeps the flat bytes per parameter of seed 001's tables.
+        Laid out on the model (`QuantizationScheme.for_model`): MXFP4 and NVFP4 by name
+        cover the routed experts of a mixture of experts, every linear layer of a dense one.
         """
+        model = self.architecture
         if self.quantization is not None:
-            return self.quantization
-        if self.mode is not Mode.INFERENCE or self.architecture is None:
+            return self.quantization if model is None else self.quantization.for_model(model)
+        if self.mode is not Mode.INFERENCE or model is None:
             return None
-        return PRECISION_SCHEMES.get(self.weight_precision.value)
-
-    @property
-    def math_precision(self) -> Precision:
-        """The precision the matrix math runs in (for the compute ceiling).
-
-        FP8 for FP8 W8A8 schemes; BF16 for weight-only schemes, which dequantize (AWQ,
-        GPTQ, bitsandbytes; INT8 and MXFP4/NVFP4 too, the GPU catalog lists no INT8 or
-        FP4 peak); else the weight precision.
-        """
-        scheme = self.weight_scheme
-        if scheme is None:
-            return self.weight_precision
-        return Precision.FP8 if scheme.compute == "fp8" else Precision.BF16
+        scheme = PRECISION_SCHEMES.get(self.weight_precision.value)
+        return None if scheme is None else scheme.for_model(model)
 
     @property
     def compute_bytes(self) -> float:

@@ -30,16 +30,31 @@ weights / hidden): exact for the attention and up/gate projections, and these li
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from gpuwatch.sizing.models import ModelSpec
 
-Covers = Literal["linear", "experts"]
-"""Which weights a scheme quantizes: every linear layer but the head, or routed experts only."""
+Covers = Literal["linear", "experts", "experts-if-moe"]
+"""Which weights a scheme quantizes: every linear layer but the head, routed experts only,
+or routed experts on a mixture of experts and every linear layer on a dense model
+(`QuantizationScheme.for_model` resolves the last to one of the first two)."""
 
-ComputeFormat = Literal["bf16", "fp8", "fp4"]
-"""The math a scheme runs in: weight-only formats dequantize to bf16."""
+ComputeFormat = Literal["bf16", "fp8", "fp4", "fp4-fp8"]
+"""The math a scheme runs in (`throughput.math_peak_flops_per_second` picks the peak):
+
+- "bf16": weight-only formats, dequantized in the kernel to 16-bit math (AWQ, GPTQ,
+  bitsandbytes, INT8 here, since the GPU catalog lists no INT8 peak).
+- "fp8": W8A8 FP8, the FP8 peak where the GPU has one, else bf16.
+- "fp4": W4A4 (NVFP4 from ModelOpt or llm-compressor quantizes activations to NVFP4 too):
+  the FP4 peak on a GPU with FP4 tensor cores (Blackwell, `fp4_tflops` set; CUTLASS's
+  ``kind::mxf4nvf4`` MMA), else bf16 (vLLM runs NVFP4 weight-only through its FP4 Marlin
+  kernel on GPUs without them).
+- "fp4-fp8": FP4 weights with FP8 activations (gpt-oss's MXFP4 experts in vLLM on
+  Blackwell: FlashInfer's MoE runs "MXFP8 activations and packed MXFP4 weights"), the FP8
+  peak on a GPU with FP4 tensor cores (CUTLASS: ``kind::mxf8f6f4`` runs at the FP8 rate);
+  else bf16 (Hopper: Triton's ``matmul_ogs`` unpacks the FP4 weights to 16-bit math).
+"""
 
 SIXTEEN_BITS = 16
 
@@ -58,11 +73,11 @@ class QuantizationScheme:
     group of constants that scale the scales (bitsandbytes' double quantization).
     `column_bits`: bits per input channel (GPTQ's ``g_idx``). `tensor_scale_bits`: bits
     per tensor (NVFP4's fp32 global scale; counted per layer matrix, negligible).
-    `covers`: "linear" (every linear layer except the LM head) or "experts" (routed
-    experts only; gpt-oss's MXFP4). `unquantized_bits`: storage of everything else
-    (16: bf16/fp16). `compute`: the format of the matrix math (W8A8 FP8 runs FP8,
-    weight-only formats dequantize to bf16, NVFP4/MXFP4 run FP4 where the GPU has FP4
-    tensor cores). `modules_to_not_convert`: the checkpoint's own list, kept for the
+    `covers`: "linear" (every linear layer except the LM head), "experts" (routed
+    experts only; gpt-oss's MXFP4) or "experts-if-moe" (the one or the other by the
+    model: what MXFP4 and NVFP4 by name mean, `for_model`). `unquantized_bits`: storage
+    of everything else (16: bf16/fp16). `compute`: the format of the matrix math
+    (`ComputeFormat`). `modules_to_not_convert`: the checkpoint's own list, kept for the
     record. `description`: one line for notes.
     """
 
@@ -89,6 +104,13 @@ class QuantizationScheme:
             raise QuantizationConfigError(f"group_size must be positive, not {self.group_size}")
         if min(self.scale_bits, self.zero_bits, self.column_bits, self.tensor_scale_bits) < 0:
             raise QuantizationConfigError("scale, zero, column and tensor bits must be >= 0")
+
+    def for_model(self, model: ModelSpec) -> QuantizationScheme:
+        """This scheme as laid out on `model`: "experts-if-moe" becomes "experts" on a
+        mixture of experts and "linear" on a dense model; any other `covers` stays."""
+        if self.covers != "experts-if-moe":
+            return self
+        return replace(self, covers="experts" if model.is_moe else "linear")
 
     @property
     def bits_per_weight(self) -> float:
@@ -172,7 +194,11 @@ def parameter_split(model: ModelSpec) -> ParameterSplit:
 
 
 def weight_bytes_by_component(model: ModelSpec, scheme: QuantizationScheme | None) -> WeightBytes:
-    """Bytes of `model`'s weights stored by `scheme` (None: all 16-bit), by component."""
+    """Bytes of `model`'s weights stored by `scheme` (None: all 16-bit), by component.
+
+    The scheme is laid out on the model first (`QuantizationScheme.for_model`)."""
+    if scheme is not None:
+        scheme = scheme.for_model(model)
     split = parameter_split(model)
     sixteen = (scheme.unquantized_bits if scheme else SIXTEEN_BITS) / 8
     width = model.hidden_size
@@ -237,9 +263,17 @@ MXFP4 = QuantizationScheme(
     bits=4,
     group_size=32,
     scale_bits=8,
-    compute="fp4",
+    compute="fp4-fp8",
+    covers="experts-if-moe",
     description="MXFP4: 4-bit E2M1 values, one 8-bit E8M0 scale per 32 (4.25 bits)",
 )
+"""MXFP4 by name. On a mixture of experts it covers the routed experts only, as the
+published MXFP4 MoE checkpoints do: openai/gpt-oss-20b and -120b (config.json
+``modules_to_not_convert``: self_attn, router, embed_tokens, lm_head; model card
+arXiv:2508.10925: "quantization of the MoE weights to MXFP4"); DeepSeek-V4-Flash too
+(MXFP4 experts, vLLM's DeepseekV4FP8Config). On a dense model, every linear layer. A
+checkpoint that quantizes attention too (amd/DeepSeek-R1-MXFP4, made with AMD Quark,
+excludes lm_head only) is not what the name means."""
 NVFP4 = QuantizationScheme(
     name="nvfp4",
     method="nvfp4",
@@ -248,8 +282,16 @@ NVFP4 = QuantizationScheme(
     scale_bits=8,
     tensor_scale_bits=32,
     compute="fp4",
+    covers="experts-if-moe",
     description="NVFP4: 4-bit E2M1 values, one FP8 E4M3 scale per 16 (4.5 bits), fp32 per tensor",
 )
+"""NVFP4 by name. On a mixture of experts it covers the routed experts, as NVIDIA's
+ModelOpt NVFP4 MoE checkpoints leave attention 16-bit (nvidia/DeepSeek-R1-0528-NVFP4
+and nvidia/GLM-4.7-NVFP4 hf_quant_config.json ``exclude_modules``: lm_head and every
+layer's ``self_attn*``); their shared experts and dense MLPs, NVFP4 there, count 16-bit
+here (DeepSeek-V3: 3.7B of 671B parameters). On a dense model, every linear layer
+(nvidia/Llama-3.1-405B-Instruct-FP4: "only the weights and activations of the linear
+operators within transformers blocks are quantized")."""
 NF4 = QuantizationScheme(
     name="nf4",
     method="bitsandbytes",
@@ -345,6 +387,12 @@ def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
         raise QuantizationConfigError(
             "quantization_config.config_groups.*.weights: missing weight quantization args"
         )
+    # input_activations null: weights only (W4A16, W8A16, NVFP4A16), the math in 16 bits
+    weight_only = (
+        isinstance(first, dict)
+        and "input_activations" in first
+        and (first["input_activations"] is None)
+    )
     bits = _int_field(weights, "num_bits")
     kind = weights.get("type")
     strategy = weights.get("strategy")
@@ -382,11 +430,12 @@ def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
         scale_bits=base.scale_bits,
         per_tensor=strategy == "tensor",
         tensor_scale_bits=base.tensor_scale_bits,
-        compute=base.compute,
+        compute="bf16" if weight_only else base.compute,
         covers=_covers(skipped),
         modules_to_not_convert=skipped,
         description=base.description
-        + (" (per-tensor scales)" if strategy == "tensor" and base.group_size is None else ""),
+        + (" (per-tensor scales)" if strategy == "tensor" and base.group_size is None else "")
+        + (", weights only" if weight_only else ""),
     )
 
 
@@ -454,7 +503,7 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
             bits=4,
             group_size=32,
             scale_bits=8,
-            compute="fp4",
+            compute=MXFP4.compute,
             covers="experts" if not skipped or _covers(skipped) == "experts" else "linear",
             modules_to_not_convert=skipped,
             description=MXFP4.description,

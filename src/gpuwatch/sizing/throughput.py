@@ -55,6 +55,27 @@ def peak_flops_per_second(gpu: GpuSpec, precision: Precision) -> float:
     return gpu.bf16_flops_per_second
 
 
+def math_peak_flops_per_second(gpu: GpuSpec, workload: Workload) -> float:
+    """Dense tensor peak the workload's matrix math runs at on `gpu`.
+
+    By the weights' scheme (`quantization.ComputeFormat`): W4A4 NVFP4 ("fp4") the FP4 peak
+    on a part with FP4 tensor cores (`fp4_flops_per_second`, Blackwell); FP4 weights with
+    FP8 activations ("fp4-fp8", gpt-oss's MXFP4 in vLLM) the FP8 peak there; W8A8 FP8 the
+    FP8 peak where the part has one. Everything else, and the FP4 formats on a part without
+    FP4 tensor cores (weights unpacked to 16-bit math), BF16. Without a scheme: FP8 for
+    fp8 weights, else BF16 (`peak_flops_per_second`).
+    """
+    scheme = workload.weight_scheme
+    if scheme is None:
+        return peak_flops_per_second(gpu, workload.weight_precision)
+    fp4_cores = gpu.fp4_flops_per_second
+    if scheme.compute == "fp4" and fp4_cores is not None:
+        return fp4_cores
+    if scheme.compute == "fp8" or (scheme.compute == "fp4-fp8" and fp4_cores is not None):
+        return peak_flops_per_second(gpu, Precision.FP8)
+    return gpu.bf16_flops_per_second
+
+
 def ridge_point_flops_per_byte(gpu: GpuSpec) -> float:
     """Arithmetic intensity where the part turns compute-bound: BF16 FLOP/s / bandwidth."""
     return gpu.bf16_flops_per_second / gpu.memory_bandwidth_bytes_per_second
@@ -115,9 +136,10 @@ def compute_bound_tokens_per_second(
     gpu: GpuSpec, workload: Workload, efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
 ) -> float:
     """Decode tokens/s if FLOP/s were the only limit: FLOP/s x efficiency / (2 x active
-    params), the active parameters being all of them for a dense model."""
+    params), the active parameters being all of them for a dense model; FLOP/s the peak
+    of the math the weights' scheme runs (`math_peak_flops_per_second`)."""
     _check_efficiency(efficiency)
-    flops = peak_flops_per_second(gpu, workload.math_precision) * efficiency
+    flops = math_peak_flops_per_second(gpu, workload) * efficiency
     return flops / (DECODE_FLOPS_PER_PARAMETER * active_parameters(workload))
 
 

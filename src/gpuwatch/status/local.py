@@ -4,7 +4,8 @@
 two samples at least 100 ms apart) and nothing more, so there is no window behind it
 and its document carries no verdict or cost. `replay` runs a simulated scenario from
 its start to `at` seconds through the agent's own tick (sampling, analysis, cost) on a
-manual clock, as a running `gpuwatch run --simulate` agent would have seen it.
+manual clock, scraping its token sources (the scenario's inference servers) as they are
+due, as a running `gpuwatch run --simulate` agent would have seen it.
 """
 
 from __future__ import annotations
@@ -55,13 +56,15 @@ def replay(
 ) -> FleetSnapshot:
     """Tick from scenario time 0 to `at` (at least `GPM_GAP_SECONDS`); the last snapshot.
 
-    The slow job (PCIe, ECC, MIG layout) runs every `agent.slow_interval_seconds`.
+    The slow job (PCIe, ECC, MIG layout) runs every `agent.slow_interval_seconds`; the
+    token sources are scraped before each tick when due.
     `progress(fraction)` is told after each tick how much of the replay is done (0-1).
     """
     config = agent.config.agent
     end = clock.time() + max(at, GPM_GAP_SECONDS)
     step = replay_step(at, config.interval_seconds)
     next_slow = clock.time() + config.slow_interval_seconds
+    agent.tokens.scrape_due(inline=True)
     snapshot = agent.tick()
     ticks = max(math.ceil((end - clock.time()) / step), 1)
     for done in range(1, ticks + 1):
@@ -69,6 +72,7 @@ def replay(
         if clock.time() >= next_slow:
             agent.nvml.collect_slow()
             next_slow += config.slow_interval_seconds
+        agent.tokens.scrape_due(inline=True)
         snapshot = agent.tick()
         if progress is not None:
             progress(done / ticks)

@@ -17,7 +17,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from gpuwatch.snapshot import recommendation_rule_phrase
+from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.status.names import short_gpu_name, short_process_name, terminal_safe
 
 GIB = 1024**3
@@ -171,9 +171,11 @@ def _notes(gpus: Sequence[dict[str, Any]]) -> list[Text]:
             saving = _usd(recommendation.get("savings_usd_per_hour"))
             rule = recommendation_rule_phrase(str(recommendation.get("rule") or ""))
             chosen = f"; candidates: {terminal_safe(rule)}" if rule else ""
+            basis = need_basis_phrase(verdict.get("need_basis"))
+            why = f" ({terminal_safe(basis)})" if basis else ""
             lines.append(
                 Text(
-                    f"GPU {index}: overprovisioned{what}; {target} would do, "
+                    f"GPU {index}: overprovisioned{what}{why}; {target} would do, "
                     f"saving {saving}/h{chosen}"
                 )
             )

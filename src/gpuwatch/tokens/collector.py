@@ -32,7 +32,8 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.clock import Clock
 from gpuwatch.tokens.config import TokenSourceConfig, check_unique_names
 from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter
-from gpuwatch.tokens.parse import counter_series
+from gpuwatch.tokens.kv import KvCacheReading, kv_cache_reading
+from gpuwatch.tokens.parse import ExpositionError, Sample, find_samples, select_counters
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +212,9 @@ class TokenReading:
     None before one; `error` says why the last scrape failed, None when it succeeded.
     `prompt_tokens_by_origin` splits the prompt tokens by where their KV cache came from,
     as (origin, tokens) sorted by origin, when the server exposes such a counter (vLLM's
-    `vllm:prompt_tokens_by_source_total`); empty otherwise.
+    `vllm:prompt_tokens_by_source_total`); empty otherwise. `kv_cache` is what the last
+    successful scrape said about the KV cache (`gpuwatch.tokens.kv`), None when the
+    server publishes nothing about it.
     """
 
     source: str
@@ -221,6 +224,7 @@ class TokenReading:
     last_scrape_seconds: float | None
     error: str | None
     prompt_tokens_by_origin: tuple[tuple[str, float], ...] = ()
+    kv_cache: KvCacheReading | None = None
 
 
 def describe(exc: BaseException) -> str:
@@ -244,6 +248,8 @@ class _Source:
     def __init__(self, config: TokenSourceConfig) -> None:
         self.config = config
         self.names = config.counter_names()
+        self.kv_names = config.kv_cache_names()
+        self.kv_warned = False
         self.prompt = ResetCorrectedCounter()
         self.generation = ResetCorrectedCounter()
         self.by_origin_name: str | None = None
@@ -278,7 +284,7 @@ class TokenCollector:
         self._schedule_lock = threading.Lock()
         self.sources: tuple[TokenSourceConfig, ...] = tuple(sources)
 
-    def scrape_due(self, *, wait: bool = True) -> None:
+    def scrape_due(self, *, wait: bool = True, inline: bool = False) -> None:
         """Scrape every source whose interval has elapsed (all of them the first time),
         each on its own daemon thread, so that a slow source delays only itself.
 
@@ -286,6 +292,8 @@ class TokenCollector:
         slots missed while late are skipped, not caught up, and so is a slot whose
         previous scrape still runs. A scrape ends within its `timeout_seconds` (the fetch
         enforces it); `wait` returns only when the scrapes started here have ended.
+        `inline` scrapes them one after another on the caller's thread instead (a replay
+        whose fetch reads simulated pages in process).
         """
         threads = []
         with self._schedule_lock:
@@ -309,6 +317,10 @@ class TokenCollector:
                         daemon=True,  # a source that hangs never delays shutdown
                     )
                 )
+        if inline:
+            for thread in threads:
+                thread.run()
+            return
         for thread in threads:
             thread.start()
         if wait:
@@ -332,7 +344,9 @@ class TokenCollector:
             try:
                 body = self._fetch(source.config.url, source.config.timeout_seconds)
                 optional = () if source.by_origin_name is None else (source.by_origin_name,)
-                series = counter_series(body, source.names, source.config.label_matchers, optional)
+                found = find_samples(body, [*source.names, *optional, *source.kv_names])
+                matchers = source.config.label_matchers
+                series = select_counters(found, source.names, matchers, optional)
             except SOURCE_ERRORS as exc:
                 reading = self._failed(source, describe(exc))
             else:
@@ -348,6 +362,7 @@ class TokenCollector:
                 if source.failing:
                     log.info("token source %r is up again", name)
                     source.failing = False
+                kv = self._kv_cache(source, found)
                 reading = TokenReading(
                     name,
                     True,
@@ -356,6 +371,7 @@ class TokenCollector:
                     self._clock.time(),
                     None,
                     by_origin,
+                    kv,
                 )
             source.duration_seconds = max(self._clock.monotonic() - start, 0.0)
             source.reading = reading
@@ -372,6 +388,20 @@ class TokenCollector:
             source.failing = True
         return replace(source.reading, up=False, error=error)
 
+    def _kv_cache(self, source: _Source, found: dict[str, list[Sample]]) -> KvCacheReading | None:
+        """The KV cache the page says, None when it says none or nothing usable (one
+        WARNING per source: the token counters are read all the same)."""
+        if not source.kv_names:
+            return None
+        try:
+            return kv_cache_reading(source.config.kind, found, source.config.label_matchers)
+        except ExpositionError as exc:
+            if not source.kv_warned:
+                log.warning("token source %r: its KV cache use is unusable: %s",
+                            source.config.name, str(exc)[:200])  # fmt: skip
+                source.kv_warned = True
+            return None
+
     def readings(self) -> tuple[TokenReading, ...]:
         """The latest reading of every source, in config order."""
         return tuple(source.reading for source in self._sources.values())
@@ -379,7 +409,10 @@ class TokenCollector:
     def families(self) -> Iterator[Metric]:
         """gpuwatch_tokens_total{source,kind}, gpuwatch_token_source_up{source},
         gpuwatch_token_source_scrape_duration_seconds{source} and, for servers that split
-        their prompt tokens, gpuwatch_prompt_tokens_by_origin_total{source,origin}."""
+        their prompt tokens, gpuwatch_prompt_tokens_by_origin_total{source,origin}, and
+        for servers that publish their KV cache (while up),
+        gpuwatch_token_source_kv_cache_used_tokens{source} and
+        gpuwatch_token_source_kv_cache_capacity_tokens{source}."""
         if not self._sources:
             return
         tokens = CounterMetricFamily(
@@ -405,8 +438,26 @@ class TokenCollector:
             "started watching the server, corrected for counter resets.",
             labels=("source", "origin"),
         )
+        kv_used = GaugeMetricFamily(
+            "gpuwatch_token_source_kv_cache_used_tokens",
+            "Tokens whose KV cache the inference server holds now (vLLM: usage x "
+            "num_gpu_blocks x block_size; SGLang: num_used_tokens), at the last scrape.",
+            labels=("source",),
+        )
+        kv_capacity = GaugeMetricFamily(
+            "gpuwatch_token_source_kv_cache_capacity_tokens",
+            "Tokens the inference server's KV cache pool holds at most (vLLM: "
+            "num_gpu_blocks x block_size; SGLang: max_total_num_tokens).",
+            labels=("source",),
+        )
         for source in self._sources.values():
             reading = source.reading
+            kv = reading.kv_cache
+            if reading.up and kv is not None:
+                if kv.used_tokens is not None:
+                    kv_used.add_metric([reading.source], kv.used_tokens)
+                if kv.capacity_tokens is not None:
+                    kv_capacity.add_metric([reading.source], kv.capacity_tokens)
             tokens.add_metric([reading.source, "prompt"], reading.prompt_tokens_total)
             tokens.add_metric([reading.source, "generation"], reading.generation_tokens_total)
             up.add_metric([reading.source], 1.0 if reading.up else 0.0)
@@ -420,6 +471,9 @@ class TokenCollector:
             yield duration
         if by_origin.samples:
             yield by_origin
+        for family in (kv_used, kv_capacity):
+            if family.samples:
+                yield family
 
 
 def _loggable(url: str) -> str:

@@ -13,10 +13,13 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuwatch.values import check_http_url
+from gpuwatch.tokens.kv import KV_CACHE_NAMES
+from gpuwatch.values import Text, check_http_url
+from gpuwatch.workloads import Precision
 
 ServerKind = Literal["vllm", "sglang", "llamacpp", "tgi", "custom"]
 TokenKind = Literal["prompt", "generation"]
+KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32"]
 
 COUNTER_NAMES: dict[str, tuple[str, str]] = {
     "vllm": ("vllm:prompt_tokens_total", "vllm:generation_tokens_total"),
@@ -61,6 +64,17 @@ class TokenSourceConfig(BaseModel):
     """Only series with these label values count; default: the sum over all series."""
     interval_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
     timeout_seconds: float = Field(default=2.0, gt=0.0, le=60.0)
+    model: Text | None = Field(default=None, max_length=64)
+    """The sizing catalog's name of the model served (wins over the server's
+    ``model_name``), for the GPU's need measured from the KV cache (vllm, sglang)."""
+    config_json: Text | None = Field(default=None, max_length=4096)
+    """Instead of `model`: the served model's Hugging Face config.json."""
+    precision: Precision | None = None
+    """The served weights' storage or checkpoint layout; default: what the server's model
+    name says (``-AWQ``, ``-FP8``, ...), else the checkpoint's own (bf16 for most)."""
+    kv_cache_dtype: KvCacheDtype | None = None
+    """The KV cache's storage when the server does not say (SGLang's --kv-cache-dtype);
+    default auto: the model's 16-bit (or wider) compute precision."""
 
     @field_validator("url")
     @classmethod
@@ -107,7 +121,19 @@ class TokenSourceConfig(BaseModel):
             raise ValueError('prompt_metric and generation_metric are for kind = "custom" only')
         if self.timeout_seconds > self.interval_seconds:
             raise ValueError("timeout_seconds must not exceed interval_seconds")
+        if self.model is not None and self.config_json is not None:
+            raise ValueError("set at most one of model and config_json")
+        measured = (self.model, self.config_json, self.precision, self.kv_cache_dtype)
+        if self.kind not in KV_CACHE_NAMES and any(v is not None for v in measured):
+            raise ValueError(
+                "model, config_json, precision and kv_cache_dtype are for kind vllm or "
+                "sglang (the others publish no KV cache use)"
+            )
         return self
+
+    def kv_cache_names(self) -> tuple[str, ...]:
+        """Sample names read for the KV cache from this kind of server (none for most)."""
+        return KV_CACHE_NAMES.get(self.kind, ())
 
     def counter_names(self) -> tuple[str, str]:
         """(prompt, generation) sample names read from this source."""

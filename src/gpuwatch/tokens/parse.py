@@ -188,7 +188,19 @@ def counter_series(
     """
     names = list(names)
     extra = [name for name in optional if name not in names]
-    found = find_samples(body, [*names, *extra])
+    return select_counters(find_samples(body, [*names, *extra]), names, matchers, extra)
+
+
+def select_counters(
+    found: Mapping[str, list[Sample]],
+    names: Iterable[str],
+    matchers: Mapping[str, str],
+    optional: Iterable[str] = (),
+) -> dict[str, dict[LabelSet, float]]:
+    """`counter_series` of samples already found (`find_samples`), so that one search of
+    the body serves the counters and anything else read from it."""
+    names = list(names)
+    extra = [name for name in optional if name not in names]
     result: dict[str, dict[LabelSet, float]] = {}
     for name in names:
         if name not in found:

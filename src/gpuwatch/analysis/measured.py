@@ -1,0 +1,346 @@
+"""A GPU's memory need measured from the inference server on it, not from NVML.
+
+Inference servers preallocate most of the GPU (vLLM 90 % by default) whatever they need,
+so the memory NVML reports says nothing about need. The server itself says how much of
+its KV cache is in use (`gpuwatch.tokens.kv`); with the model it serves (its
+``model_name`` matched in the sizing catalog, or the token source's `model` or
+`config_json`) the sizing model turns that into bytes:
+
+    need per GPU = (weights + tokens in use x KV bytes per token + runtime overhead)
+                   / the GPUs the token source names (tensor parallelism)
+
+Weights and overhead are the sizing model's inference figures (`memory_requirement`:
+overhead 0.2 x weights); KV bytes per token are layers x (2 x KV heads x head dim, or
+MLA's latent + RoPE key) x bytes per value, the value's bytes from the server's cache
+dtype (``auto``: the model's 16-bit or wider compute precision; ``fp8*``: 1 B).
+
+`MeasuredNeeds` resolves each token source's model once per (model name, cache dtype),
+logs once per source why a need cannot be measured, and exports
+``gpuwatch_token_source_need_info``. Pure but for logging: the readings come in, the
+per-GPU samples go out (`per_gpu`), the analysis engine keeps their lookback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from gpuwatch.sizing import ModelCatalog, ModelSpec, UnknownModelError, memory_requirement
+from gpuwatch.sizing.hf_config import ConfigJsonError, model_name_for
+from gpuwatch.sizing.models import match_served_model
+from gpuwatch.snapshot import GpuSample
+from gpuwatch.tokens import TokenReading, TokenSourceConfig
+from gpuwatch.workloads import config_json_workload, served_workload
+
+log = logging.getLogger(__name__)
+
+NeedStatus = Literal[
+    "measured",
+    "no_gpus",
+    "down",
+    "no_kv_cache",
+    "no_model_name",
+    "several_models",
+    "unknown_model",
+    "ambiguous_model",
+    "unknown_cache_dtype",
+    "invalid_model",
+]
+"""Whether a token source gives its GPUs a measured need, and if not, why not."""
+
+STALE_AFTER_INTERVALS = 3.0
+"""A reading older than this many scrape periods is not used (the source is down)."""
+
+CHECKPOINT_LAYOUTS: dict[str, str] = {
+    "gpt-oss-20b": "mxfp4",
+    "gpt-oss-120b": "mxfp4",
+    "deepseek-v3": "fp8",
+}
+"""Catalog models whose published checkpoint is not 16-bit, served as published unless
+the name or the source says otherwise: gpt-oss (OpenAI's model card: the MoE weights in
+MXFP4, gpt-oss-120b fits one 80 GB GPU) and DeepSeek-V3 (arXiv:2412.19437: trained and
+released with FP8 weights). Every other entry: bf16."""
+
+_FP8 = 1.0
+_KV_BYTES = {
+    "bfloat16": 2.0,
+    "bf16": 2.0,
+    "half": 2.0,
+    "float16": 2.0,
+    "fp16": 2.0,
+    "float": 4.0,
+    "float32": 4.0,
+    "fp32": 4.0,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ServedModel:
+    """The sizing model's view of what a server serves, in bytes."""
+
+    name: str  # the catalog name, or the config.json's model name
+    weights_bytes: int
+    overhead_bytes: int  # the runtime overhead of inference (activations, CUDA context)
+    kv_bytes_per_token: float  # all layers, at the server's cache dtype
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredSample:
+    """One GPU's need now, measured from the servers on it (bytes, no headroom)."""
+
+    need_bytes: float
+    model: str  # the served model (several joined by " + ")
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceNeed:
+    """What a token source's last reading gives: its status, the model name the server
+    reports and the one it resolved to ("" when none), and the whole need (all its
+    GPUs, bytes) when measured."""
+
+    status: NeedStatus
+    served_model: str = ""
+    model: str = ""
+    need_bytes: float | None = None
+
+
+def kv_bytes_per_value(cache_dtype: str | None, compute_bytes: float) -> float | None:
+    """Bytes per cached K or V value for a server's cache dtype: "auto" (or unsaid) the
+    model's `compute_bytes`; fp8 variants (fp8, fp8_e4m3, fp8_e5m2, ...) 1; 16-bit 2;
+    32-bit 4; None for a dtype not known here."""
+    dtype = (cache_dtype or "auto").strip().casefold()
+    if dtype == "auto":
+        return compute_bytes
+    if dtype.startswith("fp8"):
+        return _FP8
+    return _KV_BYTES.get(dtype)
+
+
+def served_model(
+    spec_or_workload: ModelSpec | str, precision: str | None, cache_dtype: str | None
+) -> ServedModel | None:
+    """`ServedModel` of a catalog model (or a config.json path) at `precision` with a
+    cache of `cache_dtype`; None when the cache dtype is not known. Raises
+    ConfigJsonError for a config.json that cannot be sized, ValueError for a precision
+    the model cannot take."""
+    if isinstance(spec_or_workload, str):
+        workload = config_json_workload(spec_or_workload, precision)
+        name = model_name_for_path(spec_or_workload)
+    else:
+        layout = precision or CHECKPOINT_LAYOUTS.get(spec_or_workload.name)
+        workload = served_workload(spec_or_workload, layout)
+        name = spec_or_workload.name
+    per_value = kv_bytes_per_value(cache_dtype, workload.compute_bytes)
+    if per_value is None:
+        return None
+    breakdown = memory_requirement(workload)
+    return ServedModel(
+        name=name,
+        weights_bytes=breakdown.weights_bytes,
+        overhead_bytes=breakdown.overhead_bytes,
+        kv_bytes_per_token=workload.training_architecture.kv_cache_bytes_per_token(per_value),
+    )
+
+
+def model_name_for_path(path: str) -> str:
+    """The model name a config.json gives (its folder's name when it names none)."""
+    return model_name_for(Path(path))
+
+
+def measured_need_bytes(model: ServedModel, used_tokens: float, gpus: int = 1) -> float:
+    """One GPU's need: (weights + `used_tokens` x KV bytes per token + overhead) / `gpus`.
+
+    By hand, Llama-3.1-8B in bf16 (meta-llama/Llama-3.1-8B config.json): weights
+    8,030,261,248 parameters x 2 B = 16,060,522,496 B (16.06 GB); KV 32 layers x 2 (K
+    and V) x 8 KV heads x 128 head dim x 2 B = 131,072 B per token; overhead 0.2 x the
+    weights = 3,212,104,499 B. With 10,000 tokens in use on one GPU:
+    16,060,522,496 + 10,000 x 131,072 + 3,212,104,499 = 20,583,346,995 B; on two GPUs
+    (tensor parallel 2) half of it each, 10,291,673,497.5 B.
+    """
+    if gpus < 1:
+        raise ValueError("a server runs on one GPU at least")
+    whole = model.weights_bytes + used_tokens * model.kv_bytes_per_token + model.overhead_bytes
+    return whole / gpus
+
+
+class MeasuredNeeds:
+    """The measured need of every token source's GPUs, tick by tick."""
+
+    def __init__(
+        self,
+        sources: Sequence[TokenSourceConfig],
+        models: ModelCatalog,
+        *,
+        scrape_floor_seconds: float = 0.0,
+    ) -> None:
+        """`scrape_floor_seconds`: the shortest period (simulated seconds) at which the
+        sources can be scraped at all (under `--speed X` the scrape job fires every
+        0.05 x X simulated seconds), so that a reading is stale after
+        `STALE_AFTER_INTERVALS` x max(its `interval_seconds`, this)."""
+        self._floor = scrape_floor_seconds
+        self._sources = {source.name: source for source in sources}
+        self._models = models
+        self._resolved: dict[
+            tuple[str, str, str | None], tuple[NeedStatus, ServedModel | None]
+        ] = {}
+        self._logged: dict[str, tuple[str, ...]] = {}
+        self._status: dict[str, SourceNeed] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any source can give a measured need (a kind that publishes its KV cache)."""
+        return any(source.kv_cache_names() for source in self._sources.values())
+
+    def per_gpu(
+        self, now: float, gpus: Sequence[GpuSample], readings: Sequence[TokenReading]
+    ) -> dict[str, MeasuredSample]:
+        """The measured need of each GPU (by uuid) that token sources name, from their
+        latest readings at epoch time `now`. A GPU gets one only when every source naming
+        it gives one now (two servers on one GPU add up)."""
+        needs = {reading.source: self._source_need(now, reading) for reading in readings}
+        with self._lock:
+            self._status = needs
+        result: dict[str, MeasuredSample] = {}
+        for gpu in gpus:
+            ids: set[int | str] = {gpu.identity.index, gpu.identity.uuid}
+            names = [
+                name
+                for name, source in self._sources.items()
+                if source.kv_cache_names() and ids & set(source.gpus)
+            ]
+            parts = [needs.get(name) for name in names]
+            if not names or any(p is None or p.need_bytes is None for p in parts):
+                continue
+            total = 0.0
+            models = []
+            for name, part in zip(names, parts, strict=True):
+                assert part is not None
+                assert part.need_bytes is not None
+                total += part.need_bytes / len(self._sources[name].gpus)
+                models.append(part.model)
+            result[gpu.identity.uuid] = MeasuredSample(
+                total, " + ".join(dict.fromkeys(models)), tuple(names)
+            )
+        return result
+
+    def _source_need(self, now: float, reading: TokenReading) -> SourceNeed:
+        source = self._sources.get(reading.source)
+        if source is None or not source.kv_cache_names():
+            return SourceNeed("no_kv_cache")
+        if not source.gpus:
+            return self._say(source, SourceNeed("no_gpus"))
+        age = None if reading.last_scrape_seconds is None else now - reading.last_scrape_seconds
+        period = max(source.interval_seconds, self._floor)
+        if not reading.up or age is None or age > STALE_AFTER_INTERVALS * period:
+            return SourceNeed("down")
+        kv = reading.kv_cache
+        if kv is None or kv.used_tokens is None:
+            return self._say(source, SourceNeed("no_kv_cache"))
+        served = kv.model_names[0] if len(kv.model_names) == 1 else ""
+        configured = source.model or source.config_json
+        if configured is None and len(kv.model_names) > 1:
+            return self._say(source, SourceNeed("several_models", ", ".join(kv.model_names)))
+        if configured is None and not served:
+            return self._say(source, SourceNeed("no_model_name"))
+        status, model = self._resolve(source, served, kv.cache_dtype)
+        if model is None:
+            return self._say(source, SourceNeed(status, served), kv.cache_dtype)
+        need = measured_need_bytes(model, kv.used_tokens)
+        return self._say(source, SourceNeed("measured", served, model.name, need))
+
+    def _resolve(
+        self, source: TokenSourceConfig, served: str, cache_dtype: str | None
+    ) -> tuple[NeedStatus, ServedModel | None]:
+        dtype = cache_dtype or source.kv_cache_dtype
+        key = (source.name, served, dtype)
+        known = self._resolved.get(key)
+        if known is None:
+            known = self._resolved[key] = self._resolve_now(source, served, dtype)
+        return known
+
+    def _resolve_now(
+        self, source: TokenSourceConfig, served: str, dtype: str | None
+    ) -> tuple[NeedStatus, ServedModel | None]:
+        precision = source.precision
+        try:
+            if source.config_json is not None:
+                model = served_model(source.config_json, precision, dtype)
+            elif source.model is not None:
+                model = served_model(self._models.get(source.model), precision, dtype)
+            else:
+                match = match_served_model(served, self._models)
+                if match.model is None:
+                    status: NeedStatus = (
+                        "ambiguous_model" if match.status == "ambiguous" else "unknown_model"
+                    )
+                    return status, None
+                model = served_model(match.model, precision or match.layout, dtype)
+        except (ConfigJsonError, UnknownModelError, ValueError):
+            return "invalid_model", None
+        return ("measured", model) if model is not None else ("unknown_cache_dtype", None)
+
+    def _say(
+        self, source: TokenSourceConfig, need: SourceNeed, detail: str | None = None
+    ) -> SourceNeed:
+        """`need`, logged once per source and status (and served model)."""
+        said = (need.status, need.served_model)
+        if self._logged.get(source.name) == said:
+            return need
+        self._logged[source.name] = said
+        name = source.name
+        served = need.served_model
+        if need.status == "measured":
+            log.info("token source %r: GPU memory need measured from its KV cache use (%s)",
+                     name, need.model)  # fmt: skip
+            return need
+        why = {
+            "no_gpus": "it names no GPU (set `gpus`)",
+            "no_kv_cache": "the server publishes no KV cache use",
+            "no_model_name": "the server names no model (set `model` on the token source)",
+            "several_models": f"the server serves several models ({served}); set "
+            "label_matchers or `model`",
+            "unknown_model": f"the sizing catalog does not know the model {served!r} (set "
+            "`model` or `config_json` on the token source)",
+            "ambiguous_model": f"the model {served!r} matches several catalog entries (set "
+            "`model` on the token source)",
+            "unknown_cache_dtype": f"its KV cache dtype {detail!r} is not known here",
+            "invalid_model": "its `model`, `config_json` or `precision` cannot be sized",
+        }.get(need.status, need.status)
+        log.warning("token source %r: no measured memory need for its GPUs: %s; they are "
+                    "judged on declarations or observed memory", name, why)  # fmt: skip
+        return need
+
+    def statuses(self) -> Mapping[str, SourceNeed]:
+        """Each source's status at the last `per_gpu` (thread-safe)."""
+        with self._lock:
+            return dict(self._status)
+
+    def families(self) -> Iterator[Metric]:
+        """gpuwatch_token_source_need_info{source,served_model,model,status}, for the
+        token sources of a kind that publishes its KV cache (vllm, sglang)."""
+        info = GaugeMetricFamily(
+            "gpuwatch_token_source_need_info",
+            "Whether the token source gives its GPUs a memory need measured from its KV "
+            "cache use (value 1): status measured, else why not (down, no_gpus, "
+            "no_kv_cache, no_model_name, several_models, unknown_model, ambiguous_model, "
+            "unknown_cache_dtype, invalid_model); served_model: the server's model_name; "
+            "model: the sizing catalog's model it was matched to.",
+            labels=("source", "served_model", "model", "status"),
+        )
+        statuses = self.statuses()
+        for name, source in self._sources.items():
+            if not source.kv_cache_names():
+                continue
+            need = statuses.get(name, SourceNeed("down"))
+            info.add_metric([name, need.served_model, need.model, need.status], 1.0)
+        if info.samples:
+            yield info
