@@ -78,7 +78,9 @@ def test_a_pod_holding_two_gpus_is_one_unit_and_a_measured_need_wins() -> None:
     needs = workload_needs(
         [
             usage("u0", pods=pods, need_bytes=30 * GIB, need_basis="measured"),
-            usage("u1", pods=pods, need_bytes=32 * GIB, need_basis="measured", price_usd_per_hour=5.0),
+            usage(
+                "u1", pods=pods, need_bytes=32 * GIB, need_basis="measured", price_usd_per_hour=5.0
+            ),
             usage("u2", pods=("team-b/nb",), state_seconds={"held": 100.0}),
         ],
         build_gpu_catalog(),

@@ -58,9 +58,15 @@ REPORT_FAMILIES = frozenset(
         "gpuwatch_rent_vs_buy_inputs_info",
         "gpuwatch_gpu_busy_ratio",
         "gpuwatch_gpu_activity_mean_ratio",
+        # what `gpuwatch plan` reads besides (tests/report_agreement/test_plan.py)
+        "gpuwatch_gpu_required_memory_bytes",
+        "gpuwatch_gpu_dram_bandwidth_ratio",
+        "gpuwatch_gpu_pod_info",
+        "gpuwatch_pod_cost_usd_total",
+        "gpuwatch_pod_idle_cost_usd_total",
     }
 )
-"""The samples `gpuwatch.report.prometheus` reads (the rest would only slow the backfill)."""
+"""The samples the report and the plan read (the rest would only slow the backfill)."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def simulate(
         history=HistoryConfig(enabled=True),
     )
     start = FIRST_DAY.timestamp() - LEAD_SECONDS
-    run = HistoryRun(state_dir, ManualClock(start), config)
+    run = HistoryRun(state_dir, ManualClock(start), config, kubernetes=True)
     scrapes = Scrapes()
     tokens: dict[float, tuple[float, float]] = {}
     rent_vs_buy: dict[float, float | None] = {}
@@ -135,6 +141,7 @@ def simulate(
         for i in range(ticks):
             run.clock.advance(TICK_SECONDS)
             run.agent.tokens.scrape_due()
+            run.agent.refresh_attribution()
             snapshot = run.agent.tick()
             rent_vs_buy[snapshot.timestamp_seconds] = (
                 snapshot.cost.rent_vs_buy_host_monthly_delta_usd

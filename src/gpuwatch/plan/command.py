@@ -70,6 +70,12 @@ def add_plan_parser(
     source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
     add_prometheus_arguments(plan, rules=False)
     plan.add_argument("--days", type=float, default=30.0, help="the lookback in days (default 30)")
+    plan.add_argument(
+        "--until",
+        metavar="TIME",
+        help="the lookback's end, UTC: YYYY-MM-DD (midnight) or YYYY-MM-DDTHH:MM "
+        "(default: now, or the history's last sample when later)",
+    )
     plan.add_argument("--config", type=Path, help="TOML config file")
     plan.add_argument(
         "--format",
@@ -143,6 +149,21 @@ def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:
     if len(formats) > 1 and not has_out:
         raise PlanUsageError("without --out only one format can be written (to stdout)")
     return formats
+
+
+def parse_until(text: str | None) -> float | None:
+    """`--until` as epoch seconds (UTC), None when not given."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise PlanUsageError(
+            f"--until {text!r}: expected YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
 
 
 def make_plan(
@@ -224,8 +245,13 @@ def run_plan(
         if webhook is None:
             print(f"gpuwatch: {NO_WEBHOOK}", file=err)
             return EXIT_USAGE
-    end = moment.timestamp()
-    if prometheus is None and now is None:
+    try:
+        until = parse_until(args.until)
+    except PlanUsageError as exc:
+        print(f"gpuwatch: {exc}", file=err)
+        return EXIT_USAGE
+    end = moment.timestamp() if until is None else until
+    if until is None and prometheus is None and now is None:
         end = max(end, _last_local_sample(config) or end)
     try:
         report = make_plan(

@@ -43,10 +43,7 @@ def _reclaim(need: WorkloadNeed) -> Move:
         held = need.held_memory_bytes or need.memory_peak_bytes or 0.0
         action = (
             f"held {held / GIB:.0f} GiB for {_days(need.observed_seconds)} with no work "
-            f"-> release {gpus} (reclaimable: the pods above hold it)"
-            if need.pods
-            else f"held {held / GIB:.0f} GiB for {_days(need.observed_seconds)} with no "
-            f"work -> release {gpus} (reclaimable)"
+            f"-> reclaim {gpus}"
         )
         return Move("reclaim", (need.label,), action, saved, need.pods)
     action = f"idle for {_days(need.observed_seconds)} -> release {gpus}"

@@ -121,7 +121,7 @@ def render_text(report: PlanReport) -> str:
     out += ["", "Moves:"]
     for move in report.moves:
         names = " + ".join(_name(n) for n in move.names)
-        saved = "" if move.kind == "keep" else f"  (saves {_usd(move.savings_usd_per_month)}/month)"
+        saved = "" if move.kind == "keep" else f" (saves {_usd(move.savings_usd_per_month)}/month)"
         out.append(f"  - {names}: {move.action}{saved}")
     out += ["", "Assumptions:"]
     out += [f"  - {flatten(line)}" for line in assumptions(report)]

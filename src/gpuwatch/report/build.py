@@ -11,12 +11,11 @@ Formats render a `Report`; none of them computes a figure. No I/O here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import TYPE_CHECKING
 
 from gpuwatch.report.model import (
     GPU_STATES,

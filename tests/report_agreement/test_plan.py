@@ -1,0 +1,126 @@
+"""`gpuwatch plan` on the demo run (tests/report_agreement/conftest.py): two simulated
+days with history, attribution and the vLLM server, read from the host's history and
+from the Prometheus that stored the same scrapes.
+
+What the demo's four H100s did (src/gpuwatch/simulate/scenarios/demo.toml): GPU 0 trains
+(team-a/llama3-sft-0), GPU 1 is allocated to team-b/batch-eval-7f9c and idle, GPU 2 is
+held by team-a/notebook-alice (30 GiB, no work), GPU 3 serves Llama-3.1-8B from vLLM
+(time-sliced with a canary pod) with no [[workloads]] declaration: its need is measured
+from the server's KV-cache use. The plan must release GPU 1, reclaim GPU 2 naming its
+pod, keep the trainer, and move the vLLM unit to a cheaper part, every dollar re-derived
+here from the catalog's prices.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwatch.cli import main
+from gpuwatch.plan.command import make_plan
+from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions
+from gpuwatch.plan.render import PlanReport
+from gpuwatch.report.prometheus import PrometheusOptions
+from gpuwatch.sizing import build_gpu_catalog
+from tests.report_agreement.conftest import DAYS, Run
+
+pytest.importorskip("highspy", reason="the plan extra (highspy) is in the test extra")
+
+H100 = "H100-SXM-80GB"
+
+
+@pytest.fixture(scope="module")
+def plans(demo_run: Run) -> tuple[PlanReport, PlanReport]:
+    end = demo_run.period.end_epoch
+    options = PlanOptions(headroom_ratio=demo_run.config.analysis.headroom_ratio)
+    here = make_plan(demo_run.config, options, days=DAYS, end_epoch=end)
+    fleet = make_plan(
+        demo_run.config,
+        options,
+        days=DAYS,
+        end_epoch=end,
+        prometheus=PrometheusOptions(demo_run.prometheus_url),
+    )
+    return here, fleet
+
+
+def _by_label(report: PlanReport) -> dict[str, str]:
+    return {" + ".join(m.names): m.kind for m in report.moves}
+
+
+def test_the_demo_plan_reclaims_keeps_and_moves(plans: tuple[PlanReport, PlanReport]) -> None:
+    here, _ = plans
+    kinds = _by_label(here)
+    assert kinds["team-b/batch-eval-7f9c"] == "release"
+    assert kinds["team-a/notebook-alice"] == "reclaim"
+    assert kinds["team-a/llama3-sft-0"] == "keep"
+    vllm = next(m for m in here.moves if "team-b/vllm-llama-8b-0" in m.names[0])
+    assert vllm.kind in ("move", "mig", "share")
+    held = next(m for m in here.moves if m.kind == "reclaim")
+    assert held.pods == ("team-a/notebook-alice",)
+    assert "held 30 GiB" in held.action
+    unit = next(n for n in here.needs if "team-b/vllm-llama-8b-0" in n.pods)
+    assert unit.memory_basis == "measured"  # no declaration: the server's KV-cache use
+    assert unit.activity == "busy" or unit.activity == "underutilized"
+
+
+def test_the_dollars_re_derive_from_the_catalog(plans: tuple[PlanReport, PlanReport]) -> None:
+    """Today: 4 H100s at the demo's price; the plan: the trainer's H100 plus the vLLM
+    unit's new part at its catalog rent; the bound equals the plan (proved optimal)."""
+    here, _ = plans
+    catalog = build_gpu_catalog()
+    h100 = catalog.get(H100).rent_usd_per_hour
+    assert here.plan.current_usd_per_hour == pytest.approx(4 * h100)
+    placed = {p.gpu_id for p in here.plan.placements}
+    assert H100 in placed
+    vllm_part = next(p for p in here.plan.placements if p.gpu_id != H100 or p.mode != "whole")
+    expected = h100 + (vllm_part.usd_per_hour if vllm_part.gpu_id != H100 else 0.0)
+    assert vllm_part.usd_per_hour == catalog.get(vllm_part.gpu_id).rent_usd_per_hour
+    assert here.plan.usd_per_hour == pytest.approx(expected)
+    assert here.plan.lower_bound_usd_per_hour == pytest.approx(here.plan.usd_per_hour)
+    assert here.plan.gap_ratio == pytest.approx(0.0, abs=1e-6)
+    for move in here.moves:
+        if move.kind in ("release", "reclaim"):
+            assert move.savings_usd_per_month == pytest.approx(h100 * HOURS_PER_MONTH)
+
+
+def test_local_and_prometheus_give_the_same_plan(plans: tuple[PlanReport, PlanReport]) -> None:
+    here, fleet = plans
+    assert [(m.kind, m.names, m.action) for m in here.moves] == [
+        (m.kind, m.names, m.action) for m in fleet.moves
+    ]
+    assert here.plan.usd_per_hour == pytest.approx(fleet.plan.usd_per_hour)
+    assert here.plan.current_usd_per_hour == pytest.approx(fleet.plan.current_usd_per_hour)
+    mine = {n.key: n for n in here.needs}
+    for theirs in fleet.needs:
+        need = mine[theirs.key]
+        assert need.memory_basis == theirs.memory_basis
+        assert need.memory_bytes == pytest.approx(theirs.memory_bytes, rel=1e-9)
+        assert need.pods == theirs.pods
+        assert need.activity == theirs.activity
+
+
+def test_the_cli_writes_every_format(demo_run: Run, tmp_path: Path) -> None:
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(
+        f'[agent]\nhostname = "test-host"\nstate_dir = "{demo_run.config.agent.state_dir}"\n',
+        encoding="utf-8",
+    )
+    until = "2026-01-03T00:00"
+    out = tmp_path / "plan"
+    code = main(["plan", "--config", str(config), "--days", str(DAYS), "--until", until,
+                 "--out", str(out), "--format", "text,md,html,json"])  # fmt: skip
+    assert code == 0
+    document = json.loads((out / "gpuwatch-plan.json").read_text(encoding="utf-8"))
+    assert document["savings_usd_per_month"] == pytest.approx(
+        (document["current_usd_per_hour"] - document["plan_usd_per_hour"]) * HOURS_PER_MONTH
+    )
+    assert {m["kind"] for m in document["moves"]} >= {"release", "reclaim", "keep"}
+    text = (out / "gpuwatch-plan.txt").read_text(encoding="utf-8")
+    assert "team-a/notebook-alice: held 30 GiB" in text
+    assert "team-a/notebook-alice" in (out / "gpuwatch-plan.md").read_text(encoding="utf-8")
+    assert "<code>team-a/notebook-alice</code>" in (out / "gpuwatch-plan.html").read_text(
+        encoding="utf-8"
+    )
