@@ -454,3 +454,25 @@ def test_the_random_fleets_exercise_every_mode() -> None:
         p.mode for seed in range(40) for p in solve(random_fleet(seed), CATALOG, options).placements
     }
     assert modes == {"whole", "shared", "mig"}
+
+
+def test_a_pool_too_large_for_one_model_is_solved_in_parts() -> None:
+    """80 small notebooks in one namespace would give one MILP over 6,000 time-sliced
+    (leader, member) pairs: the pool is planned in parts or from a relaxation of the
+    whole pool, within the time limit. The plan holds every unit, and the bound (the
+    relaxation's) stays below the plan and above the cheapest share of memory alone:
+    their memory with headroom at the cheapest candidate's $ per byte."""
+    rng = random.Random(7)
+    units = [
+        need(f"nb-{i}", L4, rng.uniform(0.5, 2), rng.uniform(0.005, 0.03), rng.uniform(1, 10))
+        for i in range(80)
+    ]
+    plan = solve(units, CATALOG, PlanOptions(time_limit_seconds=6.0))
+    assert plan.solve_seconds < 12
+    assert any("planned in parts" in note for note in plan.notes)
+    assert sorted(k for p in plan.placements for k in p.units) == sorted(u.key for u in units)
+    assert_feasible(plan, units)
+    memory = sum(u.memory_bytes for u in units) * (1 + HEADROOM)
+    per_byte = min(g.rent_usd_per_hour / g.memory_bytes for g in CATALOG if g.tier == "datacenter")
+    assert memory * per_byte <= plan.lower_bound_usd_per_hour <= plan.usd_per_hour
+    assert plan.usd_per_hour < plan.current_usd_per_hour
