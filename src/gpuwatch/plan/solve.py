@@ -337,7 +337,12 @@ def _fractional_bound(units: Sequence[_Unit], fit: _Fit, options: PlanOptions) -
                 table = mig_table(gpu.id) if options.mig else None
                 for index, profile in enumerate(table.profiles if table else ()):
                     if table is not None and fit.profile(unit, gpu, table, index):
-                        fraction = (profile.memory_fraction, profile.compute_fraction)[k % 2]
+                        # memory, compute, bandwidth (memory_slices / 8 of it)
+                        fraction = (
+                            profile.memory_fraction,
+                            profile.compute_fraction,
+                            profile.memory_fraction,
+                        )[k]
                         cheapest = min(cheapest, price * fraction)
             total += cheapest
         best = max(best, total)
