@@ -289,6 +289,9 @@ def test_without_highspy_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
 
 MODELS = (H100, A100_40, L4)
 """Few models, so that brute force stays small: two with MIG, one without."""
+TIED = (H100, CATALOG.get("GH200-96GB"), CATALOG.get("H100-PCIe-80GB"), L4)
+"""With a model as cheap as the H100 and at least as large (GH200 96GB), which the
+solver drops from its MILP and may move GPUs back from."""
 
 
 def _fits(unit: WorkloadNeed, gpu: GpuSpec, compute: float, memory: float, bw: float) -> bool:
@@ -306,10 +309,10 @@ def _fits(unit: WorkloadNeed, gpu: GpuSpec, compute: float, memory: float, bw: f
 
 
 @functools.cache
-def _gpu_cost(group: tuple[WorkloadNeed, ...]) -> float:
-    """The cheapest single GPU of MODELS that holds `group` under the rules."""
+def _gpu_cost(group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]) -> float:
+    """The cheapest single GPU of `models` that holds `group` under the rules."""
     best = float("inf")
-    for gpu in MODELS:
+    for gpu in models:
         mem, bw = gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second
         if len(group) == 1:
             unit = group[0]
@@ -375,23 +378,25 @@ def _partitions(items: list[int]) -> Iterator[list[list[int]]]:
         yield [[first], *partition]
 
 
-def brute_force(units: Sequence[WorkloadNeed]) -> float:
+def brute_force(units: Sequence[WorkloadNeed], models: tuple[GpuSpec, ...]) -> float:
     """The cheapest plan: every partition of the units into GPUs (one namespace per GPU),
-    each GPU priced as the cheapest model of MODELS that holds its part."""
+    each GPU priced as the cheapest of `models` that holds its part."""
     best = float("inf")
     for partition in _partitions(list(range(len(units)))):
         if any(len({units[i].namespace for i in part}) > 1 for part in partition):
             continue
-        best = min(best, sum(_gpu_cost(tuple(units[i] for i in part)) for part in partition))
+        best = min(
+            best, sum(_gpu_cost(tuple(units[i] for i in part), models) for part in partition)
+        )
     return best
 
 
-def random_fleet(seed: int) -> list[WorkloadNeed]:
-    """3-6 units on MODELS in two namespaces, a tenth without activity or bandwidth."""
+def random_fleet(seed: int, models: tuple[GpuSpec, ...] = MODELS) -> list[WorkloadNeed]:
+    """3-6 units on `models` in two namespaces, a tenth without activity or bandwidth."""
     rng = random.Random(seed)
     units = []
     for n in range(rng.randint(3, 6)):
-        gpu = rng.choice(MODELS)
+        gpu = rng.choice(models)
         unknown = rng.random() < 0.1
         bandwidth = gpu.memory_bandwidth_bytes_per_second / GB * rng.random() * 0.5
         units.append(
@@ -435,12 +440,16 @@ def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed]) -> None:
                 assert _fits(unit, gpu, compute, p.memory_bytes, bw)
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_solver_matches_brute_force(seed: int) -> None:
-    units = random_fleet(seed)
-    options = PlanOptions(candidate_gpu_ids=tuple(g.id for g in MODELS))
+@pytest.mark.parametrize(
+    ("models", "seed"),
+    [*((MODELS, seed) for seed in range(40)), *((TIED, seed) for seed in range(20))],
+    ids=[*(f"models-{s}" for s in range(40)), *(f"tied-{s}" for s in range(20))],
+)
+def test_solver_matches_brute_force(models: tuple[GpuSpec, ...], seed: int) -> None:
+    units = random_fleet(seed, models)
+    options = PlanOptions(candidate_gpu_ids=tuple(g.id for g in models))
     plan = solve(units, CATALOG, options)
-    assert plan.usd_per_hour == pytest.approx(brute_force(units), abs=1e-9)
+    assert plan.usd_per_hour == pytest.approx(brute_force(units, models), abs=1e-9)
     check_proof(plan)
     assert_feasible(plan, units)
     placed = sorted(k for p in plan.placements for k in p.units)
@@ -454,3 +463,25 @@ def test_the_random_fleets_exercise_every_mode() -> None:
         p.mode for seed in range(40) for p in solve(random_fleet(seed), CATALOG, options).placements
     }
     assert modes == {"whole", "shared", "mig"}
+
+
+def test_a_pool_too_large_for_one_model_is_solved_in_parts() -> None:
+    """80 small notebooks in one namespace would give one MILP over 6,000 time-sliced
+    (leader, member) pairs: the pool is planned in parts or from a relaxation of the
+    whole pool, within the time limit. The plan holds every unit, and the bound (the
+    relaxation's) stays below the plan and above the cheapest share of memory alone:
+    their memory with headroom at the cheapest candidate's $ per byte."""
+    rng = random.Random(7)
+    units = [
+        need(f"nb-{i}", L4, rng.uniform(0.5, 2), rng.uniform(0.005, 0.03), rng.uniform(1, 10))
+        for i in range(80)
+    ]
+    plan = solve(units, CATALOG, PlanOptions(time_limit_seconds=6.0))
+    assert plan.solve_seconds < 12
+    assert any("planned in parts" in note for note in plan.notes)
+    assert sorted(k for p in plan.placements for k in p.units) == sorted(u.key for u in units)
+    assert_feasible(plan, units)
+    memory = sum(u.memory_bytes for u in units) * (1 + HEADROOM)
+    per_byte = min(g.rent_usd_per_hour / g.memory_bytes for g in CATALOG if g.tier == "datacenter")
+    assert memory * per_byte <= plan.lower_bound_usd_per_hour <= plan.usd_per_hour
+    assert plan.usd_per_hour < plan.current_usd_per_hour

@@ -201,25 +201,28 @@ def solve(
     cost = bound = fixed
     timed_out = chunked = 0
     for pool in pools:
-        pool_cost = milp_bound = 0.0
         pool_budget = (deadline - time.perf_counter()) * len(pool) / remaining
         pieces = _chunks(pool, fit, options)
         pool_bound = _fractional_bound(pool, fit, options)
-        if len(pieces) > 1:  # a bound for the whole pool first, with a fifth of its time
-            relaxed = _relaxation_bound(pool, fit, options, max(pool_budget / 5, 0.05), highspy)
-            pool_bound = max(pool_bound, relaxed)
+        relaxed: _Result | None = None
+        if len(pieces) > 1:  # the whole pool relaxed first, with a third of its time
+            chunked += 1
+            budget = max(pool_budget / 3, 0.05)
+            relaxed_bound, relaxed = _relaxation(pool, fit, options, budget, highspy)
+            pool_bound = max(pool_bound, relaxed_bound)
+        results = []
         for piece in pieces:
             budget = max((deadline - time.perf_counter()) * len(piece) / remaining, 0.05)
             remaining -= len(piece)
-            result = _solve_pool(piece, fit, options, budget, highspy)
-            placements.extend(result.placements)
-            pool_cost += result.cost
-            milp_bound += result.bound
-            timed_out += result.timed_out
+            results.append(_solve_pool(piece, fit, options, budget, highspy))
         if len(pieces) == 1:
-            pool_bound = max(pool_bound, milp_bound)
-        else:
-            chunked += 1
+            pool_bound = max(pool_bound, results[0].bound)
+        pool_cost = sum(result.cost for result in results)
+        if relaxed is not None and relaxed.cost < pool_cost:
+            results, pool_cost = [relaxed], relaxed.cost
+        for result in results:
+            placements.extend(result.placements)
+            timed_out += result.timed_out
         cost += pool_cost
         bound += min(pool_bound, pool_cost)
 
@@ -334,7 +337,12 @@ def _fractional_bound(units: Sequence[_Unit], fit: _Fit, options: PlanOptions) -
                 table = mig_table(gpu.id) if options.mig else None
                 for index, profile in enumerate(table.profiles if table else ()):
                     if table is not None and fit.profile(unit, gpu, table, index):
-                        fraction = (profile.memory_fraction, profile.compute_fraction)[k % 2]
+                        # memory, compute, bandwidth (memory_slices / 8 of it)
+                        fraction = (
+                            profile.memory_fraction,
+                            profile.compute_fraction,
+                            profile.memory_fraction,
+                        )[k]
                         cheapest = min(cheapest, price * fraction)
             total += cheapest
         best = max(best, total)
@@ -378,8 +386,8 @@ def _notes(
         )
     if chunked:
         notes.append(
-            f"{chunked} pool(s) too large for one exact model were solved in parts, and "
-            "bounded by a relaxation that pools each GPU model's capacity"
+            f"{chunked} pool(s) too large for one exact model: planned in parts, or from a "
+            "relaxation that pools each GPU model's capacity (also their bound)"
         )
     if timed_out:
         notes.append(f"the solver stopped at its time limit in {timed_out} pool(s)")
@@ -507,18 +515,22 @@ def _smallest_profiles(
     return smallest if table.is_valid(counts) else profiles
 
 
-def _first_fit_decreasing(sizes: list[tuple[float, float, float]]) -> int:
-    """GPUs first-fit-decreasing needs for items of these (memory, compute, bw) shares."""
+def _first_fit_decreasing(sizes: dict[int, tuple[float, float, float]]) -> list[list[int]]:
+    """Items (memory, compute, bandwidth shares) packed first-fit-decreasing: the GPUs."""
     loads: list[list[float]] = []
-    for size in sorted(sizes, key=max, reverse=True):
-        for load in loads:
+    gpus: list[list[int]] = []
+    for i in sorted(sizes, key=lambda i: (-max(sizes[i]), i)):
+        size = sizes[i]
+        for load, gpu in zip(loads, gpus, strict=True):
             if all(_within(a + b, 1.0) for a, b in zip(load, size, strict=True)):
                 for k in range(3):
                     load[k] += size[k]
+                gpu.append(i)
                 break
         else:
             loads.append(list(size))
-    return len(loads)
+            gpus.append([i])
+    return gpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -816,38 +828,109 @@ def _add_mig(
     return blocks
 
 
-def _relaxation_bound(
+def _relaxation(
     units: list[_Unit], fit: _Fit, options: PlanOptions, budget: float, highspy: Any
-) -> float:
-    """A lower bound for a pool too large for one exact MILP: the same MILP, except that
-    time-sliced units only count against the capacity of all GPUs of a model together
-    (not GPU by GPU). MIG is as exact as in `_solve_pool`."""
+) -> tuple[float, _Result | None]:
+    """For a pool too large for one exact MILP: (a lower bound, a plan or None).
+
+    The MILP is `_solve_pool`'s, except that time-sliced units only count against the
+    capacity of all GPUs of a model together, not GPU by GPU: a relaxation, so its bound
+    holds for the pool. Its solution, each model's units packed first-fit-decreasing,
+    is a plan (optimal where the packing needs no more GPUs than the relaxation opened:
+    likely with many small units, those that make a pool too large).
+    """
     model = _Model()
     alone = [_cheapest_alone(unit, fit) for unit in units]
     alone_column = [model.column(gpu.rent_usd_per_hour, 1) for gpu in alone]
     choices: list[list[int]] = [[column] for column in alone_column]
+    shared: list[tuple[GpuSpec, dict[int, tuple[float, float, float]], dict[int, int]]] = []
     if options.time_slicing:
         for option in _undominated(_shared_options(units, fit)):
             gpu = option.gpu
             eligible = sorted(option.eligible[0])
             sizes = {i: fit.sizes(units[i], gpu) for i in eligible}
-            gpus = model.column(gpu.rent_usd_per_hour * (1 + 2 * _PREFER), len(eligible) // 2)
-            on = [model.column(0.0, 1) for _ in eligible]
-            for i, column in zip(eligible, on, strict=True):
+            most_gpus = len(_first_fit_decreasing(sizes))
+            gpus = model.column(gpu.rent_usd_per_hour * (1 + 2 * _PREFER), most_gpus)
+            on = {i: model.column(0.0, 1) for i in eligible}
+            for i, column in on.items():
                 choices[i].append(column)
+            columns = [*on.values(), gpus]
             for k in range(3):
-                model.row([*on, gpus], [*(sizes[i][k] for i in eligible), -1.0], -math.inf, 0.0)
+                loads = [sizes[i][k] for i in eligible]
+                model.row(columns, [*loads, -1.0], -math.inf, 0.0)
             most = min(_most_items([sizes[i][k] for i in eligible], 1.0) for k in range(3))
-            model.row([*on, gpus], [1.0] * len(on) + [-float(most)], -math.inf, 0.0)
-            model.row([*on, gpus], [1.0] * len(on) + [-2.0], 0.0, math.inf)
-    if options.mig:
-        _add_mig(model, units, fit, choices)
+            model.row(columns, [1.0] * len(on) + [-float(most)], -math.inf, 0.0)
+            model.row(columns, [1.0] * len(on) + [-2.0], 0.0, math.inf)
+            shared.append((gpu, sizes, on))
+    mig = _add_mig(model, units, fit, choices) if options.mig else []
     for row in choices:
         model.row(row, [1.0] * len(row), 1.0, 1.0)
     start = [0.0] * len(model.cost)
     for column in alone_column:
         start[column] = 1.0
-    return model.solve(highspy, options, budget, start)[1]
+    values, bound, timed_out = model.solve(highspy, options, budget, start)
+    if values is None:
+        return bound, None
+    plan = _Collector(
+        units, fit, _Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out)
+    )
+    for i, column in enumerate(alone_column):
+        if values[column] > 0.5:
+            plan.add(alone[i], [i], None)
+    for gpu, sizes, on in shared:
+        chosen = {i: sizes[i] for i, column in on.items() if values[column] > 0.5}
+        for members in _first_fit_decreasing(chosen):
+            plan.add(gpu, members, None)
+    for block in mig:
+        _add_mig_gpus(plan, block, values)
+    return bound, plan.result
+
+
+class _Collector:
+    """Turns a pool's solution into placements (`result`), GPU by GPU."""
+
+    def __init__(self, units: list[_Unit], fit: _Fit, result: _Result) -> None:
+        self.units = units
+        self.fit = fit
+        self.result = result
+
+    def add(self, gpu: GpuSpec, members: list[int], profiles: list[int] | None) -> None:
+        """One GPU: `profiles` (indices) per member on MIG, None time-sliced or whole."""
+        order = sorted(range(len(members)), key=lambda n: self.units[members[n]].order)
+        hosted = [self.units[members[n]] for n in order]
+        if profiles is not None:
+            profiles = [profiles[n] for n in order]
+        if len(members) == 1:
+            profiles = None
+        gpu, table = _prefer_current(gpu, hosted, profiles, self.fit)
+        if profiles is not None and table is not None:
+            profiles = _smallest_profiles(table, gpu, hosted, profiles, self.fit)
+        if profiles is None or table is None:
+            mode: Mode = "whole" if len(members) == 1 else "shared"
+            names: tuple[str, ...] = ()
+        else:
+            mode, names = "mig", tuple(table.profiles[k].name for k in profiles)
+        keys = tuple(unit.need.key for unit in hosted)
+        placement = Placement(gpu.id, mode, gpu.rent_usd_per_hour, keys, names)
+        self.result.placements.append((hosted[0].order, placement))
+        self.result.cost += gpu.rent_usd_per_hour
+
+
+def _add_mig_gpus(plan: _Collector, block: _MigBlock, values: list[float]) -> None:
+    """The MIG GPUs of `block` in a solution, each unit on an instance of its profile."""
+    free: list[dict[int, int]] = []
+    for config, column in zip(block.configs, block.counts, strict=True):
+        for _ in range(round(values[column])):
+            free.append({k: config[slot] for slot, k in enumerate(block.used)})
+    hosted: list[dict[int, int]] = [{} for _ in free]
+    for (i, k), column in sorted(block.assigned.items(), key=lambda item: -item[0][1]):
+        if values[column] > 0.5:
+            g = next(g for g, left in enumerate(free) if left[k] > 0)
+            free[g][k] -= 1
+            hosted[g][i] = k
+    for instances in hosted:
+        if instances:
+            plan.add(block.gpu, list(instances), list(instances.values()))
 
 
 def _solve_pool(
@@ -892,7 +975,7 @@ def _solve_pool(
             if block.leaders:
                 # An optimum packs the units it puts on this model into as few GPUs as
                 # they need, never more than first-fit-decreasing needs for all of them.
-                most = _first_fit_decreasing(list(sizes.values()))
+                most = len(_first_fit_decreasing(sizes))
                 if most < len(block.leaders):
                     leads = list(block.leaders.values())
                     model.row(leads, [1.0] * len(leads), 0.0, float(most))
@@ -911,51 +994,17 @@ def _solve_pool(
     def on(column: int) -> bool:
         return values[column] > 0.5
 
-    result = _Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out)
-
-    def add(gpu: GpuSpec, members: list[int], profiles: list[int] | None) -> None:
-        """One GPU of the plan: `profiles` per member on MIG, None time-sliced/whole."""
-        members.sort(key=lambda i: units[i].order)
-        hosted = [units[i] for i in members]
-        if len(members) == 1:
-            profiles = None
-        gpu, table = _prefer_current(gpu, hosted, profiles, fit)
-        if profiles is not None and table is not None:
-            profiles = _smallest_profiles(table, gpu, hosted, profiles, fit)
-        if profiles is None or table is None:
-            mode: Mode = "whole" if len(members) == 1 else "shared"
-            names: tuple[str, ...] = ()
-        else:
-            mode, names = "mig", tuple(table.profiles[k].name for k in profiles)
-        keys = tuple(unit.need.key for unit in hosted)
-        placement = Placement(gpu.id, mode, gpu.rent_usd_per_hour, keys, names)
-        result.placements.append((hosted[0].order, placement))
-        result.cost += gpu.rent_usd_per_hour
-
+    plan = _Collector(
+        units, fit, _Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out)
+    )
     for i, column in enumerate(alone_column):
         if on(column):
-            add(alone[i], [i], None)
+            plan.add(alone[i], [i], None)
     for block in shared:
         for i, column in block.leaders.items():
             if on(column):
-                add(
-                    block.gpu,
-                    [i, *(j for (lead, j), c in block.members.items() if lead == i and on(c))],
-                    None,
-                )
+                members = [j for (lead, j), c in block.members.items() if lead == i and on(c)]
+                plan.add(block.gpu, [i, *members], None)
     for mblock in mig:
-        free: list[dict[int, int]] = []
-        for config, column in zip(mblock.configs, mblock.counts, strict=True):
-            for _ in range(round(values[column])):
-                free.append({k: config[slot] for slot, k in enumerate(mblock.used)})
-        hosted: list[dict[int, int]] = [{} for _ in free]
-        for (i, k), column in sorted(mblock.assigned.items(), key=lambda item: -item[0][1]):
-            if on(column):
-                g = next(g for g, left in enumerate(free) if left[k] > 0)
-                free[g][k] -= 1
-                hosted[g][i] = k
-        for instances in hosted:
-            if instances:
-                members = sorted(instances, key=lambda i: units[i].order)
-                add(mblock.gpu, members, [instances[i] for i in members])
-    return result
+        _add_mig_gpus(plan, mblock, values)
+    return plan.result
