@@ -63,7 +63,7 @@ def test_the_demo_plan_reclaims_keeps_and_moves(plans: tuple[PlanReport, PlanRep
     assert "held 30 GiB" in held.action
     unit = next(n for n in here.needs if "team-b/vllm-llama-8b-0" in n.pods)
     assert unit.memory_basis == "measured"  # no declaration: the server's KV-cache use
-    assert unit.activity == "busy" or unit.activity == "underutilized"
+    assert unit.activity in {"busy", "underutilized"}
 
 
 def test_the_dollars_re_derive_from_the_catalog(plans: tuple[PlanReport, PlanReport]) -> None:

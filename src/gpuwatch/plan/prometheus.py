@@ -66,8 +66,8 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
     for labels in client.vector(f"last_over_time(gpuwatch_gpu_info{w})", at):
         if (key := _gpu(labels)) is not None:
             found = dict(labels)
-            index = found.get("gpu", "")
-            info[key] = (found.get("name", ""), int(index) if index.isdigit() else None)
+            text = found.get("gpu", "")
+            info[key] = (found.get("name", ""), int(text) if text.isdigit() else None)
     states: dict[GpuKey, dict[str, float]] = defaultdict(dict)
     for labels, value in client.vector(f"sum_over_time(gpuwatch_gpu_state{w})", at).items():
         state = dict(labels).get("state", "")
@@ -107,14 +107,14 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
     price = _by_gpu(client.vector(f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})", at))
     usages = []
     for key in sorted(info):
-        name, index = info[key]
+        name, gpu_index = info[key]
         basis = basis_of(b for b in bases.get(key, ()) if key in needs.get(b, {}))
         usages.append(
             GpuUsage(
                 host=key[0],
                 uuid=key[1],
                 name=name,
-                gpu_index=index,
+                gpu_index=gpu_index,
                 observed_seconds=observed.get(key, 0.0) * interval,
                 state_seconds=dict(states.get(key, {})),
                 activity_ratio=activity.get(key),

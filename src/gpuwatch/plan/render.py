@@ -302,9 +302,8 @@ def slack_lines(report: PlanReport, limit: int = 8) -> list[str]:
     moves = [m for m in report.moves if m.kind != "keep"]
     for move in moves[:limit]:
         names = " + ".join(name_text(n) for n in move.names)
-        out.append(
-            f"• {names}: {move.action.replace('->', '→')} (saves {_usd(move.savings_usd_per_month)}/month)"
-        )
+        saved = _usd(move.savings_usd_per_month)
+        out.append(f"• {names}: {move.action.replace('->', '→')} (saves {saved}/month)")
     if len(moves) > limit:
         out.append(f"… and {len(moves) - limit} more move(s)")
     return out
