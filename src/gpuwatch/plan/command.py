@@ -58,7 +58,7 @@ def add_plan_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
     """Add `plan` to the CLI's subcommands."""
-    from gpuwatch.report.command import add_prometheus_arguments  # noqa: PLC0415
+    from gpuwatch.report.api_flags import add_prometheus_arguments  # noqa: PLC0415
 
     plan = subparsers.add_parser(
         "plan", help="the cheapest set of GPUs that holds every workload's measured need"
@@ -223,7 +223,7 @@ def run_plan(
     """Run `gpuwatch plan` with the loaded config; returns the exit code."""
     import os  # noqa: PLC0415
 
-    from gpuwatch.report.command import ReportUsageError, prometheus_options  # noqa: PLC0415
+    from gpuwatch.report.api_flags import ReportUsageError, prometheus_options  # noqa: PLC0415
 
     out_stream = stdout or sys.stdout
     err = stderr or sys.stderr
