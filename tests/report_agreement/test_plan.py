@@ -124,3 +124,27 @@ def test_the_cli_writes_every_format(demo_run: Run, tmp_path: Path) -> None:
     assert "<code>team-a/notebook-alice</code>" in (out / "gpuwatch-plan.html").read_text(
         encoding="utf-8"
     )
+
+
+def test_the_report_has_the_same_plan(
+    demo_run: Run, plans: tuple[PlanReport, PlanReport], tmp_path: Path
+) -> None:
+    """`gpuwatch report` over the same two days shows "What the fleet should be" from
+    the same code: the same dollars and moves as `gpuwatch plan`, in every format."""
+    here, _ = plans
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(
+        f'[agent]\nhostname = "test-host"\nstate_dir = "{demo_run.config.agent.state_dir}"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "report"
+    code = main(["report", "--config", str(config), "--from", "2026-01-01", "--to",
+                 "2026-01-02", "--format", "html,md,json", "--out", str(out)])  # fmt: skip
+    assert code == 0
+    stem = out / "gpuwatch-report-2026-01-01_2026-01-02"
+    document = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+    plan = document["fleet_plan"]
+    assert plan["plan_usd_per_hour"] == pytest.approx(here.plan.usd_per_hour)
+    assert [m["action"] for m in plan["moves"]] == [m.action for m in here.moves]
+    for suffix in (".html", ".md"):
+        assert "What the fleet should be" in stem.with_suffix(suffix).read_text(encoding="utf-8")

@@ -1,0 +1,117 @@
+"""The plan in words and every format, with hostile names (names are data).
+
+Units are labelled with pod names a user chose (`<!channel>`, mrkdwn, backticks, control
+bytes, undecodable bytes, HTML); the Slack summary must pass slack_sdk's block models and
+Slack's limits with every name as inline code, the text has no control character, the
+Markdown and HTML escape every name, and the JSON keeps them as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from gpuwatch.plan.command import slack_payload
+from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions, WorkloadNeed
+from gpuwatch.plan.render import (
+    PlanReport,
+    render_html,
+    render_json,
+    render_markdown,
+    render_text,
+)
+from gpuwatch.report.build import build_report
+from gpuwatch.report.slack import build_summary_message
+from gpuwatch.sizing import build_gpu_catalog
+from tests.alerts.test_hostile_names import HOSTILE, assert_slack_accepts
+from tests.report.data import sample_data
+
+pytest.importorskip("highspy")
+
+GIB = 1024**3
+H100 = "H100-SXM-80GB"
+
+
+def need(key: str, label: str, activity: str = "busy", memory_gib: float = 20.0) -> WorkloadNeed:
+    return WorkloadNeed(
+        key=key,
+        label=label,
+        host="node-1",
+        gpu_uuids=(key,),
+        current_gpu_id=H100,
+        current_usd_per_hour=build_gpu_catalog().get(H100).rent_usd_per_hour,
+        activity=activity,  # type: ignore[arg-type]
+        memory_bytes=memory_gib * GIB,
+        memory_basis="measured",
+        activity_ratio=0.05,
+        bandwidth_bytes_per_second=1e11,
+        namespace="team",
+        pods=(label,),
+        held_memory_bytes=30 * GIB if activity == "held" else None,
+        observed_seconds=9 * 86400.0,
+    )
+
+
+def plan_report(name: str, units: int = 3) -> PlanReport:
+    from gpuwatch.plan.solve import solve  # noqa: PLC0415
+
+    needs = [need(f"u{i}", f"team/{name}-{i}") for i in range(units)]
+    needs.append(need("idle", f"team/{name}-idle", activity="idle"))
+    needs.append(need("held", f"team/{name}-held", activity="held"))
+    options = PlanOptions(time_limit_seconds=5.0)
+    plan = solve(needs, build_gpu_catalog(), options)
+    return PlanReport(plan, tuple(needs), options, 30.0, "local", "2026-11-27 00:00 UTC")
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_the_plan_summary_with_hostile_names(name: str) -> None:
+    report = plan_report(name)
+    assert_slack_accepts(slack_payload(report))
+
+
+@pytest.mark.parametrize("name", HOSTILE[:6])
+def test_the_report_summary_carries_the_plan(name: str) -> None:
+    report = replace(build_report(sample_data()), fleet_plan=plan_report(name))
+    payload = build_summary_message(report, ("gpuwatch-report-2026-10.html",))
+    assert_slack_accepts(payload)
+    assert "What the fleet should be" in json.dumps(payload)
+
+
+def test_a_long_plan_is_cut_with_a_count() -> None:
+    text = json.dumps(slack_payload(plan_report("w", units=30)), ensure_ascii=False)
+    assert "more move(s)" in text
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_text_markdown_and_html_escape_names(name: str) -> None:
+    report = plan_report(name)
+    text = render_text(report)
+    assert not any(c in text for c in "\x00\x07\x1b\x7f\r\u2028\u2029\u202e")
+    markdown = render_markdown(report)
+    for line in markdown.splitlines():
+        assert "<" not in line.replace("&lt;", "")  # no raw HTML or autolink from a name
+    page = render_html(report)
+    assert "<!channel>" not in page
+    assert "<script" not in page.lower()
+    document = json.loads(render_json(report))
+    labels = {w["label"] for w in document["workloads"]}
+    assert f"team/{name}-0" in labels  # JSON keeps names as they are
+
+
+def test_the_headline_re_derives() -> None:
+    """$/month = $/h x 730; the saving is today's less the plan's."""
+    report = plan_report("w")
+    document = json.loads(render_json(report))
+    for figure in ("current", "plan", "savings", "lower_bound"):
+        assert document[f"{figure}_usd_per_month"] == pytest.approx(
+            document[f"{figure}_usd_per_hour"] * HOURS_PER_MONTH
+        )
+    assert document["savings_usd_per_hour"] == pytest.approx(
+        document["current_usd_per_hour"] - document["plan_usd_per_hour"]
+    )
+    text = render_text(report)
+    assert f"${document['plan_usd_per_month']:,.2f}/month" in text
+    kinds = [move["kind"] for move in document["moves"]]
+    assert kinds[:2] == ["reclaim", "release"] or kinds[:2] == ["release", "reclaim"]
