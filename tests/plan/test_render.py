@@ -55,7 +55,7 @@ def need(key: str, label: str, activity: str = "busy", memory_gib: float = 20.0)
 
 
 def plan_report(name: str, units: int = 3) -> PlanReport:
-    from gpuwatch.plan.solve import solve  # noqa: PLC0415
+    from gpuwatch.plan.solve import solve
 
     needs = [need(f"u{i}", f"team/{name}-{i}") for i in range(units)]
     needs.append(need("idle", f"team/{name}-idle", activity="idle"))
