@@ -14,6 +14,7 @@ here from the catalog's prices.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,32 @@ def test_the_report_has_the_same_plan(
     assert [m["action"] for m in plan["moves"]] == [m.action for m in here.moves]
     for suffix in (".html", ".md"):
         assert "What the fleet should be" in stem.with_suffix(suffix).read_text(encoding="utf-8")
+
+
+def test_without_the_solver_the_plan_says_how_to_get_it(
+    demo_run: Run,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The agent's image has no highspy (the `plan` extra): `gpuwatch plan` exits 1 with
+    one line naming the extra, and the report keeps every other section with a note."""
+    monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy raises ImportError
+    config = tmp_path / "gpuwatch.toml"
+    config.write_text(
+        f'[agent]\nhostname = "test-host"\nstate_dir = "{demo_run.config.agent.state_dir}"\n',
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    code = main(["plan", "--config", str(config), "--days", "2", "--until", "2026-01-03"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1
+    assert "pip install 'gpuwatch[plan]'" in err[0]
+    code = main(["report", "--config", str(config), "--from", "2026-01-01", "--to",
+                 "2026-01-02", "--format", "json"])  # fmt: skip
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert document["fleet_plan"] is None
+    assert any("gpuwatch[plan]" in note for note in document["notes"])
+    assert document["total_cost_usd"] > 0

@@ -204,10 +204,8 @@ def make_plan(
     needs = tuple(workload_needs(usages, catalog))
     try:
         plan = solve(needs, catalog, options)
-    except ModuleNotFoundError as exc:
-        raise PlanSourceError(
-            f"the plan needs the solver {exc.name!r}: pip install 'gpuwatch[plan]'"
-        ) from None
+    except ImportError as exc:  # SolverMissingError: the `plan` extra is not installed
+        raise PlanSourceError(str(exc)) from None
     return PlanReport(plan, needs, options, days, source, generated)
 
 

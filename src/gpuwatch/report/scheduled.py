@@ -24,6 +24,7 @@ from gpuwatch.report.command import (
     load_from_source,
     month_before,
     month_period,
+    plan_from_source,
     previous_month,
     produce,
 )
@@ -64,6 +65,7 @@ def write_previous_month(
             loader=loader,
             previous_period=month_before(period),
             generated=generated,
+            planner=plan_from_source if loader is load_from_source else None,
         )
     except Exception as exc:  # noqa: BLE001 - a report must never stop the agent
         log.error("monthly report %s failed: %s", period.label, exc)
