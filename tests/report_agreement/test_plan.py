@@ -13,18 +13,25 @@ here from the catalog's prices.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from gpuwatch.cli import main
-from gpuwatch.plan.command import make_plan
+from gpuwatch.alerts import AlertsConfig, SlackConfig
+from gpuwatch.cli import _parser, main
+from gpuwatch.config import AgentConfig, Config
+from gpuwatch.history.store import HISTORY_FILE
+from gpuwatch.plan.command import make_plan, run_plan
 from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.report.prometheus import PrometheusOptions
 from gpuwatch.sizing import build_gpu_catalog
+from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
 from tests.report_agreement.conftest import DAYS, Run
 
 pytest.importorskip("highspy", reason="the plan extra (highspy) is in the test extra")
@@ -178,3 +185,38 @@ def test_without_the_solver_the_plan_says_how_to_get_it(
     assert document["fleet_plan"] is None
     assert any("gpuwatch[plan]" in note for note in document["notes"])
     assert document["total_cost_usd"] > 0
+
+
+def test_the_plan_summary_reaches_slack(
+    demo_run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpuwatch plan --slack` posts the summary to the loopback Slack of the alert tests:
+    the headline and the moves, pod names as inline code, no webhook secret in a line."""
+    for name in list(os.environ):
+        if name.lower() in ("http_proxy", "https_proxy", "all_proxy"):
+            monkeypatch.delenv(name)
+    state = tmp_path / "state"
+    state.mkdir()
+    shutil.copy(demo_run.config.agent.state_dir / HISTORY_FILE, state / HISTORY_FILE)
+    fast = SlackConfig(timeout_seconds=1.0, max_retries=1, retry_backoff_seconds=0.01)
+    config = Config(agent=AgentConfig(state_dir=state), alerts=AlertsConfig(slack=fast))
+    args = _parser().parse_args(["plan", "--days", str(DAYS), "--until", "2026-01-03", "--slack"])
+    slack = FakeSlack()
+    err = io.StringIO()
+    try:
+        code = run_plan(
+            args,
+            config,
+            stdout=io.StringIO(),
+            stderr=err,
+            environ={"GPUWATCH_SLACK_WEBHOOK_URL": slack.url},
+        )
+        (post,) = slack.delivered()
+    finally:
+        slack.close()
+    assert code == 0, err.getvalue()
+    text = post.body["blocks"][0]["text"]["text"]
+    assert text.startswith("*What the fleet should be:*")
+    assert "`team-a/notebook-alice`: held 30 GiB" in text
+    assert "$14,125.50" in text
+    assert SECRET_TOKEN not in err.getvalue()
