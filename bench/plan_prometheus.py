@@ -8,7 +8,8 @@ scrape target (as bench/report_prometheus.py does), then times, at the period's 
 
 - `query`: `gpuwatch.plan.prometheus.load_usage` (every query of the lookback),
 - `needs`: `gpuwatch.plan.usage.workload_needs` (GPUs to units),
-- `solve`: `gpuwatch.plan.solve.solve` with the default `PlanOptions` (20 s limit),
+- `solve`: `gpuwatch.plan.solve.solve` with the default `PlanOptions` (its 20 s limit;
+  `--time-limit` to see what a shorter or longer one changes),
 
 and `total`, their sum; and, as the baseline in the same run, one plain
 `max_over_time(gpuwatch_gpu_required_memory_bytes[Nd])` instant query (one of the plan's
@@ -23,6 +24,7 @@ namespace (`team-<host % 50>`), every unit placed exactly once.
 
     .venv/bin/python bench/plan_prometheus.py [--hosts 250] [--gpus 4] [--days 30]
                                               [--interval 300] [--repeat 3] [--data DIR]
+                                              [--time-limit 20]
 
 `--data DIR` keeps the backfilled blocks (about 70 MB at the default size) for a rerun.
 
@@ -135,7 +137,7 @@ def generate(fleet: SyntheticFleet, text: Path, data: Path) -> int:
 
 
 def run_once(
-    options: PrometheusOptions, fleet: SyntheticFleet, catalog: GpuCatalog
+    options: PrometheusOptions, fleet: SyntheticFleet, catalog: GpuCatalog, limit: float
 ) -> tuple[dict[str, float], list[GpuUsage], list[WorkloadNeed], Plan]:
     """One plan: seconds per step, and what each step returned."""
     seconds: dict[str, float] = {}
@@ -146,7 +148,7 @@ def run_once(
     needs = workload_needs(usages, catalog)
     seconds["needs"] = time.perf_counter() - began
     began = time.perf_counter()
-    plan = solve(needs, catalog, PlanOptions())
+    plan = solve(needs, catalog, PlanOptions(time_limit_seconds=limit))
     seconds["solve"] = time.perf_counter() - began
     seconds["total"] = seconds["query"] + seconds["needs"] + seconds["solve"]
     return seconds, usages, needs, plan
@@ -159,6 +161,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--interval", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--time-limit", type=float, default=PlanOptions().time_limit_seconds, metavar="SECONDS"
+    )
     parser.add_argument(
         "--data",
         type=Path,
@@ -203,7 +208,7 @@ def main() -> None:
             plain = f"max_over_time(gpuwatch_gpu_required_memory_bytes{lookback})"
             load_usage(options, fleet.days, fleet.end_epoch)  # warm the page cache once
             for _ in range(args.repeat):  # alternated, so a noisy neighbour hits both
-                seconds, usages, needs, plan = run_once(options, fleet, catalog)
+                seconds, usages, needs, plan = run_once(options, fleet, catalog, args.time_limit)
                 seconds["gap"] = plan.gap_ratio or 0.0
                 runs.append(seconds)
                 began = time.perf_counter()
