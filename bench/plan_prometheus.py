@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -210,6 +211,7 @@ def main() -> None:
             for _ in range(args.repeat):  # alternated, so a noisy neighbour hits both
                 seconds, usages, needs, plan = run_once(options, fleet, catalog, args.time_limit)
                 seconds["gap"] = plan.gap_ratio or 0.0
+                seconds["plan"] = plan.usd_per_hour
                 runs.append(seconds)
                 began = time.perf_counter()
                 client.vector(plain, float(fleet.end_epoch))
@@ -240,7 +242,11 @@ def main() -> None:
     print(format_table(headers, rows))
     for key in ("query", "solve", "total"):
         print(f"{key}: " + ", ".join(f"{run[key]:.2f}" for run in runs) + " s")
+    print("plan $/h: " + ", ".join(f"{run['plan']:,.2f}" for run in runs))
     print("gap: " + ", ".join(f"{run['gap']:.2%}" for run in runs))
+    kinds = Counter((p.gpu_id, p.mode) for p in plan.placements)
+    print("GPUs of the plan: " + ", ".join(f"{n} {gpu} {mode}" for (gpu, mode), n in
+                                           sorted(kinds.items())))  # fmt: skip
     print("baseline: " + ", ".join(f"{t:.3f}" for t in baseline) + f" s ({plain})")
     print("the plan's queries, each alone (load_usage runs them 4 at a time):")
     for promql, took in alone:
