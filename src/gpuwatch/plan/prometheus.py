@@ -14,6 +14,9 @@ The same figures as the local history (`plan/local.py`), one query each over the
   strongest basis `gpuwatch_gpu_need_basis_info` named in the lookback;
 - pods: every `gpuwatch_gpu_pod_info` series in the lookback; price: the latest
   `gpuwatch_gpu_price_usd_per_hour`; name and index: the latest `gpuwatch_gpu_info`.
+
+The queries (`queries`) are independent: they run `PrometheusOptions.parallel_queries`
+(4, as the report's) at a time.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of
 from gpuwatch.report.prometheus import Client, LabelKey, PrometheusOptions, host_of, pod_of
@@ -56,55 +60,67 @@ def _interval(client: Client, at: float, given: float | None) -> float:
     return statistics.median(gaps) if gaps else 60.0
 
 
+def queries(days: float, at: float) -> dict[str, str]:
+    """The plan's instant queries over the `days` before `at` (epoch s), by what each reads."""
+    span = f"{round(days * 86400)}s"
+    w = f"[{span}] @ {at:.3f}"
+    hourly = f"[{span}:1h] @ {at:.3f}"  # subquery steps on whole hours, as the history's
+    return {
+        "info": f"last_over_time(gpuwatch_gpu_info{w})",
+        "states": f"sum_over_time(gpuwatch_gpu_state{w})",
+        "observed": f"count_over_time(gpuwatch_gpu_up{w})",
+        "activity": f"quantile_over_time({HIGH_PERCENTILE}, "
+        f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){hourly})",
+        "dram": f"quantile_over_time({HIGH_PERCENTILE}, "
+        f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h]){hourly})",
+        "required": f"max_over_time(gpuwatch_gpu_required_memory_bytes{w})",
+        "bases": f"max_over_time(gpuwatch_gpu_need_basis_info{w})",
+        "pods": f"max_over_time(gpuwatch_gpu_pod_info{w})",
+        "price": f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})",
+    }
+
+
 def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUsage]:
-    """Each GPU's use over the `days` before `at` (epoch s)."""
+    """Each GPU's use over the `days` before `at` (epoch s): `queries`, run
+    `options.parallel_queries` at a time."""
     client = Client(options)
-    w = f"[{round(days * 86400)}s] @ {at:.3f}"
-    sub = f"[{round(days * 86400)}s:1h] @ {at:.3f}"
-    interval = _interval(client, at, options.scrape_interval_seconds)
+    asked = queries(days, at)
+    with ThreadPoolExecutor(max(1, options.parallel_queries)) as pool:
+        gap = pool.submit(_interval, client, at, options.scrape_interval_seconds)
+        got = dict(
+            zip(asked, pool.map(lambda q: client.vector(q, at), asked.values()), strict=True)
+        )
+        interval = gap.result()
     info: dict[GpuKey, tuple[str, int | None]] = {}
-    for labels in client.vector(f"last_over_time(gpuwatch_gpu_info{w})", at):
+    for labels in got["info"]:
         if (key := _gpu(labels)) is not None:
             found = dict(labels)
             text = found.get("gpu", "")
             info[key] = (found.get("name", ""), int(text) if text.isdigit() else None)
     states: dict[GpuKey, dict[str, float]] = defaultdict(dict)
-    for labels, value in client.vector(f"sum_over_time(gpuwatch_gpu_state{w})", at).items():
+    for labels, value in got["states"].items():
         state = dict(labels).get("state", "")
         if (key := _gpu(labels)) is not None and state in _STATES:
             states[key][state] = states[key].get(state, 0.0) + value * interval
-    observed = _by_gpu(client.vector(f"count_over_time(gpuwatch_gpu_up{w})", at))
-    activity = _by_gpu(
-        client.vector(
-            f"quantile_over_time({HIGH_PERCENTILE}, "
-            f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){sub})",
-            at,
-        )
-    )
-    dram = _by_gpu(
-        client.vector(
-            f"quantile_over_time({HIGH_PERCENTILE}, "
-            f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h])[{round(days * 86400)}s:1h]"
-            f" @ {at:.3f})",
-            at,
-        )
-    )
+    observed = _by_gpu(got["observed"])
+    activity = _by_gpu(got["activity"])
+    dram = _by_gpu(got["dram"])
     needs: dict[str, dict[GpuKey, float]] = {}
-    required = client.vector(f"max_over_time(gpuwatch_gpu_required_memory_bytes{w})", at)
+    required = got["required"]
     for source in _SOURCES:
         needs[source] = _by_gpu(
             {k: v for k, v in required.items() if dict(k).get("source") == source}
         )
     bases: dict[GpuKey, set[str]] = defaultdict(set)
-    for labels in client.vector(f"max_over_time(gpuwatch_gpu_need_basis_info{w})", at):
+    for labels in got["bases"]:
         if (key := _gpu(labels)) is not None:
             bases[key].add(dict(labels).get("basis", ""))
     pods: dict[GpuKey, set[str]] = defaultdict(set)
-    for labels in client.vector(f"max_over_time(gpuwatch_gpu_pod_info{w})", at):
+    for labels in got["pods"]:
         pod = pod_of(labels)
         if (key := _gpu(labels)) is not None and pod is not None:
             pods[key].add(f"{pod[0]}/{pod[1]}")
-    price = _by_gpu(client.vector(f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})", at))
+    price = _by_gpu(got["price"])
     usages = []
     for key in sorted(info):
         name, gpu_index = info[key]

@@ -5,7 +5,9 @@ and held costs, idle seconds, energy, tokens, prices, identity, recommendations)
 `fleet.hosts` x `fleet.gpus_per_host` GPUs over `fleet.days` UTC days, one sample every
 `fleet.interval_seconds` on an epoch-aligned grid (so samples fall exactly on midnight),
 and returns a `Truth`: the exact per GPU-day and token-source-day figures the counters
-carry. Formats: `openmetrics` (for `promtool tsdb create-blocks-from openmetrics`) and
+carry. `families` keeps only those metric families (`PLAN_FAMILIES`: what `gpuwatch plan`
+reads), for a benchmark that need not write, backfill and store the rest; the truth is
+the same. Formats: `openmetrics` (for `promtool tsdb create-blocks-from openmetrics`) and
 `prometheus` (text with millisecond timestamps, for VictoriaMetrics'
 `/api/v1/import/prometheus`).
 
@@ -40,7 +42,7 @@ import random
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -72,6 +74,15 @@ PLAN_CLASSES: tuple[tuple[str, float, float, float | None], ...] = (
 DRAM ratio while busy, measured need in GiB, None: judged on observed memory), chosen by
 `plan_class`; activity and DRAM are x 0.3 while underutilized and 0 while idle or held.
 Each GPU is held by one pod, `team-<host % 50>/w-<host>-<gpu>` (50 namespaces)."""
+
+PLAN_FAMILIES = frozenset({
+    "gpuwatch_gpu", "gpuwatch_gpu_up", "gpuwatch_gpu_state", "gpuwatch_gpu_price_usd_per_hour",
+    "gpuwatch_gpu_activity_mean_ratio", "gpuwatch_gpu_dram_bandwidth_ratio",
+    "gpuwatch_gpu_required_memory_bytes", "gpuwatch_gpu_need_basis_info",
+    "gpuwatch_gpu_pod_info",
+})  # fmt: skip
+"""The families `gpuwatch plan --prometheus` reads (`plan/prometheus.py`), for
+`write_fleet(..., families=PLAN_FAMILIES)` with `plan_series`."""
 
 Format = Literal["openmetrics", "prometheus"]
 _COUNTER_NAMES = ("cost", "idle_cost", "held_cost", "idle_seconds", "energy", "prompt",
@@ -209,11 +220,16 @@ class _Writer:
     A series is written in one call, its lines built from precomputed strings: a
     per-sample `write()` made generation too slow for 1,000 GPUs x 31 days."""
 
-    def __init__(self, workdir: Path, fmt: Format) -> None:
+    def __init__(self, workdir: Path, fmt: Format, families: Collection[str] | None) -> None:
         self.workdir = workdir
         self.fmt = fmt
+        self.families = None if families is None else frozenset(families)
         self.files: dict[str, TextIO] = {}
         self.types: dict[str, str] = {}
+
+    def wants(self, family: str) -> bool:
+        """Whether `family` is written (callers skip building what is not)."""
+        return self.families is None or family in self.families
 
     def stamps(self, times: Iterable[int]) -> list[str]:
         """Timestamps as this format writes them (seconds, or milliseconds for `prometheus`)."""
@@ -225,6 +241,8 @@ class _Writer:
         self, family: str, kind: str, labels: str, values: Sequence[str] | str, stamps: list[str]
     ) -> None:
         """One series: `values` (already formatted, or one value for every sample) at `stamps`."""
+        if not self.wants(family):
+            return
         out = self.files.get(family)
         if out is None:
             out = (self.workdir / f"{family}.txt").open("w", encoding="utf-8")
@@ -260,14 +278,20 @@ def _states(fleet: SyntheticFleet, host: int, gpu: int) -> Iterator[str]:
         yield rng.choices(("busy", "idle", "held", "underutilized"), weights)[0]
 
 
-def write_fleet(fleet: SyntheticFleet, out: TextIO, fmt: Format = "openmetrics") -> Truth:
-    """Write the fleet's series to `out` in `fmt`; return the exact truth."""
+def write_fleet(
+    fleet: SyntheticFleet,
+    out: TextIO,
+    fmt: Format = "openmetrics",
+    families: Collection[str] | None = None,
+) -> Truth:
+    """Write the fleet's series to `out` in `fmt` (only `families`, when given); return the
+    exact truth."""
     truth = Truth()
     iv = fleet.interval_seconds
     if DAY_SECONDS % iv:
         raise ValueError("interval_seconds must divide a day")
     with tempfile.TemporaryDirectory(prefix="gpuwatch-synthetic-") as tmp:
-        writer = _Writer(Path(tmp), fmt)
+        writer = _Writer(Path(tmp), fmt, families)
         for host in range(fleet.hosts):
             samples = [_write_gpu(fleet, host, gpu, writer, truth)
                        for gpu in range(fleet.gpus_per_host)]  # fmt: skip
@@ -344,7 +368,14 @@ def _write_gpu(
     stamps = writer.stamps(s.times)
     kept = [i for i, lost in enumerate(s.lost) if not lost]
     kept_stamps = [stamps[i] for i in kept]
-    c = {key: [repr(v) for v in values] for key, values in s.counters.items()}
+    counters = ("gpuwatch_gpu_cost_usd", "gpuwatch_gpu_idle_cost_usd", "gpuwatch_gpu_held_cost_usd",
+                "gpuwatch_gpu_energy_joules", "gpuwatch_gpu_idle_seconds", "gpuwatch_tokens",
+                "gpuwatch_token_source_cost_usd")  # fmt: skip
+    c = (
+        {key: [repr(v) for v in values] for key, values in s.counters.items()}
+        if any(writer.wants(family) for family in counters)
+        else dict.fromkeys(s.counters, [""] * len(s.times))
+    )
     writer.series("gpuwatch_gpu", "info", f'{base},name="{name}"', "1.0", stamps)
     writer.series("gpuwatch_gpu_up", "gauge", base,
                   ["0.0" if lost else "1.0" for lost in s.lost], stamps)  # fmt: skip
@@ -354,8 +385,9 @@ def _write_gpu(
     writer.series("gpuwatch_gpu_idle_cost_usd", "counter", base, c["idle_cost"], stamps)
     writer.series("gpuwatch_gpu_held_cost_usd", "counter", base, c["held_cost"], stamps)
     writer.series("gpuwatch_gpu_energy_joules", "counter", base, c["energy"], stamps)
-    writer.series("gpuwatch_gpu_memory_used_bytes", "gauge", base,
-                  [repr(s.memory[i]) for i in kept], kept_stamps)  # fmt: skip
+    if writer.wants("gpuwatch_gpu_memory_used_bytes"):
+        writer.series("gpuwatch_gpu_memory_used_bytes", "gauge", base,
+                      [repr(s.memory[i]) for i in kept], kept_stamps)  # fmt: skip
     writer.series("gpuwatch_gpu_idle_seconds", "counter", base,
                   [c["idle_seconds"][i] for i in kept], kept_stamps)  # fmt: skip
     for state in STATES:
