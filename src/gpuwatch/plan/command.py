@@ -16,15 +16,16 @@ solver or Slack failed (one line), 2 bad usage or config.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from gpuwatch.config import Config
-from gpuwatch.plan.model import PlanOptions
+from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import (
     PlanReport,
     render_html,
@@ -32,6 +33,7 @@ from gpuwatch.plan.render import (
     render_markdown,
     render_text,
 )
+from gpuwatch.sizing import GpuCatalogEntry
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -151,6 +153,28 @@ def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:
     return formats
 
 
+FLEET_PRICE_SOURCE = "the fleet's own price: the median $/GPU-h its GPUs of this model paid"
+
+
+def fleet_price_overrides(needs: Sequence[WorkloadNeed]) -> list[GpuCatalogEntry]:
+    """Catalog overrides that price each GPU model the fleet runs at what the fleet pays
+    for it (the median of its units' $/GPU-h), so that a GPU the plan keeps costs what it
+    costs today; models the fleet does not run keep the catalog's reference rent."""
+    paid: dict[str, list[float]] = {}
+    for need in needs:
+        if need.current_gpu_id is not None and need.current_usd_per_hour > 0:
+            per_gpu = need.current_usd_per_hour / need.gpu_count
+            paid.setdefault(need.current_gpu_id, []).extend([per_gpu] * need.gpu_count)
+    return [
+        GpuCatalogEntry(
+            id=gpu_id,
+            rent_usd_per_hour=statistics.median(prices),
+            sources={"rent_usd_per_hour": FLEET_PRICE_SOURCE},
+        )
+        for gpu_id, prices in sorted(paid.items())
+    ]
+
+
 def parse_until(text: str | None) -> float | None:
     """`--until` as epoch seconds (UTC), None when not given."""
     if text is None:
@@ -200,8 +224,9 @@ def make_plan(
         except PrometheusError as exc:
             raise PlanSourceError(str(exc)) from None
         source = prometheus.display_url
-    catalog = build_gpu_catalog(config.sizing.gpus)
-    needs = tuple(workload_needs(usages, catalog))
+    reference = build_gpu_catalog(config.sizing.gpus)
+    needs = tuple(workload_needs(usages, reference))
+    catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
     try:
         plan = solve(needs, catalog, options)
     except ImportError as exc:  # SolverMissingError: the `plan` extra is not installed
