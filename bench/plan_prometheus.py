@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from tests.report_prometheus.conftest import backfill, start_prometheus, stop
 
 from benchlib import format_table, machine_info, verdict
+from gpuwatch.plan.command import fleet_price_overrides
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.prometheus import load_usage, queries
 from gpuwatch.plan.solve import solve
@@ -147,9 +148,10 @@ def run_once(
     seconds["query"] = time.perf_counter() - began
     began = time.perf_counter()
     needs = workload_needs(usages, catalog)
+    priced = build_gpu_catalog(fleet_price_overrides(needs))  # as `make_plan` prices it
     seconds["needs"] = time.perf_counter() - began
     began = time.perf_counter()
-    plan = solve(needs, catalog, PlanOptions(time_limit_seconds=limit))
+    plan = solve(needs, priced, PlanOptions(time_limit_seconds=limit))
     seconds["solve"] = time.perf_counter() - began
     seconds["total"] = seconds["query"] + seconds["needs"] + seconds["solve"]
     return seconds, usages, needs, plan
