@@ -48,7 +48,7 @@ def test_the_median_price_per_gpu_of_each_model() -> None:
 
 
 def test_a_kept_gpu_costs_what_the_fleet_pays() -> None:
-    from gpuwatch.plan.solve import solve  # noqa: PLC0415
+    from gpuwatch.plan.solve import solve
 
     needs = [trainer("a", 2.0), trainer("b", 2.0)]
     catalog = build_gpu_catalog(fleet_price_overrides(needs))
