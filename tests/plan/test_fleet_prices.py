@@ -7,6 +7,8 @@ that costs more than what it pays now.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpuwatch.plan.command import FLEET_PRICE_SOURCE, fleet_price_overrides
@@ -57,3 +59,19 @@ def test_a_kept_gpu_costs_what_the_fleet_pays() -> None:
     assert plan.current_usd_per_hour == pytest.approx(4.0)
     assert plan.usd_per_hour <= plan.current_usd_per_hour + 1e-9
     assert all(p.usd_per_hour <= 2.0 + 1e-9 for p in plan.placements)
+
+
+def test_a_gpu_the_config_adds_is_priced_at_the_fleets_rate() -> None:
+    """A part from `[[sizing.gpus]]` (not built in) gets the fleet's price like any other."""
+    from gpuwatch.sizing import GpuCatalogEntry
+
+    custom = GpuCatalogEntry(
+        id="Acme-X1", tier="datacenter", nvml_names=("Acme X1",), memory_gb=96,
+        memory_bandwidth_gb_per_second=3000, bf16_tflops=900, tdp_watts=700,
+        purchase_usd=25000, rent_usd_per_hour=9.0,
+    )  # fmt: skip
+    need = replace(trainer("a", 4.0), current_gpu_id="Acme-X1")
+    overrides = fleet_price_overrides([need])
+    catalog = build_gpu_catalog([custom, *overrides])
+    assert catalog.get("Acme-X1").rent_usd_per_hour == 4.0
+    assert catalog.get("Acme-X1").memory_bytes == 96 * 10**9

@@ -165,11 +165,16 @@ def fleet_price_overrides(needs: Sequence[WorkloadNeed]) -> list[GpuCatalogEntry
         if need.current_gpu_id is not None and need.current_usd_per_hour > 0:
             per_gpu = need.current_usd_per_hour / need.gpu_count
             paid.setdefault(need.current_gpu_id, []).extend([per_gpu] * need.gpu_count)
+    # an override of a part the catalog has (the needs' ids come from it), so the
+    # completeness check of a new part does not apply: a config-added GPU is priced too
     return [
-        GpuCatalogEntry(
-            id=gpu_id,
-            rent_usd_per_hour=statistics.median(prices),
-            sources={"rent_usd_per_hour": FLEET_PRICE_SOURCE},
+        GpuCatalogEntry.model_validate(
+            {
+                "id": gpu_id,
+                "rent_usd_per_hour": statistics.median(prices),
+                "sources": {"rent_usd_per_hour": FLEET_PRICE_SOURCE},
+            },
+            context={"builtin": True},
         )
         for gpu_id, prices in sorted(paid.items())
     ]
