@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.report.build import build_report, with_article
+from gpuwatch.report.build import build_report
 from gpuwatch.report.csv_format import render_csv
 from gpuwatch.report.html import render_html
 from gpuwatch.report.json_format import render_json
 from gpuwatch.report.markdown import render_markdown
 from gpuwatch.report.model import GpuDay, RentVsBuyGpu, ReportData
 from gpuwatch.report.pdf import render_pdf
+from gpuwatch.wording import with_article
 from tests.report.data import DAY1, DAY2, H100, PERIOD, gpu_day, seconds
 
 UUID_A = "GPU-2fc0195c-3848-d59d-2cca-b96e3887fa21"

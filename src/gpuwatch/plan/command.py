@@ -33,7 +33,7 @@ from gpuwatch.plan.render import (
     render_markdown,
     render_text,
 )
-from gpuwatch.sizing import GpuCatalogEntry
+from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -209,7 +209,6 @@ def make_plan(
     Raises PlanSourceError (the source cannot be read, the solver is missing)."""
     from gpuwatch.plan.solve import solve  # noqa: PLC0415
     from gpuwatch.plan.usage import workload_needs  # noqa: PLC0415
-    from gpuwatch.sizing import build_gpu_catalog  # noqa: PLC0415
 
     start = end_epoch - days * 86400.0
     if prometheus is None:

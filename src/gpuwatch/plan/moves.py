@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuwatch.plan.model import HOURS_PER_MONTH, Placement, Plan, WorkloadNeed
+from gpuwatch.wording import with_article
 
 GIB = 1024**3
 
@@ -30,10 +31,6 @@ class Move:
 def _days(seconds: float) -> str:
     days = seconds / 86400.0
     return f"{days:.1f} days" if days < 10 else f"{days:.0f} days"
-
-
-def _article(gpu_id: str) -> str:
-    return "an" if gpu_id[:1].upper() in "AEFHILMNORSX8" else "a"
 
 
 def _reclaim(need: WorkloadNeed) -> Move:
@@ -64,7 +61,7 @@ def _placed(placement: Placement, units: Sequence[WorkloadNeed]) -> Move:
         return Move("share", names, f"-> one {gpu}, time-sliced", saved, pods)
     if len(units) == 1 and units[0].current_gpu_id == gpu:
         return Move("keep", names, f"keeps its {gpu}", saved, pods)
-    return Move("move", names, f"-> {_article(gpu)} {gpu}", saved, pods)
+    return Move("move", names, f"-> {with_article(gpu)}", saved, pods)
 
 
 def plan_moves(plan: Plan, needs: Sequence[WorkloadNeed]) -> list[Move]:

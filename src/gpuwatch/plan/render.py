@@ -15,8 +15,8 @@ from typing import Any
 from gpuwatch.alerts.messages import flatten
 from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.moves import GIB, Move, plan_moves
-
-MAX_NAME_CHARS = 120
+from gpuwatch.wording import plain_name as _name
+from gpuwatch.wording import usd as _usd
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +34,6 @@ class PlanReport:
     def moves(self) -> list[Move]:
         """The plan's steps (`plan_moves`)."""
         return plan_moves(self.plan, self.needs)
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{'-' if value < 0 else ''}${abs(value):,.2f}"
-
-
-def _name(text: str) -> str:
-    line = flatten(text)
-    return line if len(line) <= MAX_NAME_CHARS else line[: MAX_NAME_CHARS - 1] + "…"
 
 
 def _gap(plan: Plan) -> str:
@@ -157,7 +146,7 @@ def markdown_lines(report: PlanReport, level: int = 1) -> list[str]:
     out.append("| " + " | ".join(UNIT_HEADERS) + " |")
     out.append("|" + "|".join(" --- " for _ in UNIT_HEADERS) + "|")
     for row in _unit_rows(report):
-        out.append("| " + " | ".join([_md(row[0]), *(_md(c) for c in row[1:])]) + " |")
+        out.append("| " + " | ".join(_md(c) for c in row) + " |")
     out += ["", f"{h}# Assumptions", ""]
     out += [f"- {_md(line)}" for line in assumptions(report)]
     return out

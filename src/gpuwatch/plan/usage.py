@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpuwatch.plan.model import Activity, NeedBasis, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog
@@ -55,7 +55,6 @@ class GpuUsage:
     price_usd_per_hour: float | None
     pods: tuple[str, ...] = ()
     need_p95_bytes: float | None = None
-    held_memory_bytes: float | None = field(default=None)
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:

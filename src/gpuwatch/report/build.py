@@ -28,6 +28,7 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
+from gpuwatch.wording import with_article
 
 if TYPE_CHECKING:
     from gpuwatch.plan.render import PlanReport
@@ -104,15 +105,6 @@ OWNED_INPUTS_MEANING = (
     "fee covers cooling, so no PUE there), hosting (the fee per kW of IT power x 12) and "
     "operations per GPU-year."
 )
-
-_AN_LETTERS = frozenset("AEFHILMNORSX8")
-"""Initial characters read with a vowel sound in a GPU name (A100, H100, L4, RTX, 8000):
-"an"; the others ("a T4", "a V100", "a B200") take "a"."""
-
-
-def with_article(name: str) -> str:
-    """`name` with its indefinite article: "an A100", "an H100", "an L4", "a T4"."""
-    return f"an {name}" if name[:1].upper() in _AN_LETTERS else f"a {name}"
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

@@ -12,17 +12,26 @@ from datetime import UTC, datetime
 from gpuwatch.alerts.messages import flatten
 from gpuwatch.report.build import Report
 from gpuwatch.report.model import Period
+from gpuwatch.wording import ABSENT, MAX_NAME_CHARS, plain_name, usd
 
-ABSENT = "n/a"
-MAX_NAME_CHARS = 120
-
-
-def usd(value: float | None) -> str:
-    """`$1,234.56` (n/a when absent)."""
-    if value is None:
-        return ABSENT
-    sign = "-" if value < 0 else ""
-    return f"{sign}${abs(value):,.2f}"
+__all__ = [
+    "ABSENT",
+    "MAX_NAME_CHARS",
+    "hours",
+    "kpis",
+    "percent",
+    "period_text",
+    "plain_name",
+    "plain_text",
+    "rent_vs_buy_text",
+    "savings_text",
+    "signed_percent",
+    "signed_usd",
+    "usd",
+    "utc",
+]
+"""ABSENT, MAX_NAME_CHARS, usd and plain_name come from `gpuwatch.wording` (shared with
+the fleet plan); the rest are the report's own."""
 
 
 def signed_usd(value: float | None) -> str:
@@ -45,12 +54,6 @@ def signed_percent(ratio: float | None) -> str:
 def hours(seconds: float | None) -> str:
     """Seconds as `1,234.5 h`."""
     return ABSENT if seconds is None else f"{seconds / 3600.0:,.1f} h"
-
-
-def plain_name(text: str) -> str:
-    """A name on one line, at most MAX_NAME_CHARS characters (escape it afterwards)."""
-    line = flatten(text)
-    return line if len(line) <= MAX_NAME_CHARS else line[: MAX_NAME_CHARS - 1] + "…"
 
 
 def plain_text(text: str) -> str:
