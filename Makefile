@@ -10,9 +10,12 @@ SPEED ?=
 
 .PHONY: demo test lint typecheck unit bench prometheus report-tools image-tools bindings mutation
 
+# The distribution is gpuwatch-fleet: a `gpuwatch` distribution in .venv (this project's old
+# name, or PyPI's unrelated GPU monitor) would shadow the `gpuwatch` package and command.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	-@$(BIN)/python -m pip uninstall --quiet --yes gpuwatch >/dev/null 2>&1
 
 demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet .

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.install import installed_from
 from gpuwatch.cli import _parser, main
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.report.command import (
@@ -22,6 +23,8 @@ from gpuwatch.report.command import (
 )
 from gpuwatch.report.model import Period, ReportData
 from tests.report.data import month_data, sample_data
+
+CHECKOUT = installed_from()
 
 NOW = datetime(2026, 11, 14, 9, 30, tzinfo=UTC)
 
@@ -278,7 +281,7 @@ def test_a_missing_pdf_renderer_is_one_line_before_any_query(
     code, _, err = _run(["--month", "2026-10", "--out", str(tmp_path), "--format", "pdf"], loader)
     assert code == 1
     assert err.count("\n") == 1
-    assert "pip install 'gpuwatch[pdf]'" in err
+    assert f"-m pip install '{CHECKOUT}[pdf]'" in err  # this project, not PyPI's `gpuwatch`
     assert loader.requests == []
 
 

@@ -26,6 +26,7 @@ from gpuwatch.alerts import AlertsConfig, SlackConfig
 from gpuwatch.cli import _parser, main
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.history.store import HISTORY_FILE
+from gpuwatch.install import installed_from
 from gpuwatch.plan.command import make_plan, run_plan
 from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions
 from gpuwatch.plan.render import PlanReport
@@ -177,13 +178,13 @@ def test_without_the_solver_the_plan_says_how_to_get_it(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
     assert len(err) == 1
-    assert "pip install 'gpuwatch[plan]'" in err[0]
+    assert f"-m pip install '{installed_from()}[plan]'" in err[0]
     code = main(["report", "--config", str(config), "--from", "2026-01-01", "--to",
                  "2026-01-02", "--format", "json"])  # fmt: skip
     document = json.loads(capsys.readouterr().out)
     assert code == 0
     assert document["fleet_plan"] is None
-    assert any("gpuwatch[plan]" in note for note in document["notes"])
+    assert any(f"'{installed_from()}[plan]'" in note for note in document["notes"])
     assert document["total_cost_usd"] > 0
 
 

@@ -51,11 +51,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwatch.analysis.candidates import CandidateRules
+from gpuwatch.install import install_hint
 from gpuwatch.plan.mig import MigTable, mig_table
 from gpuwatch.plan.model import Mode, Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog, GpuSpec
-
-INSTALL_HINT = "pip install 'gpuwatch[plan]'"
 
 MAX_PAIRS = 6000
 """Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
@@ -83,7 +82,7 @@ def _import_highspy() -> Any:
         import highspy  # noqa: PLC0415 - optional dependency, loaded when a plan is made
     except ImportError as exc:
         raise SolverMissingError(
-            f"gpuwatch plan needs the HiGHS solver (highspy): {INSTALL_HINT}"
+            f"gpuwatch plan needs the HiGHS solver (highspy): {install_hint('plan')}"
         ) from exc
     return highspy
 

@@ -1,6 +1,6 @@
 """The report as PDF: the HTML page (`html.py`) laid out by WeasyPrint.
 
-WeasyPrint (PyPI, the `pdf` extra: `pip install 'gpuwatch[pdf]'`) draws the inline SVG
+WeasyPrint (PyPI, the `pdf` extra: `gpuwatch.install.install_hint("pdf")`) draws the inline SVG
 charts itself and needs Pango from the system (Debian `libpango-1.0-0`,
 `libpangoft2-1.0-0`). It is imported only here and only when a PDF is asked for; when
 it or Pango is missing, `render_pdf` raises `PdfRendererMissingError` with one line
@@ -13,10 +13,15 @@ import logging
 import warnings
 from typing import Any
 
-INSTALL_HINT = (
-    "PDF needs WeasyPrint and Pango: pip install 'gpuwatch[pdf]' "
-    "(and on Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0)"
-)
+from gpuwatch.install import install_hint
+
+
+
+def _install_hint() -> str:
+    return (
+        f"PDF needs WeasyPrint and Pango: {install_hint('pdf')} "
+        "(and on Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0)"
+    )
 
 
 class PdfRendererMissingError(Exception):
@@ -35,9 +40,9 @@ def check_renderer() -> Any:
             warnings.simplefilter("ignore", DeprecationWarning)
             import weasyprint  # noqa: PLC0415
     except ImportError as exc:
-        raise PdfRendererMissingError(f"{INSTALL_HINT} ({exc})") from None
+        raise PdfRendererMissingError(f"{_install_hint()} ({exc})") from None
     except OSError as exc:  # WeasyPrint found, its system libraries not
-        raise PdfRendererMissingError(f"{INSTALL_HINT} ({exc})") from None
+        raise PdfRendererMissingError(f"{_install_hint()} ({exc})") from None
     for name in ("weasyprint", "fontTools"):  # their INFO/WARNING lines are not ours
         logging.getLogger(name).setLevel(logging.ERROR)
     return weasyprint
