@@ -27,6 +27,7 @@ from gpuwatch.heap import trim_heap
 from gpuwatch.host_checks import check_config, state_dir_users
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.state_lock import StateDirBusyError, StateDirLock
+from gpuwatch.stdout import EXIT_BROKEN_PIPE, reader_gone, silence
 from gpuwatch.values import parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
 
@@ -119,8 +120,20 @@ def _parser(*, daemon_only: bool = False) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `gpuwatch` command."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Entry point of the `gpuwatch` command. When standard output's reader goes away
+    (`gpuwatch size --json | head`), the command ends quietly with EXIT_BROKEN_PIPE."""
+    try:
+        code = _main(sys.argv[1:] if argv is None else list(argv))
+        sys.stdout.flush()  # here, not at exit: a broken pipe raises in the try
+    except BrokenPipeError:
+        if not reader_gone():
+            raise  # a socket's, not standard output's
+        silence()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: list[str]) -> int:
     args = _parser(daemon_only=argv[:1] == ["run"]).parse_args(argv)
     try:
         if args.command == "check-config":
@@ -463,13 +476,12 @@ def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str,
 
 
 def _print_status(document: dict[str, Any], as_json: bool) -> int:
-    from rich.console import Console  # noqa: PLC0415
-
+    from gpuwatch.console import stdout_console  # noqa: PLC0415
     from gpuwatch.export.status_json import encode  # noqa: PLC0415
     from gpuwatch.status import render_table  # noqa: PLC0415
 
     if as_json:
         print(encode(document, indent=2).decode())
     else:
-        render_table(document, Console())
+        render_table(document, stdout_console())
     return EXIT_OK

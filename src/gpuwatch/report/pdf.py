@@ -16,7 +16,6 @@ from typing import Any
 from gpuwatch.install import install_hint
 
 
-
 def _install_hint() -> str:
     return (
         f"PDF needs WeasyPrint and Pango: {install_hint('pdf')} "

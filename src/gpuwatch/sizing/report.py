@@ -333,10 +333,11 @@ def assumptions_line(run: SizeRun) -> str:
 
 def render_text(run: SizeRun) -> None:
     """Print the breakdown, the architecture and assumptions, notes and the GPU table."""
-    from rich.console import Console  # noqa: PLC0415 - keep CLI startup light
-    from rich.table import Table  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415 - keep CLI startup light
 
-    console = Console()
+    from gpuwatch.console import stdout_console  # noqa: PLC0415
+
+    console = stdout_console()
     workload, breakdown = run.workload, run.breakdown
     name = "model" if workload.architecture is None else workload.architecture.name
     memory = Table(

@@ -330,10 +330,11 @@ def _per_million(value: float | None) -> str:
 
 
 def _render(inputs: TcoInputs, result: TcoResult, gpu: GpuSpec | None) -> None:
-    from rich.console import Console  # noqa: PLC0415 - keep CLI startup light
-    from rich.table import Table  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415 - keep CLI startup light
 
-    console = Console()
+    from gpuwatch.console import stdout_console  # noqa: PLC0415
+
+    console = stdout_console()
     name = "one GPU" if gpu is None else gpu.id
     table = Table(
         title=(
