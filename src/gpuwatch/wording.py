@@ -1,13 +1,16 @@
-"""How every text output writes a dollar figure, a name and a GPU with its article.
+"""How every text output writes a dollar figure, a name, a GPU with its article and a
+count with its noun (`counted`, from `alerts.messages`, which the alerts use too).
 
-Pure and dependency-light (only `alerts.messages.flatten`), so that the report
+Pure and dependency-light (only `alerts.messages`' text helpers), so that the report
 (`report/figures.py`, `report/build.py`, which re-export these) and the fleet plan
 (`plan/render.py`, `plan/moves.py`) share one style without importing each other.
 """
 
 from __future__ import annotations
 
-from gpuwatch.alerts.messages import flatten
+from gpuwatch.alerts.messages import counted, flatten
+
+__all__ = ["ABSENT", "MAX_NAME_CHARS", "counted", "plain_name", "usd", "with_article"]
 
 ABSENT = "n/a"
 MAX_NAME_CHARS = 120
@@ -32,5 +35,7 @@ def plain_name(text: str) -> str:
 
 
 def with_article(name: str) -> str:
-    """`name` with its indefinite article: "an A100", "an H100", "an L4", "a T4"."""
-    return f"an {name}" if name[:1].upper() in _AN_LETTERS else f"a {name}"
+    """`name` with its indefinite article: "an A100", "an H100", "an L4", "a T4"; read
+    from its first letter or digit, so that markup counts for nothing ("an `l4`")."""
+    first = next((c for c in name if c.isalnum()), "")
+    return f"an {name}" if first.upper() in _AN_LETTERS else f"a {name}"

@@ -120,6 +120,16 @@ def test_resolved_only_message() -> None:
     (_summary, section) = section_texts(message)
     assert "is *busy* again (was idle)" in section
     assert "since 2026-01-01 00:05 UTC (5 min)" in section
+    assert message["text"].startswith(f"`{HOSTNAME}`: 1 GPU back to work")
+
+
+def test_one_gpu_needs_attention() -> None:
+    events, now = example_events()
+    message = build_alert_message(
+        hostname=HOSTNAME, events=events[:1], message_id=4, now_seconds=now
+    )
+    assert message["text"].startswith(f"`{HOSTNAME}`: 1 GPU needs attention:")
+    assert "1 GPU needs attention" in json.dumps(message["blocks"])
 
 
 def test_mention_and_escaping() -> None:

@@ -18,6 +18,7 @@ from gpuwatch.report.json_format import render_json
 from gpuwatch.report.markdown import render_markdown
 from gpuwatch.report.model import GpuDay, RentVsBuyGpu, ReportData
 from gpuwatch.report.pdf import render_pdf
+from gpuwatch.report.slack import build_summary_message
 from gpuwatch.wording import with_article
 from tests.report.data import DAY1, DAY2, H100, PERIOD, gpu_day, seconds
 
@@ -134,6 +135,9 @@ def test_rent_vs_buy_without_data_is_absent() -> None:
         ("V100", "a V100"),
         ("RTX-6000-Ada", "an RTX-6000-Ada"),
         ("B200", "a B200"),
+        ("`l4`", "an `l4`"),  # markup counts for nothing: not "a `l4`"
+        ("`T4-16GB`", "a `T4-16GB`"),
+        ("*H100*", "an *H100*"),
     ],
 )
 def test_article(name: str, expected: str) -> None:
@@ -149,6 +153,17 @@ def test_the_waste_action_uses_the_right_article() -> None:
     texts = [i.action_text for i in report.top_waste if i.action == "rightsize"]
     assert texts
     assert all("to an A100-SXM-80GB" in t for t in texts)
+
+
+def test_the_slack_summary_puts_the_article_before_the_code_formatted_name() -> None:
+    rows = tuple(
+        replace(r, recommended_gpu="L4-24GB", savings_usd_per_hour=2.0)
+        for r in states_data().gpu_days
+    )
+    report = build_report(replace(states_data(), gpu_days=rows))
+    text = json.dumps(build_summary_message(report, ("r.html",)), ensure_ascii=False)
+    assert "move the workload to an `L4-24GB`" in text
+    assert "a `L4-24GB`" not in text
 
 
 def test_markdown_escapes_names_not_prose() -> None:

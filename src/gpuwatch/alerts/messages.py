@@ -78,6 +78,12 @@ def flatten(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`count` and its noun in agreement: "1 GPU", "3 GPUs", "0 GPUs" (`plural`:
+    when not the noun + "s")."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
     """A name (host, GPU model, process, pod, workload, file) as mrkdwn data, the one
     escaping every Slack message uses: `` `name` ``, at most `limit` + 2 characters.
@@ -122,9 +128,7 @@ def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
     entity is cut in two) with a last line saying how many lines were left out."""
     if len(text) <= limit:
         return text
-    return fit_lines(
-        text.split("\n"), limit, lambda n: f"… and {n} more line{'s' if n != 1 else ''}"
-    )
+    return fit_lines(text.split("\n"), limit, lambda n: f"… and {counted(n, 'more line')}")
 
 
 def fit_lines(
@@ -323,14 +327,14 @@ def _summary(events: Sequence[AlertEvent]) -> str:
     resolved = len(events) - wasted
     parts = []
     if wasted:
-        parts.append(f"{wasted} GPU{'s' if wasted != 1 else ''} need attention")
+        parts.append(f"{counted(wasted, 'GPU')} {'needs' if wasted == 1 else 'need'} attention")
     if resolved:
-        parts.append(f"{resolved} GPU{'s' if resolved != 1 else ''} back to work")
+        parts.append(f"{counted(resolved, 'GPU')} back to work")
     return ", ".join(parts)
 
 
 def _more_gpus(count: int) -> str:
-    return f"… and {count} more GPU{'s' if count != 1 else ''}"
+    return f"… and {counted(count, 'more GPU')}"
 
 
 def build_alert_message(

@@ -35,6 +35,7 @@ from gpuwatch.billing.quotes import (
     make_quote,
     normalize_lifecycle,
 )
+from gpuwatch.wording import counted
 
 EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
 USAGE_METRIC = "UsageQuantity"
@@ -129,8 +130,8 @@ def usd_per_hour(totals: CostTotals) -> tuple[float, str] | None:
     hours = 24.0 * max(totals.days_with_cost, 1)
     return (
         totals.cost_usd / hours,
-        f"${totals.cost_usd:.2f} over {totals.days_with_cost} days, usage hours unknown: "
-        "assumes one instance running all day",
+        f"${totals.cost_usd:.2f} over {counted(totals.days_with_cost, 'day')}, usage hours "
+        "unknown: assumes one instance running all day",
     )
 
 
@@ -236,7 +237,7 @@ class CostExplorerSource:
             instance_type=identity.instance_type if identity else None,
             lifecycle=normalize_lifecycle(identity.lifecycle if identity else None),
             detail=f"{self._config.cost_explorer_metric} of this instance ({instance_id}), "
-            f"last {days} days: {how}{_estimated(totals)}",
+            f"last {counted(days, 'day')}: {how}{_estimated(totals)}",
         )
 
     def _aggregate(self, now: float, instance_type: str | None, gpus: int) -> PriceQuote | None:
@@ -268,7 +269,7 @@ class CostExplorerSource:
             gpus,
             instance_type=instance_type,
             lifecycle=None,
-            detail=f"{self._config.cost_explorer_metric} of {what}, last {days} days: "
+            detail=f"{self._config.cost_explorer_metric} of {what}, last {counted(days, 'day')}: "
             f"{how}{_estimated(totals)}",
         )
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gpuwatch.billing.config import StaticPrice
 from gpuwatch.billing.quotes import PriceQuote, make_quote, normalize_lifecycle
+from gpuwatch.wording import counted
 
 
 def _normalize(text: str) -> str:
@@ -108,10 +109,10 @@ def static_quote(
     gpus = max(gpus, 1)
     if entry.per_gpu:
         instance_usd = entry.usd_per_hour * gpus
-        how = f"${entry.usd_per_hour:g} per GPU-hour x {gpus} GPUs"
+        how = f"${entry.usd_per_hour:g} per GPU-hour x {counted(gpus, 'GPU')}"
     else:
         instance_usd = entry.usd_per_hour
-        how = f"${entry.usd_per_hour:g} per instance-hour / {gpus} GPUs"
+        how = f"${entry.usd_per_hour:g} per instance-hour / {counted(gpus, 'GPU')}"
     spot = " (spot price)" if entry.lifecycle == "spot" else ""
     return make_quote(
         "static",

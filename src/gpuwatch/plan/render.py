@@ -15,6 +15,7 @@ from typing import Any
 from gpuwatch.alerts.messages import flatten
 from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.moves import GIB, Move, plan_moves
+from gpuwatch.wording import counted
 from gpuwatch.wording import plain_name as _name
 from gpuwatch.wording import usd as _usd
 
@@ -294,5 +295,5 @@ def slack_lines(report: PlanReport, limit: int = 8) -> list[str]:
         saved = _usd(move.savings_usd_per_month)
         out.append(f"• {names}: {move.action.replace('->', '→')} (saves {saved}/month)")
     if len(moves) > limit:
-        out.append(f"… and {len(moves) - limit} more move(s)")
+        out.append(f"… and {counted(len(moves) - limit, 'more move')}")
     return out

@@ -55,6 +55,7 @@ from gpuwatch.install import install_hint
 from gpuwatch.plan.mig import MigTable, mig_table
 from gpuwatch.plan.model import Mode, Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog, GpuSpec
+from gpuwatch.wording import counted
 
 MAX_PAIRS = 6000
 """Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
@@ -364,32 +365,38 @@ def _notes(
     unknown_bandwidth = sum(unit.need.bandwidth_bytes_per_second is None for unit in placed)
     if unknown_activity:
         notes.append(
-            f"{unknown_activity} unit(s) without SM activity: assumed to use all of their "
-            "current GPU's compute"
+            f"{counted(unknown_activity, 'unit')} without SM activity: assumed to use all of "
+            "their current GPU's compute"
         )
     if unknown_bandwidth:
         notes.append(
-            f"{unknown_bandwidth} unit(s) without DRAM bandwidth: assumed to use all of "
+            f"{counted(unknown_bandwidth, 'unit')} without DRAM bandwidth: assumed to use all of "
             "their current GPU's bandwidth"
         )
     stay = sum(not any(fit.whole(u, gpu) for gpu in u.candidates) for u in placed)
     if stay:
         notes.append(
-            f"{stay} unit(s) fit no candidate with {fit.headroom:.0%} headroom: each stays "
+            f"{counted(stay, 'unit')} {'fits' if stay == 1 else 'fit'} no candidate with "
+            f"{fit.headroom:.0%} headroom: each stays "
             "alone on a GPU of its current model"
         )
     if unplaced:
         notes.append(
-            f"{len(unplaced)} unit(s) keep their current GPU: no candidate holds them"
+            f"{counted(len(unplaced), 'unit')} "
+            + (
+                "keeps its current GPU: no candidate holds it"
+                if len(unplaced) == 1
+                else "keep their current GPU: no candidate holds them"
+            )
             + (f" ({unknown_models} on a GPU the catalog lacks)" if unknown_models else "")
         )
     if chunked:
         notes.append(
-            f"{chunked} pool(s) too large for one exact model: planned in parts, or from a "
-            "relaxation that pools each GPU model's capacity (also their bound)"
+            f"{counted(chunked, 'pool')} too large for one exact model: planned in parts, or "
+            "from a relaxation that pools each GPU model's capacity (also their bound)"
         )
     if timed_out:
-        notes.append(f"the solver stopped at its time limit in {timed_out} pool(s)")
+        notes.append(f"the solver stopped at its time limit in {counted(timed_out, 'pool')}")
     return tuple(notes)
 
 

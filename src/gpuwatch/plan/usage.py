@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from gpuwatch.plan.model import Activity, NeedBasis, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog
+from gpuwatch.wording import counted
 
 HIGH_PERCENTILE = 0.95
 """The percentile of hourly activity means and hourly DRAM bandwidth peaks the plan sizes
@@ -100,7 +101,7 @@ def _label(pods: Sequence[str], usage: Sequence[GpuUsage]) -> str:
         return " + ".join(pods)
     first = usage[0]
     where = f"GPU {first.gpu_index}" if first.gpu_index is not None else first.uuid
-    gpus = "" if len(usage) == 1 else f" (+{len(usage) - 1} GPUs)"
+    gpus = "" if len(usage) == 1 else f" (+{counted(len(usage) - 1, 'GPU')})"
     return f"{first.host} {where}{gpus}"
 
 

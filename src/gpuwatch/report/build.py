@@ -28,7 +28,7 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
-from gpuwatch.wording import with_article
+from gpuwatch.wording import counted, with_article
 
 if TYPE_CHECKING:
     from gpuwatch.plan.render import PlanReport
@@ -548,7 +548,10 @@ def _notes(data: ReportData, totals: Totals, coverage: float | None) -> tuple[st
         notes.append("no token counts for the period: no $/1M tokens")
     unpriced = sum(1 for r in data.gpu_days if r.price_source is None and r.cost_usd == 0)
     if unpriced:
-        notes.append(f"{unpriced} GPU-day(s) without a price: they cost $0 in this report")
+        notes.append(
+            f"{counted(unpriced, 'GPU-day')} without a price: "
+            f"{'it costs' if unpriced == 1 else 'they cost'} $0 in this report"
+        )
     if data.period.month_to_date:
         notes.append("month to date: the period ends at the last sample")
     return tuple(notes)

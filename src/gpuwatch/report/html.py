@@ -30,6 +30,7 @@ from gpuwatch.report.build import (
     Report,
     WasteItem,
 )
+from gpuwatch.wording import counted
 
 COLORS = {"idle": "#e8a33d", "held": "#c4463a", "other": "#4a7fb5"}
 CLASS_LABELS = {"idle": "idle", "held": "held", "other": "busy, unknown, unsettled"}
@@ -316,7 +317,9 @@ def _sections(report: Report) -> list[str]:
 
 
 def _appendix(report: Report) -> list[str]:
-    sources = ", ".join(f"{name} ({days} GPU-days)" for name, days in report.price_sources.items())
+    sources = ", ".join(
+        f"{name} ({counted(days, 'GPU-day')})" for name, days in report.price_sources.items()
+    )
     notes = "".join(f"<li>{_e(f.plain_text(n))}</li>" for n in report.notes)
     return [
         "<h2>Method</h2>",

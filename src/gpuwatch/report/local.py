@@ -44,6 +44,7 @@ from gpuwatch.report.model import (
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.snapshot import RentVsBuyPosition
 from gpuwatch.tco.model import monthly_delta_usd
+from gpuwatch.wording import counted
 
 RENT_VS_BUY_WINDOW_SECONDS = dict(WINDOWS)[RENT_VS_BUY_WINDOW]
 """The rent-vs-buy position is judged over the 30 days before the period's end, as the
@@ -92,8 +93,9 @@ def load(config: Config, period: Period) -> ReportData:
     legacy = sum(1 for r in token_rows if r["charged_cost_usd"] is None)
     if legacy:
         notes.append(
-            f"{legacy} token source hour(s) were stored before gpuwatch counted tokens over "
-            "charged time only: their raw tokens and cost are used"
+            f"{counted(legacy, 'token source hour')} {'was' if legacy == 1 else 'were'} "
+            "stored before gpuwatch counted tokens over charged time only: their raw tokens "
+            "and cost are used"
         )
     return ReportData(
         period=period,

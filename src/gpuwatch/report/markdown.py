@@ -26,6 +26,7 @@ from gpuwatch.report.build import (
     UNUSED_SHARE_MEANING,
     Report,
 )
+from gpuwatch.wording import counted
 
 _SPECIAL = set("\\`*_[]|~")
 
@@ -153,7 +154,7 @@ def render_markdown(report: Report, generated: str = "") -> str:
         from gpuwatch.plan.render import markdown_lines  # noqa: PLC0415
 
         out += ["", *markdown_lines(report.fleet_plan, level=2)]
-    sources = ", ".join(f"{n} ({d} GPU-days)" for n, d in report.price_sources.items())
+    sources = ", ".join(f"{n} ({counted(d, 'GPU-day')})" for n, d in report.price_sources.items())
     out += [
         "",
         "## Method",

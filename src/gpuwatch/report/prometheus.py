@@ -81,6 +81,7 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.model import monthly_delta_usd
+from gpuwatch.wording import counted
 
 DAY_SECONDS = 86400
 RENT_VS_BUY_DAYS = 30  # the agent's rent-vs-buy window (gpuwatch.cost.engine)
@@ -554,7 +555,8 @@ def load(
     token_days, uncharged = _token_rows(days, deltas)
     if uncharged:
         notes.append(
-            f"{uncharged} token source-day(s) come from agents that export no "
+            f"{counted(uncharged, 'token source-day')} {'comes' if uncharged == 1 else 'come'} "
+            "from agents that export no "
             "gpuwatch_token_source_charged_* counters (older versions): their raw tokens "
             "and cost are used, tokens served while such an agent stalled included"
         )

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from gpuwatch.wording import counted
+
 HEARTBEAT = "gpuwatch:report_window:heartbeat"
 RULES_VERSION = "2"
 """The heartbeat `version` this report reads (1: before the pod counters' rules)."""
@@ -267,7 +269,8 @@ def describe(plans: Iterable[tuple[str, DayPlan | None, str]]) -> list[str]:
         w = used[0].window
         notes.append(
             f"recording rules (gpuwatch-report: {w.window_ms / 1000:g} s windows, "
-            f"{w.offset_ms / 1000:g} s offset) used for {len(used)} of {len(plans)} days; "
+            f"{w.offset_ms / 1000:g} s offset) used for {len(used)} of "
+            f"{counted(len(plans), 'day')}; "
             "raw queries for the slivers around them"
         )
         for day, plan, why in plans:
