@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 import typing
 from collections import defaultdict
@@ -196,7 +197,7 @@ def test_check_config_command_prints_every_error_and_exits_2(
     assert code == 2
     assert out == ""
     with pytest.raises(ConfigError) as info:
-        check_config(case.file, environ={})
+        check_config(case.file, environ={}, default_history=True)
     assert err.splitlines() == [f"gpuwatch: {e}" for e in info.value.errors]
     assert "Traceback" not in err
 
@@ -657,6 +658,71 @@ def test_check_config_passes_on_the_host_that_holds_the_files(
     assert len(info.value.errors) == 1
     assert info.value.errors[0].startswith("exporter.tls_cert_file: cannot load")
     assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize("enabled", ["true", None])
+def test_check_config_refuses_a_state_dir_the_history_cannot_use(
+    enabled: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A path under a regular file cannot be created, root or not. With the history on,
+    asked for (`true`) or by default (unset), that is an error naming the field."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    path = tmp_path / "c.toml"
+    history = "" if enabled is None else f"[history]\nenabled = {enabled}\n"
+    path.write_text(
+        f'[agent]\nstate_dir = "{blocker / "state"}"\n[exporter]\nlisten = "127.0.0.1:0"\n'
+        + history,
+        encoding="utf-8",
+    )
+    assert main(["check-config", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"gpuwatch: agent.state_dir: {blocker} is not a directory (needed by ")
+    assert "history store" in err
+    assert len(err.splitlines()) == 1
+    if enabled is None:
+        assert "set it to false" in err
+        check_config(path, environ={})  # `run` starts, without history (one INFO line)
+    text = path.read_text(encoding="utf-8").replace(history, "")
+    path.write_text(text + "[history]\nenabled = false\n", encoding="utf-8")
+    assert main(["check-config", str(path)]) == 0
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
+)
+def test_check_config_refuses_a_read_only_state_dir_even_as_root(tmp_path: Path) -> None:
+    """Root passes permission bits, not a read-only mount: a real one, in a private mount
+    namespace (`unshare --mount`)."""
+    state = tmp_path / "ro" / "state"
+    state.mkdir(parents=True)
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[agent]\nstate_dir = "{state}"\n[exporter]\nlisten = "127.0.0.1:0"\n'
+        "[history]\nenabled = true\n",
+        encoding="utf-8",
+    )
+    ro = state.parent
+    script = (
+        f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && "
+        f"{sys.executable} -m gpuwatch check-config {path}"
+    )
+    result = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if "mount:" in result.stderr:
+        pytest.skip(f"no private read-only mount here: {result.stderr.strip()}")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"gpuwatch: agent.state_dir: cannot write to {state}: read-only file system "
+        f"(needed by the history store) [{path}]\n"
+    )
+    assert main(["check-config", str(path)]) == 0  # outside the namespace it is writable
 
 
 def test_check_config_no_host_checks_skips_only_the_host(

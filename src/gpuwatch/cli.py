@@ -183,7 +183,7 @@ def _main(argv: list[str]) -> int:
 
 
 def _check_config(path: Path, *, on_host: bool) -> int:
-    config = check_config(path, on_host=on_host)
+    config = check_config(path, on_host=on_host, default_history=True)
     print(render_config(config), end="")
     return EXIT_OK
 

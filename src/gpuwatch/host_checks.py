@@ -101,15 +101,19 @@ def usable_directory(path: Path) -> str | None:
     if not os.access(existing, os.W_OK | os.X_OK):
         verb = "write to" if existing == path else "create"
         target = existing if existing == path else path
-        return f"cannot {verb} {target}: permission denied"
+        read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
+        why = "read-only file system" if read_only else "permission denied"
+        return f"cannot {verb} {target}: {why}"
     return None
 
 
-def state_dir_users(config: Config, environ: Mapping[str, str]) -> list[str]:
+def state_dir_users(
+    config: Config, environ: Mapping[str, str], *, default_history: bool = False
+) -> list[str]:
     """What keeps files in `agent.state_dir` with this config (the Slack alert outbox,
     the AWS price cache, a history store set to `enabled = true`); empty when nothing
-    does. An unset `history.enabled` needs nothing: the history is off without a usable
-    state_dir."""
+    does. An unset `history.enabled` needs nothing to run (the history is then off without
+    a usable state_dir), but counts with `default_history` (what `check-config` reports)."""
     users = []
     slack = config.alerts.slack
     if slack.enabled and (environ.get(ENV_WEBHOOK_URL, "").strip() or slack.webhook_url_file):
@@ -118,14 +122,24 @@ def state_dir_users(config: Config, environ: Mapping[str, str]) -> list[str]:
         users.append("the AWS price cache")
     if config.history.enabled:
         users.append("the history store")
+    elif config.history.enabled is None and default_history:
+        users.append(
+            "the history store, which is on while history.enabled is unset; set it to false "
+            "to run without"
+        )
     return users
 
 
 def host_problems(
-    config: Config, environ: Mapping[str, str], skip: frozenset[str] = frozenset()
+    config: Config,
+    environ: Mapping[str, str],
+    skip: frozenset[str] = frozenset(),
+    *,
+    default_history: bool = False,
 ) -> list[str]:
     """Every host check of `config` as `field: reason` lines; sections in `skip` (invalid
-    ones) are not checked."""
+    ones) are not checked. `default_history`: a history left on by default needs a usable
+    state_dir too (`state_dir_users`)."""
     problems: list[str] = []
     if "exporter" not in skip:
         problems += secret_file_problems(config.exporter)
@@ -140,7 +154,7 @@ def host_problems(
             else:
                 field = "alerts.slack.webhook_url_file"
                 problems.append(f"{field}: {message.removeprefix(field + ' ')}")
-    users = state_dir_users(config, environ)
+    users = state_dir_users(config, environ, default_history=default_history)
     if "agent" not in skip and users:
         reason = usable_directory(config.agent.state_dir)
         if reason:
@@ -154,9 +168,13 @@ def check_config(
     *,
     on_host: bool = True,
     listen: str | None = None,
+    default_history: bool = False,
 ) -> Config:
     """`load_config` plus, with `on_host`, the host checks: every problem in one
     ConfigError, one `path: reason [source]` line each.
+
+    `default_history` (`gpuwatch check-config`): an unusable state_dir is an error also
+    when `history.enabled` is unset, where `gpuwatch run` would start without history.
 
     `listen` replaces `exporter.listen` (the `--listen` of `gpuwatch run`); its problems
     are blamed on `--listen`.
@@ -176,7 +194,8 @@ def check_config(
             exporter = config.exporter.model_copy(update={"listen": listen})
             config = config.model_copy(update={"exporter": exporter})
     if on_host:
-        for line in host_problems(config, env, result.bad_sections):
+        problems = host_problems(config, env, result.bad_sections, default_history=default_history)
+        for line in problems:
             field, _, reason = line.partition(": ")
             source = result.source(field)
             if field == "exporter.listen" and listen_source is not None:
