@@ -17,7 +17,7 @@ import os
 import re
 import tomllib
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -404,12 +404,33 @@ def _option_variables(model: type[BaseModel] = Config, prefix: str = ENV_PREFIX)
     return names
 
 
+def _closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate `word` most likely meant (a misspelling), or None when none is close."""
+    found = difflib.get_close_matches(word, list(candidates), 1, 0.6)
+    return found[0] if found else None
+
+
 def _closest_variable(name: str, candidates: list[str]) -> str | None:
     """The real variable `name` most likely meant (compared without the prefix, which
     every candidate shares), or None when none is close."""
     rest = {c[len(ENV_PREFIX) :]: c for c in candidates}
-    found = difflib.get_close_matches(name[len(ENV_PREFIX) :].upper(), list(rest), 1, 0.6)
-    return rest[found[0]] if found else None
+    found = _closest(name[len(ENV_PREFIX) :].upper(), rest)
+    return rest[found] if found else None
+
+
+def _closest_key(loc: Sequence[str | int]) -> str | None:
+    """The dotted path of the option or section that the unknown file key at `loc` most
+    likely meant (a sibling of it), or None when none is close."""
+    model: type[BaseModel] | None = Config
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # an item of a list of sections
+        field = model.model_fields.get(part) if model is not None else None
+        model = _shape(field.annotation).model if field is not None else None
+    if model is None:
+        return None
+    key = _closest(str(loc[-1]), model.model_fields)
+    return ".".join([*(str(p) for p in loc[:-1]), key]) if key else None
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> str:
@@ -468,7 +489,10 @@ def _format_errors(exc: ValidationError, origin: str, env_paths: Mapping[str, st
         path = ".".join(str(part) for part in err["loc"]) or "(top level)"
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            message = "unknown option (check the spelling against config.example.toml)"
+            closest = _closest_key(err["loc"])
+            message = "unknown option (check the spelling against config.example.toml)" + (
+                f"; did you mean {closest}?" if closest else ""
+            )
         lines.append(f"{path}: {message} [{source_of(path, origin, env_paths)}]")
     return lines
 
