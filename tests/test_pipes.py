@@ -54,7 +54,8 @@ def test_a_reader_that_reads_a_little_then_closes_gets_no_traceback() -> None:
         stderr=subprocess.PIPE,
         env=_env(),
     ) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         assert proc.stdout.read(100).startswith(b"{")
         proc.stdout.close()
         err = proc.stderr.read().decode()
@@ -73,5 +74,6 @@ def test_tables_written_to_a_pipe_are_not_cut() -> None:
     )
     assert "…" not in result.stdout  # at 80 columns: "token…", "10.3…"
     header = next(line for line in result.stdout.splitlines() if "┃ GPU" in line)
-    assert "tokens/s" in header and "$/1M rented" in header
+    assert "tokens/s" in header
+    assert "$/1M rented" in header
     assert any("GH200-144GB" in line and "212.4" in line for line in result.stdout.splitlines())

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.install import installed_from
 from gpuwatch.cli import _parser, main
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.install import installed_from
 from gpuwatch.report.command import (
     ReportUsageError,
     SourceRequest,

@@ -192,6 +192,32 @@ def test_pdf_keeps_uuids_and_percentages_on_one_line(tmp_path: Path) -> None:
     assert not any(line.strip() == "%" for line in lines)
 
 
+def test_pdf_keeps_a_signed_amount_in_one_piece(tmp_path: Path) -> None:
+    """A long host name makes the per-GPU rent-vs-buy row tall and its cells narrow: the
+    line broke after the sign ("+" above "$2,408.78")."""
+    line = RentVsBuyGpu(
+        host="node-1-with-a-rather-long-hostname.example.internal",
+        uuid=UUID_A,
+        gpu_index=0,
+        rent_usd_per_hour=4.0,
+        owned_usd_per_year=11_694.0,
+        busy_ratio=1.0,
+        activity_ratio=0.2,
+        monthly_delta_usd=2_408.78,
+        activity_monthly_delta_usd=-12_390.50,
+    )
+    page = render_html(build_report(replace(states_data(), rent_vs_buy_gpus=(line,))))
+    assert '<span class="amount">+$2,408.78</span>' in page
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(render_pdf(page))
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    row = next(line for line in text.splitlines() if "$11,694.00" in line)
+    assert "+$2,408.78" in row  # not "+" on the line above and "$2,408.78" on this one
+    assert "-$12,390.50" in row
+
+
 def test_rent_vs_buy_per_gpu_lines_render_in_every_format() -> None:
     line = RentVsBuyGpu(
         host="node-1",

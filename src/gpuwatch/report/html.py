@@ -55,6 +55,7 @@ tr { page-break-inside: avoid; }
 .legend span { display: inline-block; margin-right: 14px; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 .nodata { color: #777; font-style: italic; }
+.amount { white-space: nowrap; }
 svg.chart { width: 100%; max-width: 760px; height: auto; }
 @page { size: A4; margin: 12mm; }
 @media print { body { margin: 0; } }
@@ -76,13 +77,16 @@ def _name(text: str) -> str:
 
 
 _UNIT = re.compile(r"(\d) (%|h|points|years|W)(?!\w)")
+_SIGNED_USD = re.compile(r"[+-]\$[\d,]+(?:\.\d+)?")
 
 
 def _figure(text: str) -> str:
     """A figure's text escaped, its number kept on one line with its unit ("100.0 %",
     "12.5 h", "3 years", "1,274 W": a no-break space, so a narrow cell never breaks
-    "100.0 / %")."""
-    return _e(_UNIT.sub("\\1\u00a0\\2", text))
+    "100.0 / %"), and a signed amount in one piece ("+$2,408.78": a line may otherwise
+    break after the sign)."""
+    escaped = _e(_UNIT.sub("\\1\u00a0\\2", text))
+    return _SIGNED_USD.sub(lambda m: f'<span class="amount">{m.group(0)}</span>', escaped)
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
@@ -247,7 +251,7 @@ def _change_row(change: Change) -> list[str]:
         _e(change.name),
         _e(f.usd(change.previous)),
         _e(f.usd(change.current)),
-        _e(f.signed_usd(change.delta)),
+        _figure(f.signed_usd(change.delta)),
         _figure(f.signed_percent(change.relative)),
     ]
 
