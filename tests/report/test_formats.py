@@ -92,6 +92,18 @@ def test_html_without_data_draws_no_empty_chart() -> None:
     assert "Cost per day: no data for this period." in "".join(parsed.text)
 
 
+def test_an_empty_period_says_it_has_no_data_not_that_nothing_was_wasted() -> None:
+    empty = build_report(replace(sample_data(), gpu_days=(), token_days=()))
+    for page in (render_html(empty), render_markdown(empty)):
+        assert "no GPU was observed, so none can be called wasteful" in page
+        assert "No GPU wasted anything" not in page
+    wasteless = build_report(sample_data())
+    wasteless = replace(wasteless, top_waste=())
+    for page in (render_html(wasteless), render_markdown(wasteless)):
+        assert "No GPU wasted anything in this period." in page
+        assert "no data for this period" not in page.split("most wasteful GPUs")[1].split("<h2>")[0]
+
+
 def test_html_is_self_contained() -> None:
     page = render_html(build_report(sample_data()))
     assert "<script" not in page.lower()

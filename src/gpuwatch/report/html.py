@@ -268,7 +268,7 @@ def _sections(report: Report) -> list[str]:
         out.append(waste_svg(report.top_waste) or "")
         out.append(_shared(tables.waste(report), short))
     else:
-        out.append(_nodata("Wasteful GPUs"))
+        out.append(f'<p class="nodata">{_e(tables.no_waste_text(report))}</p>')
 
     if report.changes:
         out.append(f"<h2>Change from {_e(report.previous_label or '')}</h2>")

@@ -105,7 +105,7 @@ def render_markdown(report: Report, generated: str = "") -> str:
     if report.top_waste:
         out += _shared(tables.waste(report))
     else:
-        out.append("No GPU wasted anything in this period.")
+        out.append(tables.no_waste_text(report))
 
     if report.changes:
         out += ["", f"## Change from {_name(report.previous_label or '')}", ""]

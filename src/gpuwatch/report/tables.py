@@ -51,6 +51,14 @@ def waste(report: Report) -> Table:
     )
 
 
+def no_waste_text(report: Report) -> str:
+    """What the waste section says when it lists no GPU: that no GPU was observed (an
+    empty period), or that the observed GPUs wasted nothing."""
+    if not report.gpus:
+        return "No data for this period: no GPU was observed, so none can be called wasteful."
+    return "No GPU wasted anything in this period."
+
+
 def hosts(report: Report) -> Table:
     """One row per host."""
     return Table(
