@@ -10,14 +10,17 @@ SPEED ?=
 
 .PHONY: demo test lint typecheck unit bench prometheus report-tools image-tools bindings mutation
 
-# The distribution is gpuwatch-fleet: a `gpuwatch` distribution in .venv (this project's old
-# name, or PyPI's unrelated GPU monitor) would shadow the `gpuwatch` package and command.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	-@$(BIN)/python -m pip uninstall --quiet --yes gpuwatch >/dev/null 2>&1
+
+# The distribution is gpuwatch-fleet: a `gpuwatch` distribution in .venv (this project's old
+# name, or PyPI's unrelated GPU monitor) would shadow the `gpuwatch` package and command, so
+# it goes before each install (with the old name's build metadata).
+DROP_OLD_NAME = -@$(BIN)/python -m pip uninstall --quiet --yes gpuwatch >/dev/null 2>&1; rm -rf src/gpuwatch.egg-info
 
 demo: $(BIN)/python
+	$(DROP_OLD_NAME)
 	$(BIN)/python -m pip install --quiet .
 	@echo "gpuwatch: metrics at http://$(LISTEN)/metrics (Ctrl-C stops)"
 	@echo 'gpuwatch: every GPU shows state "pending" and $$0 idle for the first 30 simulated minutes (the analysis window);'
@@ -59,6 +62,7 @@ bindings: $(BIN)/python
 	$(BIN)/python -m tests.bindings.fetch
 
 test: $(BIN)/python prometheus report-tools image-tools
+	$(DROP_OLD_NAME)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m tests.bindings.fetch
 	$(BIN)/ruff check src tests bench dashboards
@@ -67,6 +71,7 @@ test: $(BIN)/python prometheus report-tools image-tools
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/python
+	$(DROP_OLD_NAME)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/run_all.py
 
@@ -75,5 +80,6 @@ bench: $(BIN)/python
 GENERIC ?= 30
 JOBS ?= 2
 mutation: $(BIN)/python
+	$(DROP_OLD_NAME)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m tests.mutation.harness --generic $(GENERIC) --jobs $(JOBS)
