@@ -345,8 +345,12 @@ def test_table_shows_breakdown_and_gpus(capsys: pytest.CaptureFixture[str]) -> N
     assert "no: needs 2" in out
 
 
-def test_table_fits_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
-    """The human-readable output stays readable on an 80-column terminal."""
+def test_table_fits_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The human-readable output stays readable on an 80-column terminal (a pipe gets
+    full width instead: tests/test_pipes.py)."""
+    monkeypatch.setenv("COLUMNS", "80")
     for argv in (("llama-2-7b", "--mode", "qlora"), ("--params", "65B", "--mode", "lora")):
         code, out, err = size(capsys, *argv)
         assert code == 0, err
