@@ -124,7 +124,12 @@ class Agent:
         if kube.enabled:  # grpc and protobuf only where attribution is on
             from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
 
-            self.attribution = AttributionCollector(kube, clock, list_interval_seconds=list_every)
+            self.attribution = AttributionCollector(
+                kube,
+                clock,
+                list_interval_seconds=list_every,
+                noise_floor_ratio=config.analysis.noise_floor_ratio,
+            )
         self.tokens = TokenCollector(
             (*config.token_sources, *extra_token_sources), clock, fetch=token_fetch
         )
