@@ -18,7 +18,6 @@ from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.snapshot import FleetSnapshot, PodRef
 from tests.conftest import REPO_ROOT, require_binary, simulated
 
-
 DEMO_TOML = REPO_ROOT / "src" / "gpuwatch" / "simulate" / "scenarios" / "demo.toml"
 
 
@@ -145,7 +144,8 @@ def test_a_listing_too_old_is_kept_marked_stale(
     agent, clock, cluster = demo
     fresh = _tick(agent, clock)
     holders = _samples(agent, "gpuwatch_gpu_pod_info")
-    assert fresh.attribution is not None and fresh.attribution.fresh
+    assert fresh.attribution is not None
+    assert fresh.attribution.fresh
     cluster.kubelet.stop()
     clock.advance(3 * 5.0 + 1.0)
     agent.refresh_attribution()  # fails: the socket is gone
@@ -189,9 +189,12 @@ def test_without_the_host_proc_no_busy_pod_is_allocated_idle(tmp_path: Path) -> 
             snapshot = _tick(agent, clock)
         idle = {s["pod"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle")}
         unknown = {
-            s["pod"]: s["reason"] for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle_unknown")
+            s["pod"]: s["reason"]
+            for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle_unknown")
         }
-        unmapped = {s["gpu"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_unmapped_processes")}
+        unmapped = {
+            s["gpu"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_unmapped_processes")
+        }
     finally:
         agent.stop()
         cluster.stop()

@@ -283,7 +283,9 @@ class AttributionCollector:
         if not unmapped:
             log.info("every GPU process's pod is readable under %s again", self._config.proc_root)
             return
-        on = sorted({g.identity.index for g in gpus for p in g.processes or () if p.pid in unmapped})
+        on = sorted(
+            {g.identity.index for g in gpus for p in g.processes or () if p.pid in unmapped}
+        )
         log.warning(
             "cannot read <pid>/cgroup under %s for %d GPU process(es) on GPU(s) %s: NVML "
             "reports host PIDs, so kubernetes.proc_root must be the host's /proc (the chart "
