@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,111 @@ def test_attribution_families_pass_promtool(
     )
     assert (result.stdout + result.stderr).decode().splitlines() == []
     assert result.returncode == 0
+
+
+MIG_NO_HOST_PROC = """
+name = "mig-no-host-proc"
+[[gpus]]
+preset = "h100-sxm"
+[[gpus.mig]]
+profile = "3g.40gb"
+gpu_instance_id = 1
+[gpus.mig.activity]
+levels = { util = 0.9, sm = 0.7 }
+[[gpus.mig.processes]]
+pid = 101
+name = "python3 train.py"
+memory = "20 GiB"
+[[gpus.mig]]
+profile = "2g.20gb"
+gpu_instance_id = 2
+[[gpus.mig]]
+profile = "1g.10gb"
+gpu_instance_id = 3
+[[gpus.mig.processes]]
+pid = 103
+name = "python3 notebook.py"
+memory = "5 GiB"
+share = 0.0
+
+[[pods]]
+namespace = "ml"
+name = "train-0"
+[[pods.containers]]
+name = "trainer"
+resource = "nvidia.com/mig-3g.40gb"
+devices = [{ gpu = 0, mig = 0 }]
+pids = [101]
+
+[[pods]]
+namespace = "ml"
+name = "spare-0"
+[[pods.containers]]
+name = "spare"
+resource = "nvidia.com/mig-2g.20gb"
+devices = [{ gpu = 0, mig = 1 }]
+
+[[pods]]
+namespace = "ml"
+name = "notebook-0"
+[[pods.containers]]
+name = "jupyter"
+resource = "nvidia.com/mig-1g.10gb"
+devices = [{ gpu = 0, mig = 2 }]
+pids = [103]
+
+[kubernetes]
+host_proc = false
+"""
+
+
+def test_mig_devices_without_the_host_proc(tmp_path: Path) -> None:
+    """Per MIG device: the lone holder of a working instance is not idle, an instance with
+    no process is allocated-idle, one whose process cannot be mapped and that does not
+    work is unknown; an unmapped process on one instance leaves the others known."""
+    scenario = tmp_path / "mig.toml"
+    scenario.write_text(MIG_NO_HOST_PROC, encoding="utf-8")
+    nv, clock = simulated(str(scenario))
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    agent = Agent(Config(), nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent.open()
+    try:
+        for _ in range(3):
+            snapshot = _tick(agent, clock)
+    finally:
+        agent.stop()
+        cluster.stop()
+    assert snapshot.attribution is not None
+    holds = {
+        a.pod.pod: (a.allocated_idle, a.unknown_reason)
+        for g in snapshot.attribution.gpus
+        for a in g.allocations
+    }
+    assert holds == {
+        "train-0": (False, "pid_unmapped"),
+        "spare-0": (True, None),
+        "notebook-0": (None, "pid_unmapped"),
+    }
+
+
+def test_a_gpu_without_a_process_list_leaves_its_holders_unknown(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    """NVML lists no processes (NotSupported, a failed call): no holder is allocated-idle
+    on a guess; the trainer, alone on its busy GPU, is still not idle."""
+    agent, clock, _ = demo
+    _tick(agent, clock)
+    assert agent.attribution is not None
+    gpus, _ = agent.nvml.collect()
+    _, attribution, _ = agent.attribution.attribute(tuple(replace(g, processes=None) for g in gpus))
+    holds = {a.pod.pod: a.allocated_idle for g in attribution.gpus for a in g.allocations}
+    assert holds == {
+        "llama3-sft-0": False,
+        "batch-eval-7f9c": None,
+        "notebook-alice": None,
+        "vllm-llama-8b-0": None,
+        "vllm-llama-8b-canary": None,
+    }
+    reasons = {a.unknown_reason for g in attribution.gpus for a in g.allocations}
+    assert reasons == {"no_process_list"}

@@ -63,7 +63,7 @@ _UNREADABLE = "unreadable"
 """`_cgroup`'s answer for a PID whose cgroup file cannot be read (not cached)."""
 
 STALE_LISTINGS = 3
-"""A listing is used for at most this many list intervals after it was taken."""
+"""A listing older than this many list intervals is stale: kept, marked, charged nothing."""
 
 _HINTS = {
     "permission_denied": "the kubelet makes pod-resources/ root-only (0750): run the agent "
