@@ -24,7 +24,13 @@ import pytest
 from tests.agent_process import fetch, samples, start_agent
 from tests.conftest import free_port, require_binary
 
-UNSHARE = ("--pid", "--fork", "--mount-proc", "--kill-child=SIGTERM")
+UNSHARE = (
+    *(() if os.geteuid() == 0 else ("--map-root-user",)),  # a new PID namespace needs root
+    "--pid",
+    "--fork",
+    "--mount-proc",
+    "--kill-child=SIGTERM",
+)
 BUSY_PODS = {"llama3-sft-0": 48213, "vllm-llama-8b-0": 51877}  # pod: its process on GPU 0, 3
 
 
