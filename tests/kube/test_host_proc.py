@@ -89,11 +89,12 @@ def _stop(unshare: subprocess.Popen[bytes]) -> None:
     for pid in children.read_text(encoding="ascii").split():
         os.kill(int(pid), signal.SIGTERM)
     try:
-        unshare.communicate(timeout=10)
+        _, err = unshare.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         unshare.kill()  # --kill-child: the agent goes with it
         unshare.communicate()
         raise
+    assert unshare.returncode == 0, err.decode()  # the agent's own exit status
 
 
 def _by_pod(text: str, name: str) -> dict[str, float]:
