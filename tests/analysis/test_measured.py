@@ -72,9 +72,19 @@ def test_latent_attention_and_published_layouts() -> None:
     assert bf16.weights_bytes > 200e9, "a configured precision wins over the layout"
 
 
-def gpu(index: int) -> GpuSample:
+H100_BYTES = 81_559 * 2**20  # NVML's total of an H100 80GB HBM3 (85,520,809,984 B)
+
+
+def gpu(index: int, memory_total_bytes: int | None = H100_BYTES) -> GpuSample:
     identity = GpuIdentity(
-        index, f"GPU-0000000{index}-0000", "NVIDIA H100 80GB HBM3", None, "0", None, None, True
+        index,
+        f"GPU-0000000{index}-0000",
+        "NVIDIA H100 80GB HBM3",
+        None,
+        "0",
+        memory_total_bytes,
+        None,
+        True,
     )
     return GpuSample(identity=identity, up=True)
 
