@@ -56,7 +56,7 @@ RANK_LABELS = frozenset({"tp_rank"})
 MAX_POOL_TOKENS = 2**40
 """The most tokens a source may say one pool holds or uses (1,099,511,627,776). Any
 model caches at least 128 B a token (K and V of one 64-wide head on one layer, at one
-byte a value), so 2^40 tokens would take 128 TiB: 50 times the GPU memory of the largest
+byte a value), so 2^40 tokens would take 128 TiB: over 60 times the GPU memory of the largest
 8-GPU node (8 x 288 GB). Above it the page is a lie, not a big server."""
 
 
