@@ -372,7 +372,9 @@ class MeasuredNeeds:
         }.get(need.status, need.status)
         (log.warning if outage.fail() else log.debug)(
             "token source %r: no measured memory need for its GPUs: %s; they are judged on "
-            "declarations or observed memory", name, why
+            "declarations or observed memory",
+            name,
+            why,
         )
         return need
 
@@ -389,8 +391,8 @@ class MeasuredNeeds:
             "Whether the token source gives its GPUs a memory need measured from its KV "
             "cache use (value 1): status measured, else why not (down, no_gpus, "
             "no_kv_cache, no_model_name, several_models, unknown_model, ambiguous_model, "
-            "unknown_cache_dtype, invalid_model, implausible_need); served_model: the server's model_name; "
-            "model: the sizing catalog's model it was matched to.",
+            "unknown_cache_dtype, invalid_model, implausible_need); served_model: the "
+            "server's model_name; model: the sizing catalog's model it was matched to.",
             labels=("source", "served_model", "model", "status"),
         )
         statuses = self.statuses()

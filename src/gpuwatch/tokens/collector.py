@@ -5,10 +5,11 @@ The agent calls `scrape_due()` every second or so; each source is fetched when i
 reset-corrected (`gpuwatch.tokens.counters`). A source that is down or serves garbage
 (a malformed page, or a KV pool out of bounds: `gpuwatch.tokens.kv`) becomes
 `up = False` with one WARNING per outage (`gpuwatch.tokens.outage`: a source that flaps
-stays in one); its totals are kept and the other sources go on. The only I/O is the injected `fetch(url, timeout)` (default:
-`UrllibFetch`, plain urllib without proxies, which bounds each scrape's time and body
-size). Each due source is scraped on its own thread, so a source that stalls or
-drip-feeds costs only itself: it is down once its `timeout_seconds` runs out.
+stays in one); its totals are kept and the other sources go on. The only I/O is the
+injected `fetch(url, timeout)` (default: `UrllibFetch`, plain urllib without proxies,
+which bounds each scrape's time and body size). Each due source is scraped on its own
+thread, so a source that stalls or drip-feeds costs only itself: it is down once its
+`timeout_seconds` runs out.
 """
 
 from __future__ import annotations
