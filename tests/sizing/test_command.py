@@ -368,7 +368,7 @@ def test_table_fits_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
         (("--params", "7B", "--utilization", "0"), "--utilization must be in (0, 1]"),
         (("--params", "7B", "--utilization", "150%"), "--utilization must be in (0, 1]"),
         (("--params", "7B", "--utilization", "most"), "--utilization: expected a fraction"),
-        (("--params", "7B", "--pue", "0.9"), "--pue must be >= 1"),
+        (("--params", "7B", "--pue", "0.9"), "--pue: expected a finite number >= 1"),
         (("--params", "7B", "--gradient-checkpointing"), "does not apply to --mode inference"),
         (("--params", "7B", "--mode", "train", "--lora-rank", "8"), "--lora-rank does not apply"),
         (("--params", "7B", "--mode", "lora", "--no-double-quant"), "--double-quant does not"),
