@@ -16,11 +16,21 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def start_agent(
-    args: Sequence[str], port: int, *, timeout: float = 20.0
+    args: Sequence[str], port: int, *, timeout: float = 20.0, prefix: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """`python -m gpuwatch run ARGS --listen 127.0.0.1:PORT`, ready when /readyz answers 200."""
+    """`python -m gpuwatch run ARGS --listen 127.0.0.1:PORT`, ready when /readyz answers 200;
+    `prefix`: a command that runs it (e.g. `unshare ...`)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuwatch", "run", *args, "--listen", f"127.0.0.1:{port}"],
+        [
+            *prefix,
+            sys.executable,
+            "-m",
+            "gpuwatch",
+            "run",
+            *args,
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -86,9 +86,15 @@ def attribution_metric_names() -> set[str]:
     gpu = GpuAttribution(
         0,
         "GPU-x",
-        (PodAllocationSample(0, "GPU-x", None, pod, "nvidia.com/gpu", ("GPU-x",), ()),),
+        (
+            PodAllocationSample(0, "GPU-x", None, pod, "nvidia.com/gpu", ("GPU-x",), ()),
+            PodAllocationSample(
+                0, "GPU-x", None, pod, "nvidia.com/gpu", ("GPU-x",), (), "pid_unmapped"
+            ),
+        ),
         (1,),
         ((pod, 2),),
+        (3,),
     )
     snapshot = FleetSnapshot(
         0.0,

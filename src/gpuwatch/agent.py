@@ -124,7 +124,12 @@ class Agent:
         if kube.enabled:  # grpc and protobuf only where attribution is on
             from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
 
-            self.attribution = AttributionCollector(kube, clock, list_interval_seconds=list_every)
+            self.attribution = AttributionCollector(
+                kube,
+                clock,
+                list_interval_seconds=list_every,
+                noise_floor_ratio=config.analysis.noise_floor_ratio,
+            )
         self.tokens = TokenCollector(
             (*config.token_sources, *extra_token_sources), clock, fetch=token_fetch
         )
@@ -486,7 +491,25 @@ class Agent:
         return max(simulated_seconds / self.speed, MIN_REAL_INTERVAL_SECONDS)
 
     def stop(self) -> None:
-        """Stop serving and sampling, then shut NVML down."""
+        """Stop serving and sampling, then close the kubelet channel and shut NVML down.
+        Each step runs even when one before it fails (a bug: logged at ERROR), so a
+        stop always ends with NVML and the kubelet channel closed (one INFO line)."""
+        self._stop_step("the HTTP server", self._stop_serving)
+        if self.alerts is not None:
+            self._stop_step("the alert dispatcher", self.alerts.stop)
+        history, self.history = self.history, None
+        if history is not None:
+            self._stop_step("the history writer", history.stop)  # writes what is pending
+        closed = []
+        if self.attribution is not None and self._stop_step(
+            "the kubelet channel", self.attribution.close
+        ):
+            closed.append("kubelet channel closed")
+        if self._stop_step("NVML", self.sampler.close):
+            closed.insert(0, "NVML shut down")
+        log.info("stopped: %s", ", ".join(closed) or "nothing closed cleanly")
+
+    def _stop_serving(self) -> None:
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -499,14 +522,16 @@ class Agent:
         for thread in self._threads:
             thread.stop()
         self._threads = []
-        if self.alerts is not None:
-            self.alerts.stop()
-        if self.history is not None:
-            self.history.stop()  # writes what is pending
-            self.history = None
-        if self.attribution is not None:
-            self.attribution.close()
-        self.sampler.close()
+
+    @staticmethod
+    def _stop_step(what: str, step: Callable[[], object]) -> bool:
+        """Run one step of `stop`; False (logged) when it raised."""
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - a failed step must not leave NVML open
+            log.error("stopping %s failed: %s: %s", what, type(exc).__name__, str(exc)[:200])
+            return False
+        return True
 
 
 def _no_verdicts() -> tuple[GpuVerdict, ...]:

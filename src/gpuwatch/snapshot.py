@@ -429,7 +429,9 @@ class PodAllocationSample:
 
     `device_ids` are the plugin's IDs for it (several replicas of one time-sliced GPU when
     the container asked for more than one); `running_pids` the container's processes NVML
-    sees on that GPU (or MIG device) this tick: none means allocated-idle.
+    sees on that GPU (or MIG device) this tick. `unknown_reason` says why its processes
+    cannot be told (`IDLE_UNKNOWN_REASONS`), None when they can; `works_alone`: it is the
+    only holder of the GPU (or MIG device) and that shows activity this tick.
     """
 
     gpu_index: int
@@ -439,11 +441,22 @@ class PodAllocationSample:
     resource_name: str
     device_ids: tuple[str, ...]
     running_pids: tuple[int, ...]
+    unknown_reason: str | None = None
+    works_alone: bool = False
 
     @property
-    def allocated_idle(self) -> bool:
-        """The pod holds the GPU and runs nothing on it."""
-        return not self.running_pids
+    def allocated_idle(self) -> bool | None:
+        """True: the pod holds the GPU and runs nothing on it; False: it runs something
+        there (or holds it alone while it works); None: unknown (`unknown_reason`)."""
+        if self.running_pids or self.works_alone:
+            return False
+        return None if self.unknown_reason is not None else True
+
+
+IDLE_UNKNOWN_REASONS = ("pid_unmapped", "no_process_list")
+"""Why a hold's allocated-idle is unknown: a process on its GPU whose `/proc/<pid>/cgroup`
+the agent cannot read (no host `/proc`, `kubernetes.proc_root`), or NVML lists no
+processes for the GPU."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,7 +465,8 @@ class GpuAttribution:
 
     `allocations`: every container holding it (several when time-sliced or MIG);
     `unowned_pids`: processes on a GPU that no pod holds; `unallocated`: (pod, pid) of
-    processes of a pod that holds no allocation of this GPU.
+    processes of a pod that holds no allocation of this GPU; `unmapped_pids`: processes
+    whose `/proc/<pid>/cgroup` the agent cannot read (their pod is unknown).
     """
 
     gpu_index: int
@@ -460,6 +474,7 @@ class GpuAttribution:
     allocations: tuple[PodAllocationSample, ...] = ()
     unowned_pids: tuple[int, ...] = ()
     unallocated: tuple[tuple[PodRef, int], ...] = ()
+    unmapped_pids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +489,14 @@ class Attribution:
     pods_listed: int
     gpus: tuple[GpuAttribution, ...] = ()
     unresolved_device_ids: tuple[str, ...] = ()  # GPU device IDs that match no GPU here
+    # the listing is older than its freshness bound (the kubelet has not answered since):
+    # its holds are kept until a fresh listing drops them, but no tick is charged to pods
+    stale: bool = False
+
+    @property
+    def fresh(self) -> bool:
+        """A listing is in use and young enough to charge pods and drop the ones gone."""
+        return self.listed_at_seconds is not None and not self.stale
 
 
 @dataclass(frozen=True, slots=True)

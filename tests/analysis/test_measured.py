@@ -72,9 +72,19 @@ def test_latent_attention_and_published_layouts() -> None:
     assert bf16.weights_bytes > 200e9, "a configured precision wins over the layout"
 
 
-def gpu(index: int) -> GpuSample:
+H100_BYTES = 81_559 * 2**20  # NVML's total of an H100 80GB HBM3 (85,520,809,984 B)
+
+
+def gpu(index: int, memory_total_bytes: int | None = H100_BYTES) -> GpuSample:
     identity = GpuIdentity(
-        index, f"GPU-0000000{index}-0000", "NVIDIA H100 80GB HBM3", None, "0", None, None, True
+        index,
+        f"GPU-0000000{index}-0000",
+        "NVIDIA H100 80GB HBM3",
+        None,
+        "0",
+        memory_total_bytes,
+        None,
+        True,
     )
     return GpuSample(identity=identity, up=True)
 
@@ -93,8 +103,9 @@ def reading(
     dtype: str | None = "auto",
     at: float = NOW,
     up: bool = True,
+    engines: int = 1,
 ) -> TokenReading:
-    kv = KvCacheReading(used, None if used is None else 436_432.0, models, dtype)
+    kv = KvCacheReading(used, None if used is None else 436_432.0, models, dtype, engines)
     return TokenReading(name, up, 0.0, 0.0, at, None, (), kv)
 
 
@@ -177,6 +188,90 @@ def test_sources_without_a_kv_cache_are_left_out() -> None:
     assert not needs.enabled
     assert needs.per_gpu(NOW, [gpu(0)], [reading("t", 1.0)]) == {}
     assert list(needs.families()) == []
+
+
+# --- what a server may claim ---------------------------------------------------------
+
+
+def test_data_parallel_engines_each_hold_the_weights() -> None:
+    """Llama-3.1-8B, two data-parallel vLLM engines on GPUs 0 and 1 (one engine per GPU),
+    20,000 tokens in use in all. By hand, each GPU holds one copy of the weights and of
+    the overhead and half the tokens: 16,060,522,496 + 3,212,104,499 + 10,000 x 131,072
+    = 20,583,346,995 B, as one engine alone on one GPU with 10,000 tokens. Counting the
+    weights once gave (19,272,626,995 + 20,000 x 131,072) / 2 = 10,947,033,497.5 B, 47 %
+    low. Two engines of tensor parallel 2 on four GPUs: half of that on each."""
+    by_hand = 16_060_522_496 + 3_212_104_499 + 10_000 * 131_072
+    assert by_hand == 20_583_346_995
+    needs = MeasuredNeeds([source("dp2", [0, 1])], CATALOG)
+    result = needs.per_gpu(NOW, [gpu(0), gpu(1)], [reading("dp2", 20_000, engines=2)])
+    assert {s.need_bytes for s in result.values()} == {by_hand}
+    assert needs.statuses()["dp2"].need_bytes == 2 * by_hand
+    needs = MeasuredNeeds([source("dp2tp2", [0, 1, 2, 3])], CATALOG)
+    four = [gpu(i) for i in range(4)]
+    result = needs.per_gpu(NOW, four, [reading("dp2tp2", 20_000, engines=2)])
+    assert len(result) == 4
+    assert {s.need_bytes for s in result.values()} == {by_hand / 2}
+
+
+def test_more_engines_than_gpus_is_implausible(caplog: pytest.LogCaptureFixture) -> None:
+    needs = MeasuredNeeds([source("s", [0])], CATALOG)
+    caplog.set_level(logging.INFO, "gpuwatch.analysis.measured")
+    assert needs.per_gpu(NOW, [gpu(0)], [reading("s", 10_000, engines=2)]) == {}
+    assert needs.statuses()["s"].status == "implausible_need"
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "2 engines on the 1 GPU(s)" in line
+
+
+def test_a_need_above_the_gpus_memory_is_no_need(caplog: pytest.LogCaptureFixture) -> None:
+    """A pool the hardware cannot hold: 1,000,000 tokens of Llama-3.1-8B are 131 GB of
+    KV cache, more than an H100's 85.5 GB; on two H100s (75.2 GB each) it fits.
+    The need of a GPU never exceeds its memory, and a GPU whose memory is unknown gets
+    none (nothing bounds it)."""
+    caplog.set_level(logging.INFO, "gpuwatch.analysis.measured")
+    needs = MeasuredNeeds([source("s", [0])], CATALOG)
+    for _ in range(3):
+        assert needs.per_gpu(NOW, [gpu(0)], [reading("s", 1_000_000)]) == {}
+    assert needs.statuses()["s"].status == "implausible_need"
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "beyond its GPUs" in line
+    assert str(H100_BYTES) in line
+    two = MeasuredNeeds([source("s", [0, 1])], CATALOG)
+    result = two.per_gpu(NOW, [gpu(0), gpu(1)], [reading("s", 1_000_000)])
+    assert all(s.need_bytes <= H100_BYTES for s in result.values())
+    assert len(result) == 2
+    unknown = MeasuredNeeds([source("s", [0])], CATALOG)
+    assert unknown.per_gpu(NOW, [gpu(0, None)], [reading("s", 10_000)]) == {}
+
+
+def test_two_servers_that_add_up_beyond_a_gpu_give_it_no_need(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each fits alone (58.6 GB), both do not (117.2 GB on an 85.5 GB GPU)."""
+    caplog.set_level(logging.WARNING, "gpuwatch.analysis.measured")
+    needs = MeasuredNeeds([source("a", [0]), source("b", [0])], CATALOG)
+    for _ in range(2):
+        result = needs.per_gpu(NOW, [gpu(0)], [reading("a", 300_000), reading("b", 300_000)])
+        assert result == {}
+    assert [s.status for s in needs.statuses().values()] == ["measured", "measured"]
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "GPU 0" in line
+
+
+def test_a_flapping_kv_gauge_logs_one_line_per_outage(caplog: pytest.LogCaptureFixture) -> None:
+    """A usage gauge that is there on one scrape and gone the next: the need is measured
+    or not scrape by scrape, but the log says it once (WARNING), not on every scrape;
+    three measured scrapes in a row end the outage (INFO)."""
+    caplog.set_level(logging.DEBUG, "gpuwatch.analysis.measured")
+    needs = MeasuredNeeds([source("s", [0])], CATALOG)
+    for k in range(20):
+        used = 10_000.0 if k % 2 == 0 else None
+        assert bool(needs.per_gpu(NOW, [gpu(0)], [reading("s", used)])) == (used is not None)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert [level for level, _ in said] == ["INFO", "WARNING"], said
+    for _ in range(3):
+        needs.per_gpu(NOW, [gpu(0)], [reading("s", 10_000)])
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert [level for level, _ in said] == ["INFO", "WARNING", "INFO"], said
 
 
 # --- the lookback's quantiles --------------------------------------------------------

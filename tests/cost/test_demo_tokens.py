@@ -227,7 +227,7 @@ def test_sources_without_a_cost_basis_are_named_once_at_start(
     )
     with caplog.at_level(logging.INFO, logger="gpuwatch.agent"):
         agent.open()
-    agent.stop()
     levels = [r.levelno for r in caplog.records if r.name == "gpuwatch.agent"]
+    agent.stop()
     assert levels.count(logging.WARNING) == 1  # "elsewhere": GPU 7 is not on this host
     assert levels.count(logging.INFO) == 1  # "no-gpus"

@@ -230,7 +230,7 @@ def chart_schema() -> Schema:
                     "enabled": BOOL,
                     "podResourcesDir": {"type": "string", "pattern": "^/"},
                     "podLogsDir": {"type": "string", "pattern": "^/"},
-                    "processes": BOOL,
+                    "hostProc": {"type": "string", "pattern": "^(/.*)?$"},
                 }
             ),
             "slack": obj({"existingSecret": STR, "key": STR, "mode": {"enum": ["env", "file"]}}),

@@ -62,10 +62,10 @@ def test_objects_validate_strictly(rendered: dict[str, Rendered], name: str, ver
 def test_a_field_typo_is_caught_by_the_validator(rendered: dict[str, Rendered]) -> None:
     ds = rendered["full-values"].one("DaemonSet")
     spec = _pod_spec(ds)
-    spec["hostPid"] = spec.pop("hostPID")
+    spec["hostPid"] = True
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(ds, KUBERNETES_VERSIONS[0], strict=True)
-    spec["hostPID"] = spec.pop("hostPid")
+    del spec["hostPid"]
 
 
 def test_default_daemonset_posture(rendered: dict[str, Rendered]) -> None:
@@ -94,8 +94,11 @@ def test_default_daemonset_posture(rendered: dict[str, Rendered]) -> None:
     assert mounts["pod-resources"]["readOnly"] is True
     assert mounts["pod-resources"]["mountPath"] == "/var/lib/kubelet/pod-resources"
     assert mounts["pod-logs"]["readOnly"] is True
+    # NVML's host PIDs map to pods through the host's /proc, without hostPID
+    assert mounts["host-proc"] == {"name": "host-proc", "mountPath": "/host/proc", "readOnly": True}
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["pod-resources"]["hostPath"]["path"] == "/var/lib/kubelet/pod-resources"
+    assert volumes["host-proc"]["hostPath"] == {"path": "/proc", "type": "Directory"}
     assert volumes["state"]["hostPath"] == {
         "path": "/var/lib/gpuwatch",
         "type": "DirectoryOrCreate",
@@ -130,12 +133,13 @@ BASELINE_EXCEPTIONS = {
         "spec.volumes[state].hostPath",
         "spec.volumes[pod-resources].hostPath",
         "spec.volumes[pod-logs].hostPath",
+        "spec.volumes[host-proc].hostPath",
     ],
     "full-values": [
-        "spec.hostPID",
         "spec.volumes[state].hostPath",
         "spec.volumes[pod-resources].hostPath",
         "spec.volumes[pod-logs].hostPath",
+        "spec.volumes[host-proc].hostPath",
     ],
 }
 
@@ -185,7 +189,10 @@ def test_config_toml_is_a_valid_agent_config(rendered: dict[str, Rendered], name
         assert kube["enabled"] is True
         assert kube["pod_resources_socket"] == "/var/lib/kubelet/pod-resources/kubelet.sock"
         assert kube["pod_logs_dir"] == "/var/log/pods"
-        assert ("proc_root" in kube) == bool(attribution.get("processes", False))
+        host_proc = attribution.get("hostProc", "/proc")
+        assert kube.get("proc_root") == ("/host/proc" if host_proc else None)
+        mounts = {m["mountPath"] for m in _agent(r)["volumeMounts"]}
+        assert ("/host/proc" in mounts) == bool(host_proc)
     else:
         assert "kubernetes" not in data
     # The hook: [kubernetes] is checked by the agent's own model once config.py has it.

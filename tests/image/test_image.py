@@ -190,3 +190,36 @@ def test_debian_mirror_reads_deb822_and_one_line_sources(tmp_path: Path) -> None
         encoding="utf-8",
     )
     assert debian_mirror(tmp_path) == "http://one.example/debian"
+
+
+def test_the_host_proc_mount_shows_host_pids_without_capabilities(
+    podman: Podman, image: str
+) -> None:
+    """The chart's `host-proc` volume (the host's /proc read-only at /host/proc) under the
+    agent container's posture: uid 0, no capability, its own PID namespace. A host
+    process's cgroup file is readable there, and not under the container's own /proc:
+    what `kubernetes.proc_root = "/host/proc"` rests on (docs/kubernetes.md)."""
+    pid = os.getpid()
+    result = podman.run(
+        "run",
+        "--rm",
+        "--read-only",
+        "--user",
+        "0:65532",
+        "--cap-drop=ALL",
+        "--security-opt=no-new-privileges",
+        "--volume=/proc:/host/proc:ro",
+        "--entrypoint=/bin/sh",
+        image,
+        "-c",
+        f"grep CapEff /proc/self/status; test ! -e /proc/{pid} && echo own-proc-lacks-it; "
+        f"cat /host/proc/{pid}/cgroup",
+    )
+    lines = result.stdout.splitlines()
+    assert int(lines[0].split()[1], 16) == 0
+    assert lines[1] == "own-proc-lacks-it"
+    host = Path(f"/proc/{pid}/cgroup").read_text(encoding="utf-8").splitlines()
+    # one line per hierarchy, as the host shows it (paths relative to a cgroup namespace)
+    assert [line.split(":", 2)[:2] for line in lines[2:]] == [
+        line.split(":", 2)[:2] for line in host
+    ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from prometheus_client.exposition import generate_latest
@@ -15,7 +17,9 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.snapshot import FleetSnapshot, PodRef
-from tests.conftest import require_binary, simulated
+from tests.conftest import REPO_ROOT, require_binary, simulated
+
+DEMO_TOML = REPO_ROOT / "src" / "gpuwatch" / "simulate" / "scenarios" / "demo.toml"
 
 
 @pytest.fixture
@@ -133,14 +137,78 @@ def test_pod_gone_is_gone_and_kubelet_down_is_a_metric(
     assert success["nvml"] == "1.0"
 
 
-def test_a_listing_too_old_is_dropped(demo: tuple[Agent, ManualClock, SimulatedCluster]) -> None:
-    agent, clock, _ = demo
-    assert _tick(agent, clock).gpus[0].pod is not None
-    clock.advance(3 * 5.0)
+def test_a_listing_too_old_is_kept_marked_stale(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    """The kubelet restarting keeps the holds (and the alerts on them) until it answers
+    with a listing that drops them."""
+    agent, clock, cluster = demo
+    fresh = _tick(agent, clock)
+    holders = _samples(agent, "gpuwatch_gpu_pod_info")
+    assert fresh.attribution is not None
+    assert fresh.attribution.fresh
+    cluster.kubelet.stop()
+    clock.advance(3 * 5.0 + 1.0)
+    agent.refresh_attribution()  # fails: the socket is gone
     snapshot = agent.tick()
-    assert all(g.pod is None for g in snapshot.gpus)
     assert snapshot.attribution is not None
-    assert snapshot.attribution.pods_listed == 0
+    assert snapshot.attribution.stale
+    assert snapshot.attribution.pods_listed == 5
+    assert [g.pod for g in snapshot.gpus] == [g.pod for g in fresh.gpus]
+    assert _samples(agent, "gpuwatch_gpu_pod_info") == holders
+    idle = {s["pod"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle")}
+    assert idle["batch-eval-7f9c"] == "1.0"
+    assert _samples(agent, "gpuwatch_attribution_stale")[0]["value"] == "1.0"
+    cluster.kubelet.set_pods([])
+    cluster.kubelet.start()
+    _tick(agent, clock)
+    assert _samples(agent, "gpuwatch_gpu_pod_info") == []
+    assert _samples(agent, "gpuwatch_attribution_stale")[0]["value"] == "0.0"
+
+
+def _demo_without_host_proc(tmp_path: Path) -> Path:
+    """The demo scenario with the chart's container view without the host's /proc."""
+    text = DEMO_TOML.read_text(encoding="utf-8")
+    path = tmp_path / "demo-no-host-proc.toml"
+    path.write_text(text + "\n[kubernetes]\nhost_proc = false\n", encoding="utf-8")
+    return path
+
+
+def test_without_the_host_proc_no_busy_pod_is_allocated_idle(tmp_path: Path) -> None:
+    """NVML's PIDs are not in the agent's /proc: no process joins a pod, and a hold whose
+    GPU runs processes is unknown (with its reason), never allocated-idle; the trainer
+    that holds GPU 0 alone and keeps it busy is not idle; GPU 1, with no process at all,
+    is allocated-idle for sure."""
+    nv, clock = simulated(str(_demo_without_host_proc(tmp_path)))
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    config = Config(agent=AgentConfig(hostname="test-host", per_process_metrics=True))
+    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent.open()
+    try:
+        for _ in range(3):
+            snapshot = _tick(agent, clock)
+        idle = {s["pod"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle")}
+        unknown = {
+            s["pod"]: s["reason"]
+            for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle_unknown")
+        }
+        unmapped = {
+            s["gpu"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_unmapped_processes")
+        }
+    finally:
+        agent.stop()
+        cluster.stop()
+    assert all(p.pod is None for g in snapshot.gpus for p in g.processes or ())
+    busy = {g.identity.index for g in snapshot.gpus if (g.sm_active_ratio or 0.0) > 0.01}
+    assert busy == {0, 3}
+    assert idle == {"llama3-sft-0": "0.0", "batch-eval-7f9c": "1.0"}
+    assert unknown == {
+        "notebook-alice": "pid_unmapped",
+        "vllm-llama-8b-0": "pid_unmapped",
+        "vllm-llama-8b-canary": "pid_unmapped",
+    }
+    assert unmapped == {"0": "1.0", "1": "0.0", "2": "1.0", "3": "1.0"}
 
 
 def test_attribution_families_pass_promtool(
@@ -158,3 +226,111 @@ def test_attribution_families_pass_promtool(
     )
     assert (result.stdout + result.stderr).decode().splitlines() == []
     assert result.returncode == 0
+
+
+MIG_NO_HOST_PROC = """
+name = "mig-no-host-proc"
+[[gpus]]
+preset = "h100-sxm"
+[[gpus.mig]]
+profile = "3g.40gb"
+gpu_instance_id = 1
+[gpus.mig.activity]
+levels = { util = 0.9, sm = 0.7 }
+[[gpus.mig.processes]]
+pid = 101
+name = "python3 train.py"
+memory = "20 GiB"
+[[gpus.mig]]
+profile = "2g.20gb"
+gpu_instance_id = 2
+[[gpus.mig]]
+profile = "1g.10gb"
+gpu_instance_id = 3
+[[gpus.mig.processes]]
+pid = 103
+name = "python3 notebook.py"
+memory = "5 GiB"
+share = 0.0
+
+[[pods]]
+namespace = "ml"
+name = "train-0"
+[[pods.containers]]
+name = "trainer"
+resource = "nvidia.com/mig-3g.40gb"
+devices = [{ gpu = 0, mig = 0 }]
+pids = [101]
+
+[[pods]]
+namespace = "ml"
+name = "spare-0"
+[[pods.containers]]
+name = "spare"
+resource = "nvidia.com/mig-2g.20gb"
+devices = [{ gpu = 0, mig = 1 }]
+
+[[pods]]
+namespace = "ml"
+name = "notebook-0"
+[[pods.containers]]
+name = "jupyter"
+resource = "nvidia.com/mig-1g.10gb"
+devices = [{ gpu = 0, mig = 2 }]
+pids = [103]
+
+[kubernetes]
+host_proc = false
+"""
+
+
+def test_mig_devices_without_the_host_proc(tmp_path: Path) -> None:
+    """Per MIG device: the lone holder of a working instance is not idle, an instance with
+    no process is allocated-idle, one whose process cannot be mapped and that does not
+    work is unknown; an unmapped process on one instance leaves the others known."""
+    scenario = tmp_path / "mig.toml"
+    scenario.write_text(MIG_NO_HOST_PROC, encoding="utf-8")
+    nv, clock = simulated(str(scenario))
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    agent = Agent(Config(), nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent.open()
+    try:
+        for _ in range(3):
+            snapshot = _tick(agent, clock)
+    finally:
+        agent.stop()
+        cluster.stop()
+    assert snapshot.attribution is not None
+    holds = {
+        a.pod.pod: (a.allocated_idle, a.unknown_reason)
+        for g in snapshot.attribution.gpus
+        for a in g.allocations
+    }
+    assert holds == {
+        "train-0": (False, "pid_unmapped"),
+        "spare-0": (True, None),
+        "notebook-0": (None, "pid_unmapped"),
+    }
+
+
+def test_a_gpu_without_a_process_list_leaves_its_holders_unknown(
+    demo: tuple[Agent, ManualClock, SimulatedCluster],
+) -> None:
+    """NVML lists no processes (NotSupported, a failed call): no holder is allocated-idle
+    on a guess; the trainer, alone on its busy GPU, is still not idle."""
+    agent, clock, _ = demo
+    _tick(agent, clock)
+    assert agent.attribution is not None
+    gpus, _ = agent.nvml.collect()
+    _, attribution, _ = agent.attribution.attribute(tuple(replace(g, processes=None) for g in gpus))
+    holds = {a.pod.pod: a.allocated_idle for g in attribution.gpus for a in g.allocations}
+    assert holds == {
+        "llama3-sft-0": False,
+        "batch-eval-7f9c": None,
+        "notebook-alice": None,
+        "vllm-llama-8b-0": None,
+        "vllm-llama-8b-canary": None,
+    }
+    reasons = {a.unknown_reason for g in attribution.gpus for a in g.allocations}
+    assert reasons == {"no_process_list"}

@@ -1,11 +1,14 @@
-"""Pod counters never go backwards: the simulated kubelet stops for 5 simulated minutes
-(its listing goes stale) and starts again, and every `gpuwatch_pod_*` counter keeps its
-series and value throughout, read from /metrics after every tick and by a real
-Prometheus (`resets()` of every pod counter is 0)."""
+"""Pod series across a kubelet outage: the simulated kubelet stops for 5 simulated
+minutes (its listing goes stale) and starts again. Every `gpuwatch_pod_*` counter keeps
+its series and value throughout, read from /metrics after every tick and by a real
+Prometheus (`resets()` of every pod counter is 0); the holds (`gpuwatch_gpu_pod_info`,
+`gpuwatch_gpu_pod_allocated_idle`) stay, so `GpuwatchGpuAllocatedIdle` keeps firing and
+OpenCost's queries keep every pod (both run by promtool on the agent's own scrapes)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -14,23 +17,34 @@ from pathlib import Path
 from wsgiref.simple_server import WSGIServer
 
 import pytest
+import yaml
 from prometheus_client import start_http_server
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
-from gpuwatch.config import AgentConfig, Config
+from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.agent_process import fetch
-from tests.conftest import free_port, scenario_agent, simulated
+from tests.conftest import free_port, require_binary, scenario_agent, simulated
 from tests.prometheus_process import running_prometheus, scrape_config
+from tests.rules.rulefiles import ALERTS_FILE, RECORDING_FILE
+from tests.test_opencost_queries import (
+    CLUSTER_FILTER,
+    CLUSTER_LABEL,
+    DEMO_PODS,
+    QUERY_FMT_GET_GPU_INFO,
+    QUERY_FMT_GPUS_USAGE_AVG,
+)
 
 POD_COUNTERS = ("gpuwatch_pod_cost_usd_total", "gpuwatch_pod_idle_cost_usd_total")
+HOLD_SERIES = ("gpuwatch_gpu_pod_info", "gpuwatch_gpu_pod_allocated_idle")
 OUTAGE_SECONDS = 300  # simulated
 LIST_EVERY = 5  # simulated seconds, the cluster's list_interval_seconds
 
 Series = tuple[str, frozenset[tuple[str, str]]]
+IDLE_DEMO_PODS = ("batch-eval-7f9c", "vllm-llama-8b-canary")  # hold a GPU, run nothing
 
 
 @pytest.fixture
@@ -74,6 +88,10 @@ def _pod_series(samples: dict[Series, float]) -> dict[Series, float]:
     return {k: v for k, v in samples.items() if k[0] in POD_COUNTERS}
 
 
+def _hold_series(samples: dict[Series, float]) -> dict[Series, float]:
+    return {k: v for k, v in samples.items() if k[0] in HOLD_SERIES}
+
+
 def test_pod_counters_hold_through_a_kubelet_outage(
     demo: tuple[Agent, ManualClock, SimulatedCluster],
 ) -> None:
@@ -92,6 +110,8 @@ def test_pod_counters_hold_through_a_kubelet_outage(
 
     run(agent, clock, 60, check)
     before = dict(last)
+    holds = _hold_series(scrape(agent))
+    assert len(holds) == 2 * 5  # info and allocated-idle of the five demo holders
     pods = {dict(labels)["pod"] for _, labels in before}
     assert len(pods) == 5  # every demo pod is charged something (busy or idle)
     assert stale_seen[-1] == 0.0
@@ -99,11 +119,11 @@ def test_pod_counters_hold_through_a_kubelet_outage(
     cluster.kubelet.stop()
     fresh_for = (3 + 1) * LIST_EVERY  # the last listing serves 3 intervals
     run(agent, clock, fresh_for, check)
-    assert stale_seen[-1] == 1.0  # marked stale, labels gone, counters kept
+    assert stale_seen[-1] == 1.0  # marked stale, holds and counters kept
     held = dict(last)
     run(agent, clock, OUTAGE_SECONDS - fresh_for, check)
     assert set(stale_seen[-(OUTAGE_SECONDS - fresh_for) :]) == {1.0}
-    assert not any(k[0] == "gpuwatch_gpu_pod_info" for k in scrape(agent))
+    assert _hold_series(scrape(agent)) == holds  # until the kubelet drops them
     assert _pod_series(scrape(agent)) == held  # a stale tick is charged to no pod
 
     cluster.kubelet.start()
@@ -167,7 +187,7 @@ def test_prometheus_sees_no_pod_counter_reset(
             # fewer seconds than before the outage: a counter restarted from 0 would be
             # scraped below its old value, which resets() counts
             run(agent, clock, 10, lambda: None)
-            _wait_for_scrapes(url, "max_over_time(gpuwatch_attribution_pods[1m]) == 5")
+            _wait_for_scrapes(url, "gpuwatch_attribution_stale == 0")  # the kubelet answers
             time.sleep(2.5)
             window = "[2m]"
             resets = _query(url, f"resets(gpuwatch_pod_cost_usd_total{window})")
@@ -180,3 +200,117 @@ def test_prometheus_sees_no_pod_counter_reset(
     assert {float(r["value"][1]) for r in resets} == {0.0}  # type: ignore[index]
     # every pod series was scraped before, through and after the outage
     assert min(float(c["value"][1]) for c in counted) >= 8  # type: ignore[index]
+
+
+OPENCOST_WINDOW = "1m"  # two 30 s scrapes
+SCRAPE_EVERY = 30  # simulated seconds between the scrapes given to promtool
+TICK = 5  # simulated seconds per tick (the kubelet is listed every tick)
+FIRING_AT = 31  # minutes: GpuwatchGpuAllocatedIdle (for: 30m) fires on the demo's two
+OUTAGE = (32, 37)  # the kubelet is down from 32m to 37m
+END = 39
+HOLD_FAMILIES = (
+    "up",
+    *HOLD_SERIES,
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_DEV_DEC_UTIL",
+)
+
+
+def _promtool_series(scrapes: list[dict[Series, float]]) -> list[dict[str, str]]:
+    """`input_series` of the hold families, one value per scrape, as Prometheus stores
+    them: a series missing from a scrape gets a staleness marker, then no value; empty
+    labels are no labels; every sample gets the scrape's job and instance."""
+    keys = sorted({k for scrape in scrapes for k in scrape if k[0] in HOLD_FAMILIES})
+    out = []
+    for name, labels in keys:
+        values: list[str] = []
+        for i, scrape in enumerate(scrapes):
+            value = scrape.get((name, labels))
+            if value is not None:
+                values.append(repr(value))
+            else:
+                values.append("stale" if i and (name, labels) in scrapes[i - 1] else "_")
+        kept = {k: v for k, v in labels if v} | {"job": "gpuwatch", "instance": "h1:9842"}
+        text = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(kept.items()))
+        out.append({"series": f"{name}{{{text}}}", "values": " ".join(values)})
+    return out
+
+
+def test_allocated_idle_alert_and_opencost_hold_through_a_kubelet_outage(
+    tmp_path: Path,
+) -> None:
+    """promtool runs the alert rules and OpenCost's own queries on what the agent exported
+    every 30 simulated seconds: 32 minutes with the kubelet up (the alert fires at 31m),
+    5 minutes with it down, 2 minutes up again. The alert stays firing and OpenCost keeps
+    all five pods at every minute of the outage."""
+    nv, clock = simulated("demo")
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    agent = scenario_agent(
+        Config(agent=AgentConfig(hostname="test-host"), exporter=ExporterConfig(dcgm_compat=True)),
+        nv,
+        clock,
+        kubernetes=cluster.kubernetes_config(),
+    )
+    scrapes: list[dict[Series, float]] = []
+    start = clock.time()
+    try:
+        while clock.time() - start < END * 60:
+            elapsed = clock.time() - start
+            if elapsed == OUTAGE[0] * 60:
+                cluster.kubelet.stop()
+            if elapsed == OUTAGE[1] * 60:
+                cluster.kubelet.start()
+            if elapsed % SCRAPE_EVERY == 0:
+                scrapes.append({**scrape(agent), ("up", frozenset()): 1.0})
+            agent.refresh_attribution()
+            clock.advance(TICK)
+            agent.tick()
+    finally:
+        agent.stop()
+        cluster.stop()
+    minutes = range(FIRING_AT, END)
+    firing = 'ALERTS{alertname="GpuwatchGpuAllocatedIdle",alertstate="firing"}'
+    idle_pods = [{"labels": f'{{pod="{p}"}}', "value": 1} for p in IDLE_DEMO_PODS]
+    every_pod = [
+        {"labels": f'{{container="{c}",namespace="{n}",pod="{p}"}}', "value": 1}
+        for n, p, c in sorted(DEMO_PODS)
+    ]
+    usage = QUERY_FMT_GPUS_USAGE_AVG % (OPENCOST_WINDOW, CLUSTER_LABEL)
+    info = QUERY_FMT_GET_GPU_INFO % (CLUSTER_FILTER, OPENCOST_WINDOW, CLUSTER_LABEL)
+    cases = []
+    for minute in minutes:
+        at = f"{minute}m"
+        cases.append(
+            {"expr": f"count by (pod) ({firing})", "eval_time": at, "exp_samples": idle_pods}
+        )
+        for query in (usage, info):
+            cases.append(
+                {
+                    "expr": f"count by (namespace, pod, container) ({query})",
+                    "eval_time": at,
+                    "exp_samples": every_pod,
+                }
+            )
+    test = {
+        "rule_files": [str(RECORDING_FILE), str(ALERTS_FILE)],
+        "evaluation_interval": f"{SCRAPE_EVERY}s",
+        "tests": [
+            {
+                "interval": f"{SCRAPE_EVERY}s",
+                "input_series": _promtool_series(scrapes),
+                "promql_expr_test": cases,
+            }
+        ],
+    }
+    path = tmp_path / "outage.test.yml"
+    path.write_text(yaml.safe_dump(test, sort_keys=False), encoding="utf-8")
+    result = subprocess.run(
+        [require_binary("promtool"), "test", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout

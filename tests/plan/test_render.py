@@ -8,6 +8,7 @@ Markdown and HTML escape every name, and the JSON keeps them as they are.
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import replace
 
@@ -17,14 +18,17 @@ from gpuwatch.plan.command import slack_payload
 from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import (
     PlanReport,
+    assumptions,
     render_html,
     render_json,
     render_markdown,
     render_text,
+    stands_on,
 )
 from gpuwatch.report.build import build_report
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.sizing import build_gpu_catalog
+from gpuwatch.wording import MAX_NAME_CHARS
 from tests.alerts.test_hostile_names import HOSTILE, assert_slack_accepts
 from tests.report.data import sample_data
 
@@ -116,3 +120,43 @@ def test_the_headline_re_derives() -> None:
     assert f"${document['plan_usd_per_month']:,.2f}/month" in text
     kinds = [move["kind"] for move in document["moves"]]
     assert kinds[:2] == ["reclaim", "release"] or kinds[:2] == ["release", "reclaim"]
+
+
+def test_a_long_name_is_capped_and_no_sentence_of_ours_is() -> None:
+    """A pod name past `MAX_NAME_CHARS` ends in a visible "…" in every format but JSON
+    (where names are whole); the assumptions, longer than that cap, are never cut."""
+    long = "p" * 300
+    report = replace(plan_report(long), source="http://prometheus.example/" + "q" * 200)
+    capped = f"team/{long}"[: MAX_NAME_CHARS - 1] + "…"
+    ours = [*assumptions(report), stands_on(report)]
+    assert any(len(line) > MAX_NAME_CHARS for line in ours)
+    for text in (render_text(report), render_markdown(report), render_html(report)):
+        assert capped in text
+        for line in ours:
+            assert html.escape(line, quote=False) in text.replace("\\", "").replace("&#x27;", "'")
+    document = json.loads(render_json(report))
+    assert [*document["assumptions"], document["stands_on"]] == ours
+    assert f"team/{long}-0" in {w["label"] for w in document["workloads"]}
+
+
+@pytest.mark.parametrize(
+    ("seconds", "lookback_days", "says"),
+    [
+        (3600.0, 30.0, "1 hour of data in the 30-day lookback"),
+        (40 * 60.0, 1.0, "40 minutes of data in the 24-hour lookback"),
+        (1.5 * 86400, 28.4596, "36 hours of data in the 28.5-day lookback"),
+        (9 * 86400.0, 28.4596, "9 days of data in the 28.5-day lookback"),
+        (31 * 86400.0, 30.0, "30 days of data in the 30-day lookback"),  # never more
+    ],
+)
+def test_the_plan_says_how_much_data_it_had(
+    seconds: float, lookback_days: float, says: str
+) -> None:
+    base = plan_report("w")
+    needs = tuple(replace(n, observed_seconds=seconds) for n in base.needs)
+    report = replace(base, needs=needs, days=lookback_days, end_epoch=1_764_288_000.0)
+    line = stands_on(report)
+    assert line.startswith(f"Computed 2026-11-27 00:00 UTC from {says} ")
+    assert line.endswith(" to 2025-11-28 00:00 UTC.")
+    for text in (render_text(report), render_markdown(report), render_html(report)):
+        assert says in text

@@ -201,7 +201,7 @@ def test_files_in_out(tmp_path: Path) -> None:
 
 
 def test_prometheus_url_reaches_the_source_and_no_progress_on_a_pipe() -> None:
-    loader = Loader({})
+    loader = Loader({"2026-10": month_data(2026, 10, 120.0, 30.0)})
     code, _, _ = _run(["--month", "2026-10", "--prometheus", "http://127.0.0.1:9090"], loader)
     assert code == 0
     options = loader.requests[0].prometheus
@@ -218,7 +218,7 @@ def test_progress_bar_on_a_terminal() -> None:
         if request.progress is not None:
             request.progress(1, 2)
             request.progress(2, 2)
-        return ReportData(request.period, ())
+        return month_data(2026, request.period.start.month, 120.0, 30.0)
 
     args = _parser().parse_args(
         ["report", "--month", "2026-10", "--prometheus", "http://127.0.0.1:9090"]

@@ -155,8 +155,11 @@ def test_the_section_moves_all_three(capsys: pytest.CaptureFixture[str], tmp_pat
             ("tco", "--gpu", "H100-SXM-80GB", "--utilization", "50%", "--cost-of-capital", "8"),
             "--cost-of-capital must be in [0, 1]",
         ),
-        (("size", "llama-2-7b", "--ops-usd-per-year", "-5"), "--ops-usd-per-year must be >= 0"),
-        (("size", "llama-2-7b", "--years", "0"), "--years must be > 0"),
+        (
+            ("size", "llama-2-7b", "--ops-usd-per-year", "-5"),
+            "--ops-usd-per-year: expected a finite number >= 0",
+        ),
+        (("size", "llama-2-7b", "--years", "0"), "--years: expected a finite number in (0, 30]"),
     ],
 )
 def test_bad_owning_options_exit_2_naming_the_option(

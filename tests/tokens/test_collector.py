@@ -195,12 +195,32 @@ def test_a_body_cut_inside_a_value_is_not_a_reset(page_server: PageServer) -> No
 def test_one_log_line_per_failure_episode(
     page_server: PageServer, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """An outage ends after three good scrapes in a row (one INFO line); the next
+    failure starts another (one WARNING)."""
     collector, _ = collector_for(source(page_server.url))
+    good = {"body": vllm_page(1.0, 1.0).encode()}
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        for reply in (*BAD_REPLIES, {"body": vllm_page(1.0, 1.0).encode()}, *BAD_REPLIES[:2]):
+        for reply in (*BAD_REPLIES, good, good, good, *BAD_REPLIES[:2]):
             page_server.serve(**reply)  # type: ignore[arg-type]
             collector.scrape("llm")
     assert problems(caplog) == 2
+    assert sum("is up again" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_flapping_source_logs_one_line_per_outage(
+    page_server: PageServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A page good on one scrape and bad on the next is up and down as it is, scrape by
+    scrape, but logs one WARNING for the whole outage, not a line per scrape."""
+    collector, _ = collector_for(source(page_server.url))
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        for scrape in range(20):
+            bad = scrape % 2 == 1
+            page_server.serve("garbage" if bad else vllm_page(1.0 + scrape, 1.0))
+            assert collector.scrape("llm").up is not bad
+    messages = [r.getMessage() for r in caplog.records]
+    assert problems(caplog) == 1, messages
+    assert len(messages) == 1, messages
 
 
 def test_connection_refused(caplog: pytest.LogCaptureFixture) -> None:

@@ -166,17 +166,23 @@ def test_the_collector_reads_the_kv_cache_with_the_counters(page_server: PageSer
     }, "a down server's KV cache is not shown as current"
 
 
-def test_a_broken_kv_family_leaves_the_token_counters_alone(
+def test_a_broken_kv_family_is_a_failed_scrape(
     page_server: PageServer, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A page whose KV cache families are malformed is not a usable exposition: the
+    source is down (its totals kept), with one WARNING for the outage."""
     duplicated = VLLM_CACHE + VLLM_CACHE.splitlines()[-1] + "\n"  # a repeated usage series
-    page_server.serve(vllm_page(10.0, 20.0) + duplicated)
     collector = TokenCollector([TokenSourceConfig(name="v", url=page_server.url)], ManualClock())
-    reading = collector.scrape("v")
-    assert reading.up
-    assert reading.kv_cache is None
-    collector.scrape("v")
-    assert sum("KV cache use is unusable" in r.getMessage() for r in caplog.records) == 1
+    page_server.serve(vllm_page(10.0, 20.0) + VLLM_CACHE)
+    assert collector.scrape("v").up
+    page_server.serve(vllm_page(15.0, 25.0) + duplicated)
+    for _ in range(3):
+        reading = collector.scrape("v")
+        assert not reading.up
+        assert reading.error is not None
+        assert "appears twice" in reading.error
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
 
 
 def test_only_vllm_and_sglang_sources_take_a_model() -> None:

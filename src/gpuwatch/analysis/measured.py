@@ -6,17 +6,27 @@ its KV cache is in use (`gpuwatch.tokens.kv`); with the model it serves (its
 ``model_name`` matched in the sizing catalog, or the token source's `model` or
 `config_json`) the sizing model turns that into bytes:
 
-    need per GPU = (weights + tokens in use x KV bytes per token + runtime overhead)
-                   / the GPUs the token source names (tensor parallelism)
+    need per GPU = (engines x (weights + runtime overhead)
+                    + tokens in use x KV bytes per token)
+                   / the GPUs the token source names
+
+Each data-parallel engine (a pool of its own on the page: `KvCacheReading.engines`)
+holds a full copy of the weights on its GPUs; tensor parallelism splits one copy across
+the GPUs of an engine. So `engines` copies of the weights spread over the source's GPUs.
 
 Weights and overhead are the sizing model's inference figures (`memory_requirement`:
 overhead 0.2 x weights); KV bytes per token are layers x (2 x KV heads x head dim, or
 MLA's latent + RoPE key) x bytes per value, the value's bytes from the server's cache
 dtype (``auto``: the model's 16-bit or wider compute precision; ``fp8*``: 1 B).
 
+A need is bounded by the hardware: a source whose share of the need on one of its GPUs
+is above that GPU's memory (NVML's total), or that reports more engines than it names
+GPUs, is `implausible_need`, not a need; a GPU whose memory total is unknown, or whose
+servers' needs add up to more than it holds, gets no measured need.
+
 `MeasuredNeeds` resolves each token source's model once per (model name, cache dtype),
-logs once per source why a need cannot be measured, and exports
-``gpuwatch_token_source_need_info``. Pure but for logging: the readings come in, the
+logs one line per outage of a source's measured need (`gpuwatch.tokens.outage`), and
+exports ``gpuwatch_token_source_need_info``. Pure but for logging: the readings come in, the
 per-GPU samples go out (`per_gpu`), the analysis engine keeps their lookback.
 """
 
@@ -37,6 +47,7 @@ from gpuwatch.sizing.hf_config import ConfigJsonError, model_name_for
 from gpuwatch.sizing.models import match_served_model
 from gpuwatch.snapshot import GpuSample
 from gpuwatch.tokens import TokenReading, TokenSourceConfig
+from gpuwatch.tokens.outage import Outage
 from gpuwatch.workloads import config_json_workload, served_workload
 
 log = logging.getLogger(__name__)
@@ -52,6 +63,7 @@ NeedStatus = Literal[
     "ambiguous_model",
     "unknown_cache_dtype",
     "invalid_model",
+    "implausible_need",
 ]
 """Whether a token source gives its GPUs a measured need, and if not, why not."""
 
@@ -155,20 +167,27 @@ def model_name_for_path(path: str) -> str:
     return model_name_for(Path(path))
 
 
-def measured_need_bytes(model: ServedModel, used_tokens: float, gpus: int = 1) -> float:
-    """One GPU's need: (weights + `used_tokens` x KV bytes per token + overhead) / `gpus`.
+def measured_need_bytes(
+    model: ServedModel, used_tokens: float, gpus: int = 1, engines: int = 1
+) -> float:
+    """One GPU's need: (`engines` x (weights + overhead) + `used_tokens` x KV bytes per
+    token) / `gpus`: each data-parallel engine holds its own copy of the weights.
 
     By hand, Llama-3.1-8B in bf16 (meta-llama/Llama-3.1-8B config.json): weights
     8,030,261,248 parameters x 2 B = 16,060,522,496 B (16.06 GB); KV 32 layers x 2 (K
     and V) x 8 KV heads x 128 head dim x 2 B = 131,072 B per token; overhead 0.2 x the
     weights = 3,212,104,499 B. With 10,000 tokens in use on one GPU:
     16,060,522,496 + 10,000 x 131,072 + 3,212,104,499 = 20,583,346,995 B; on two GPUs
-    (tensor parallel 2) half of it each, 10,291,673,497.5 B.
+    (tensor parallel 2) half of it each, 10,291,673,497.5 B. Two data-parallel engines
+    on two GPUs with 10,000 tokens each: (2 x (16,060,522,496 + 3,212,104,499) + 20,000
+    x 131,072) / 2 = 20,583,346,995 B each, as one engine alone on its GPU.
     """
     if gpus < 1:
         raise ValueError("a server runs on one GPU at least")
-    whole = model.weights_bytes + used_tokens * model.kv_bytes_per_token + model.overhead_bytes
-    return whole / gpus
+    if engines < 1:
+        raise ValueError("a server has one engine at least")
+    copies = engines * (model.weights_bytes + model.overhead_bytes)
+    return (copies + used_tokens * model.kv_bytes_per_token) / gpus
 
 
 class MeasuredNeeds:
@@ -191,7 +210,9 @@ class MeasuredNeeds:
         self._resolved: dict[
             tuple[str, str, str | None], tuple[NeedStatus, ServedModel | None]
         ] = {}
-        self._logged: dict[str, tuple[str, ...]] = {}
+        self._outages: dict[str, Outage] = {}
+        self._said_measured: dict[str, str] = {}
+        self._said_gpus: set[str] = set()
         self._status: dict[str, SourceNeed] = {}
         self._lock = threading.Lock()
 
@@ -205,8 +226,14 @@ class MeasuredNeeds:
     ) -> dict[str, MeasuredSample]:
         """The measured need of each GPU (by uuid) that token sources name, from their
         latest readings at epoch time `now`. A GPU gets one only when every source naming
-        it gives one now (two servers on one GPU add up)."""
-        needs = {reading.source: self._source_need(now, reading) for reading in readings}
+        it gives one now (two servers on one GPU add up) and its memory total is known
+        and holds that need."""
+        memory: dict[int | str, int | None] = {}
+        for sample in gpus:
+            memory[sample.identity.index] = memory[sample.identity.uuid] = (
+                sample.identity.memory_total_bytes
+            )
+        needs = {reading.source: self._source_need(now, reading, memory) for reading in readings}
         with self._lock:
             self._status = needs
         result: dict[str, MeasuredSample] = {}
@@ -227,12 +254,29 @@ class MeasuredNeeds:
                 assert part.need_bytes is not None
                 total += part.need_bytes / len(self._sources[name].gpus)
                 models.append(part.model)
+            if not self._fits(gpu, total):
+                continue
             result[gpu.identity.uuid] = MeasuredSample(
                 total, " + ".join(dict.fromkeys(models)), tuple(names)
             )
         return result
 
-    def _source_need(self, now: float, reading: TokenReading) -> SourceNeed:
+    def _fits(self, gpu: GpuSample, need_bytes: float) -> bool:
+        """Whether `gpu` can hold `need_bytes` (False when its memory is unknown); one
+        WARNING per GPU the first time it cannot."""
+        capacity = gpu.identity.memory_total_bytes
+        if capacity is not None and need_bytes <= capacity:
+            return True
+        if capacity is not None and gpu.identity.uuid not in self._said_gpus:
+            self._said_gpus.add(gpu.identity.uuid)
+            log.warning("GPU %d: its token sources' needs add up to %.0f B, more than its "
+                        "%d B; it gets no measured need", gpu.identity.index, need_bytes,
+                        capacity)  # fmt: skip
+        return False
+
+    def _source_need(
+        self, now: float, reading: TokenReading, memory: Mapping[int | str, int | None]
+    ) -> SourceNeed:
         source = self._sources.get(reading.source)
         if source is None or not source.kv_cache_names():
             return SourceNeed("no_kv_cache")
@@ -254,7 +298,15 @@ class MeasuredNeeds:
         status, model = self._resolve(source, served, kv.cache_dtype)
         if model is None:
             return self._say(source, SourceNeed(status, served), kv.cache_dtype)
-        need = measured_need_bytes(model, kv.used_tokens)
+        gpus = len(source.gpus)
+        if kv.engines > gpus:
+            detail = f"{kv.engines} engines on the {gpus} GPU(s) it names"
+            return self._say(source, SourceNeed("implausible_need", served, model.name), detail)
+        need = measured_need_bytes(model, kv.used_tokens, engines=kv.engines)
+        totals = [t for t in (memory.get(gpu) for gpu in source.gpus) if t is not None]
+        if totals and need / gpus > min(totals):
+            detail = f"{need / gpus:.4g} B on each GPU, more than the {min(totals)} B one holds"
+            return self._say(source, SourceNeed("implausible_need", served, model.name), detail)
         return self._say(source, SourceNeed("measured", served, model.name, need))
 
     def _resolve(
@@ -291,16 +343,18 @@ class MeasuredNeeds:
     def _say(
         self, source: TokenSourceConfig, need: SourceNeed, detail: str | None = None
     ) -> SourceNeed:
-        """`need`, logged once per source and status (and served model)."""
-        said = (need.status, need.served_model)
-        if self._logged.get(source.name) == said:
-            return need
-        self._logged[source.name] = said
+        """`need`, logged once per outage of the source's measured need (WARNING, with
+        why; a need that flaps stays in one outage) and when it is measured (INFO: the
+        first time, for another model, or at the end of an outage)."""
         name = source.name
         served = need.served_model
+        outage = self._outages.setdefault(name, Outage())
         if need.status == "measured":
-            log.info("token source %r: GPU memory need measured from its KV cache use (%s)",
-                     name, need.model)  # fmt: skip
+            ended = outage.succeed()
+            if not outage.failing and (ended or self._said_measured.get(name) != need.model):
+                self._said_measured[name] = need.model
+                log.info("token source %r: GPU memory need measured from its KV cache use (%s)",
+                         name, need.model)  # fmt: skip
             return need
         why = {
             "no_gpus": "it names no GPU (set `gpus`)",
@@ -314,9 +368,14 @@ class MeasuredNeeds:
             "`model` on the token source)",
             "unknown_cache_dtype": f"its KV cache dtype {detail!r} is not known here",
             "invalid_model": "its `model`, `config_json` or `precision` cannot be sized",
+            "implausible_need": f"what its server says is beyond its GPUs ({detail})",
         }.get(need.status, need.status)
-        log.warning("token source %r: no measured memory need for its GPUs: %s; they are "
-                    "judged on declarations or observed memory", name, why)  # fmt: skip
+        (log.warning if outage.fail() else log.debug)(
+            "token source %r: no measured memory need for its GPUs: %s; they are judged on "
+            "declarations or observed memory",
+            name,
+            why,
+        )
         return need
 
     def statuses(self) -> Mapping[str, SourceNeed]:
@@ -332,8 +391,8 @@ class MeasuredNeeds:
             "Whether the token source gives its GPUs a memory need measured from its KV "
             "cache use (value 1): status measured, else why not (down, no_gpus, "
             "no_kv_cache, no_model_name, several_models, unknown_model, ambiguous_model, "
-            "unknown_cache_dtype, invalid_model); served_model: the server's model_name; "
-            "model: the sizing catalog's model it was matched to.",
+            "unknown_cache_dtype, invalid_model, implausible_need); served_model: the "
+            "server's model_name; model: the sizing catalog's model it was matched to.",
             labels=("source", "served_model", "model", "status"),
         )
         statuses = self.statuses()

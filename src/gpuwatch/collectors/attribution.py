@@ -8,13 +8,16 @@ Two halves, so the kubelet is never asked on the scrape path or the sampling tic
   `gpuwatch_collector_success{collector="attribution"}` and `reason` (`ok` or a
   `FAILURE_REASONS` cause found by probing the socket), one log line per change. A
   failed `GetAllocatableResources` degrades to `List` alone. A listing older than
-  `STALE_LISTINGS` intervals is dropped: labels never outlive the pods they name
-  (the cost ledger keeps the pods' counters while no fresh listing is in use).
+  `STALE_LISTINGS` intervals is *stale*: its holds are kept (a kubelet restart must not
+  resolve alerts nor drop pods from OpenCost) until the kubelet answers with a listing
+  that drops them, but no stale tick is charged to pods.
 - `attribute(gpus)` runs in every tick: it joins the newest listing with NVML's
   processes (device IDs by UUID, MIG UUID, minor number for GKE's forms, or NVML
   index for the NVIDIA plugin's index strategy;
-  processes by `/proc/<pid>/cgroup` -> pod UID -> name) and returns the GPU samples
-  with `pod` set, plus an `Attribution`.
+  processes by `<proc_root>/<pid>/cgroup` -> pod UID -> name) and returns the GPU
+  samples with `pod` set, plus an `Attribution`. NVML reports host PIDs: in a container
+  `proc_root` must be the host's `/proc` (the chart mounts it at `/host/proc`). A PID
+  whose cgroup cannot be read leaves its GPU's holders' allocated-idle unknown, never 1.
 
 Rules: a GPU's own series carry a pod only when exactly one container holds the whole
 GPU; processes carry the pod their cgroup names (the container: the one of that pod
@@ -29,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpuwatch.analysis.activity import activity_of
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.kube.cgroup import PodCgroup, parse_cgroup
@@ -55,8 +59,11 @@ from gpuwatch.snapshot import (
 
 log = logging.getLogger(__name__)
 
+_UNREADABLE = "unreadable"
+"""`_cgroup`'s answer for a PID whose cgroup file cannot be read (not cached)."""
+
 STALE_LISTINGS = 3
-"""A listing is used for at most this many list intervals after it was taken."""
+"""A listing older than this many list intervals is stale: kept, marked, charged nothing."""
 
 _HINTS = {
     "permission_denied": "the kubelet makes pod-resources/ root-only (0750): run the agent "
@@ -104,12 +111,15 @@ class AttributionCollector:
         clock: Clock,
         *,
         list_interval_seconds: float | None = None,
+        noise_floor_ratio: float = 0.01,
     ) -> None:
         """`list_interval_seconds`: the refresh period in the clock's seconds (the
-        agent passes the configured one; simulated time may stretch it)."""
+        agent passes the configured one; simulated time may stretch it);
+        `noise_floor_ratio`: activity above it shows work (`[analysis]`'s)."""
         self._config = config
         self._clock = clock
         self._interval = list_interval_seconds or config.list_interval_seconds
+        self._noise_floor = noise_floor_ratio
         self._client = PodResourcesClient(
             config.pod_resources_socket, timeout_seconds=config.timeout_seconds
         )
@@ -121,6 +131,7 @@ class AttributionCollector:
         self._allocatable_failure: str | None = None  # the kubelet's message, logged once
         self._names_failing = False
         self._cgroups: dict[int, PodCgroup | None] = {}
+        self._unmapped_logged = False
 
     @property
     def result(self) -> CollectorResult:
@@ -148,8 +159,8 @@ class AttributionCollector:
             reason, probed = failure_reason(exc, self._config.pod_resources_socket)
             if (reason, exc.code) != self._failure:
                 log.warning(
-                    "kubelet pod-resources at %s: %s (%s; %s): %s; pod labels go after %d "
-                    "intervals, pod counters hold",
+                    "kubelet pod-resources at %s: %s (%s; %s): %s; pod holds are kept, "
+                    "marked stale after %d intervals, pod counters hold",
                     self._config.pod_resources_socket,
                     reason,
                     exc,
@@ -208,13 +219,14 @@ class AttributionCollector:
         self._client.close()
 
     def current_listing(self) -> Listing | None:
-        """The newest listing young enough to use, else None."""
+        """The newest listing the kubelet gave (fresh or stale), else None."""
         with self._lock:
-            listing = self._listing
-        if listing is None:
-            return None
+            return self._listing
+
+    def is_stale(self, listing: Listing) -> bool:
+        """The listing is older than `STALE_LISTINGS` list intervals."""
         age = self._clock.time() - listing.taken_at_seconds
-        return listing if age <= STALE_LISTINGS * self._interval else None
+        return age > STALE_LISTINGS * self._interval
 
     def attribute(
         self, gpus: tuple[GpuSample, ...]
@@ -226,20 +238,33 @@ class AttributionCollector:
             return gpus, Attribution(None, 0), self._result
         holds, unresolved = resolve_holds(listing.pods, gpus, self._config.resource_names)
         pids = {p.pid for g in gpus for p in g.processes or ()}
-        self._cgroups = {pid: self._cgroup(pid) for pid in pids}
+        read = {pid: self._cgroup(pid) for pid in pids}
+        self._cgroups = {pid: c for pid, c in read.items() if not isinstance(c, str)}
+        unmapped = {pid for pid, c in read.items() if isinstance(c, str)}
+        self._log_unmapped(unmapped, gpus)
         out_gpus: list[GpuSample] = []
         out_attr: list[GpuAttribution] = []
         for gpu in gpus:
             mine = [h for h in holds if h.uuid == gpu.identity.uuid]
-            sample, gpu_attribution = _join(gpu, mine, self._cgroups, listing.names_by_uid)
+            sample, gpu_attribution = _join(
+                gpu,
+                mine,
+                _Processes(self._cgroups, unmapped, listing.names_by_uid),
+                self._noise_floor,
+            )
             out_gpus.append(sample)
             out_attr.append(gpu_attribution)
         attribution = Attribution(
-            listing.taken_at_seconds, len(listing.pods), tuple(out_attr), tuple(unresolved)
+            listing.taken_at_seconds,
+            len(listing.pods),
+            tuple(out_attr),
+            tuple(unresolved),
+            stale=self.is_stale(listing),
         )
         return tuple(out_gpus), attribution, self._result
 
-    def _cgroup(self, pid: int) -> PodCgroup | None:
+    def _cgroup(self, pid: int) -> PodCgroup | str | None:
+        """The PID's pod (None: in no pod), or `_UNREADABLE` (retried every tick)."""
         if pid in self._cgroups:
             return self._cgroups[pid]
         try:
@@ -247,8 +272,28 @@ class AttributionCollector:
                 "utf-8", "replace"
             )
         except OSError:
-            return None  # gone, or another PID namespace: not in a pod we can see
+            return _UNREADABLE  # not in this /proc (another PID namespace), or just gone
         return parse_cgroup(text)
+
+    def _log_unmapped(self, unmapped: set[int], gpus: tuple[GpuSample, ...]) -> None:
+        """One line when GPU processes start (and stop) being unreadable in `proc_root`."""
+        if bool(unmapped) == self._unmapped_logged:
+            return
+        self._unmapped_logged = bool(unmapped)
+        if not unmapped:
+            log.info("every GPU process's pod is readable under %s again", self._config.proc_root)
+            return
+        on = sorted(
+            {g.identity.index for g in gpus for p in g.processes or () if p.pid in unmapped}
+        )
+        log.warning(
+            "cannot read <pid>/cgroup under %s for %d GPU process(es) on GPU(s) %s: NVML "
+            "reports host PIDs, so kubernetes.proc_root must be the host's /proc (the chart "
+            "mounts it at /host/proc); their holders' allocated-idle is unknown",
+            self._config.proc_root,
+            len(unmapped),
+            ", ".join(map(str, on)),
+        )
 
 
 def resolve_holds(
@@ -334,25 +379,41 @@ def _resolve(
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Processes:
+    """What this tick knows of the GPU processes: each readable PID's pod (None: in no
+    pod), the PIDs whose cgroup cannot be read, and pod names by UID."""
+
+    cgroups: dict[int, PodCgroup | None]
+    unmapped: set[int]
+    names: dict[str, PodName]
+
+
 def _join(
-    gpu: GpuSample,
-    holds: list[_Hold],
-    cgroups: dict[int, PodCgroup | None],
-    names: dict[str, PodName],
+    gpu: GpuSample, holds: list[_Hold], known: _Processes, noise_floor: float
 ) -> tuple[GpuSample, GpuAttribution]:
     """One GPU's processes joined with its holds."""
     processes: list[ProcessSample] = []
     running: dict[int, list[int]] = {i: [] for i in range(len(holds))}
+    unknown: dict[int, str] = {}
+    if gpu.processes is None:
+        unknown = dict.fromkeys(range(len(holds)), "no_process_list")
     unowned: list[int] = []
     unallocated: list[tuple[PodRef, int]] = []
+    unmapped: list[int] = []
     for proc in gpu.processes or ():
-        pod = _process_pod(holds, cgroups.get(proc.pid), names)
+        pod = _process_pod(holds, known.cgroups.get(proc.pid), known.names)
         processes.append(replace(proc, pod=pod))
+        if proc.pid in known.unmapped:
+            unmapped.append(proc.pid)
+            for i, h in enumerate(holds):
+                if h.gpu_instance_id is None or h.gpu_instance_id == proc.gpu_instance_id:
+                    unknown.setdefault(i, "pid_unmapped")
         if not holds:
             unowned.append(proc.pid)
             continue
         if pod is None:
-            continue  # a host process on a held GPU: not the pod's, counted by nobody
+            continue  # a host process on a held GPU (or one we cannot read): nobody's
         matched = [
             i
             for i, h in enumerate(holds)
@@ -382,12 +443,35 @@ def _join(
             h.resource_name,
             h.device_ids,
             tuple(sorted(set(running[i]))),
+            unknown.get(i),
+            _works_alone(gpu, h, holds, noise_floor),
         )
         for i, h in enumerate(holds)
     )
     return sample, GpuAttribution(
-        gpu.identity.index, gpu.identity.uuid, allocations, tuple(unowned), tuple(unallocated)
+        gpu.identity.index,
+        gpu.identity.uuid,
+        allocations,
+        tuple(unowned),
+        tuple(unallocated),
+        tuple(sorted(set(unmapped))),
     )
+
+
+def _works_alone(gpu: GpuSample, hold: _Hold, holds: list[_Hold], noise_floor: float) -> bool:
+    """The hold is the only one of its GPU (or MIG device), and that shows activity above
+    the noise floor: the work is the holder's, whatever its processes show."""
+    if sum(h.mig_uuid == hold.mig_uuid for h in holds) != 1:
+        return False
+    if hold.mig_uuid is None:
+        if len(holds) != 1:
+            return False  # MIG devices of this GPU held by others: not the whole GPU's work
+        activity = activity_of(gpu)
+    else:
+        activity = next(
+            (m.sm_active_ratio for m in gpu.mig_instances if m.uuid == hold.mig_uuid), None
+        )
+    return activity is not None and activity > noise_floor
 
 
 def _process_pod(

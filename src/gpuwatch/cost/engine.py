@@ -210,7 +210,7 @@ class CostEngine:
     ) -> CostSummary:
         """One tick at epoch time `t`; `prices` is keyed by GPU uuid. With `kubernetes`
         on, each GPU's tick cost is split among pods (`attribution`: None when the pod
-        view failed this tick, which charges the tick to no pod)."""
+        view failed this tick, which charges the tick to no pod, as a stale listing does)."""
         costs = self._ledger.observe(t, verdicts, prices)
         splits = self._split(gpus, verdicts, prices, attribution) if kubernetes else ()
         self._pods.observe(splits, attribution)
@@ -248,7 +248,7 @@ class CostEngine:
             if gpu is None:
                 continue
             cost = tick_cost_usd(prices.get(verdict.uuid), verdict.tick_seconds)
-            if attribution is None:
+            if attribution is None or attribution.stale:
                 splits.append(unattributed_split(gpu, cost))
             else:
                 splits.append(split_gpu_cost(gpu, holders.get(verdict.uuid), cost))

@@ -23,9 +23,9 @@ order. The rounding is below C x 2^-49 per part and lands in the unallocated idl
 Pods' totals live while the pod does: a pod that leaves the node (a fresh kubelet
 listing without its allocation, and no process of it) is dropped at once, so its
 `gpuwatch_pod_*` series disappear; Prometheus keeps what it scraped. While no fresh
-listing is in use (the kubelet down, restarting or slow; `Attribution.listed_at_seconds`
-None) or the pod view failed, no pod is dropped: its counters hold their value and never
-restart from 0 while the agent runs. No I/O here.
+listing is in use (the kubelet down, restarting or slow: `Attribution.fresh` false, the
+tick charged to no pod) or the pod view failed, no pod is dropped: its counters hold their
+value and never restart from 0 while the agent runs. No I/O here.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def split_gpu_cost(
 
 
 def unattributed_split(gpu: GpuSample, tick_cost_usd: float) -> GpuCostSplit:
-    """A tick without a pod view (attribution failed): all of it charged to no pod."""
+    """A tick without a fresh pod view (attribution failed, or its listing is stale): all of
+    it charged to no pod."""
     identity = gpu.identity
     return GpuCostSplit(identity.index, identity.uuid, tick_cost_usd, (), tick_cost_usd, 0.0)
 
@@ -181,7 +182,7 @@ class PodLedger:
             for share in split.pods:
                 charged.add((share.namespace, share.pod))
                 self._charge((share.namespace, share.pod), share)
-        if attribution is not None and attribution.listed_at_seconds is not None:
+        if attribution is not None and attribution.fresh:
             present = _present_pods(attribution) | charged
             for key in [k for k in self._pods if k not in present]:
                 del self._pods[key]

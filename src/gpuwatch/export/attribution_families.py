@@ -7,7 +7,10 @@ keeps one series per GPU, with pod labels only when one container holds the whol
 (plus, on a shared GPU, OpenCost's two families split by activity: `export/dcgm.py`).
 Absent entirely while attribution is off (but `gpuwatch_attribution_reason_info` says
 `disabled`); a pod gone from the kubelet's listing is gone from the next scrape after the
-next listing.
+next listing. While the kubelet does not answer, the last listing's holds stay (marked by
+`gpuwatch_attribution_stale`), so alerts and OpenCost keep their pods. A hold whose
+allocated-idle is unknown has no `gpuwatch_gpu_pod_allocated_idle` series but a
+`gpuwatch_gpu_pod_allocated_idle_unknown` one naming the reason.
 """
 
 from __future__ import annotations
@@ -35,16 +38,17 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         return
     pods = GaugeMetricFamily(
         "gpuwatch_attribution_pods",
-        "Pods in the kubelet's newest pod-resources listing in use (0: none yet or too old).",
+        "Pods in the kubelet's newest pod-resources listing (0: none yet).",
     )
     pods.add_metric([], float(attribution.pods_listed))
     yield pods
     stale = GaugeMetricFamily(
         "gpuwatch_attribution_stale",
         "1 while no kubelet listing younger than 3 list intervals is in use (none yet, or "
-        "the kubelet stopped answering): pod labels are gone, pod cost counters hold.",
+        "the kubelet stopped answering): the last listing's pods are kept until the kubelet "
+        "answers, pod cost counters hold.",
     )
-    stale.add_metric([], 1.0 if attribution.listed_at_seconds is None else 0.0)
+    stale.add_metric([], 0.0 if attribution.fresh else 1.0)
     yield stale
     unresolved = GaugeMetricFamily(
         "gpuwatch_attribution_unresolved_devices",
@@ -67,8 +71,22 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     idle = GaugeMetricFamily(
         "gpuwatch_gpu_pod_allocated_idle",
-        "1 when the container holds this GPU (or MIG device) and runs no process on it.",
+        "1 when the container holds this GPU (or MIG device) and runs no process on it; "
+        "absent while unknown (gpuwatch_gpu_pod_allocated_idle_unknown).",
         labels=labels,
+    )
+    unknown = GaugeMetricFamily(
+        "gpuwatch_gpu_pod_allocated_idle_unknown",
+        "1 while the container's allocated-idle is unknown, with the reason: pid_unmapped "
+        "(a process on the GPU whose /proc/<pid>/cgroup cannot be read: no host /proc) or "
+        "no_process_list (NVML lists no processes for the GPU).",
+        labels=(*labels, "reason"),
+    )
+    unmapped = GaugeMetricFamily(
+        "gpuwatch_gpu_unmapped_processes",
+        "Processes on the GPU whose pod cannot be read (/proc/<pid>/cgroup not under "
+        "kubernetes.proc_root: mount the host's /proc).",
+        labels=_GPU,
     )
     unowned = GaugeMetricFamily(
         "gpuwatch_gpu_unowned_processes",
@@ -85,14 +103,19 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         for hold in gpu.allocations:
             values = [*gpu_values, hold.mig_uuid or "", *_pod(hold.pod)]
             info.add_metric(values, {"resource": hold.resource_name})
-            idle.add_metric(values, 1.0 if hold.allocated_idle else 0.0)
+            allocated_idle = hold.allocated_idle
+            if allocated_idle is not None:
+                idle.add_metric(values, 1.0 if allocated_idle else 0.0)
+            elif hold.unknown_reason is not None:
+                unknown.add_metric([*values, hold.unknown_reason], 1.0)
         unowned.add_metric(gpu_values, float(len(gpu.unowned_pids)))
+        unmapped.add_metric(gpu_values, float(len(gpu.unmapped_pids)))
         for ref, count in sorted(
             Counter(ref for ref, _ in gpu.unallocated).items(),
             key=lambda item: _pod(item[0]),
         ):
             stray.add_metric([*gpu_values, *_pod(ref)], float(count))
-    for family in (info, idle, unowned, stray):
+    for family in (info, idle, unknown, unowned, unmapped, stray):
         if family.samples:
             yield family
 

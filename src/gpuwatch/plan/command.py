@@ -10,7 +10,8 @@ Prometheus-compatible API (the report's `--prometheus*` flags), turns it into un
 (`plan/usage.py`), solves for the cheapest set of GPUs that holds them (`plan/solve.py`,
 HiGHS: the `plan` extra) and writes the plan: text on stdout without `--out`, else the
 formats asked for (`gpuwatch-plan.<fmt>`). Exit codes: 0 written, 1 the source, the
-solver or Slack failed (one line), 2 bad usage or config.
+solver or Slack failed, or the lookback holds no GPU data (one line, no plan), 2 bad
+usage or config (every number flag finite and in range: `gpuwatch.flag_types`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from gpuwatch.alerts.messages import format_utc
 from gpuwatch.config import Config
+from gpuwatch.flag_types import POSITIVE, number
 from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import (
     PlanReport,
@@ -34,6 +37,7 @@ from gpuwatch.plan.render import (
     render_text,
 )
 from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
+from gpuwatch.wording import duration_adjective, plain_name
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -56,6 +60,10 @@ class PlanSourceError(Exception):
     """The source or the solver failed: one line, exit 1."""
 
 
+class PlanNoDataError(PlanSourceError):
+    """The lookback holds no GPU data: no plan (never a "$0" one), one line, exit 1."""
+
+
 def add_plan_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
@@ -71,7 +79,9 @@ def add_plan_parser(
     )
     source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
     add_prometheus_arguments(plan, rules=False)
-    plan.add_argument("--days", type=float, default=30.0, help="the lookback in days (default 30)")
+    plan.add_argument(
+        "--days", type=POSITIVE, default=30.0, help="the lookback in days (default 30)"
+    )
     plan.add_argument(
         "--until",
         metavar="TIME",
@@ -89,7 +99,7 @@ def add_plan_parser(
     plan.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
     plan.add_argument(
         "--headroom",
-        type=float,
+        type=number(ge=0, lt=1),
         metavar="RATIO",
         help="spare memory, compute and bandwidth per placement (default: [analysis] "
         "headroom_ratio)",
@@ -108,7 +118,7 @@ def add_plan_parser(
         help="let units of different namespaces share a GPU (default: never)",
     )
     plan.add_argument(
-        "--time-limit", type=float, default=20.0, metavar="SECONDS", help="solver time limit"
+        "--time-limit", type=POSITIVE, default=20.0, metavar="SECONDS", help="solver time limit"
     )
     plan.add_argument("--slack", action="store_true", help="send a summary through Slack")
     return plan
@@ -119,10 +129,6 @@ def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
     headroom = config.analysis.headroom_ratio if args.headroom is None else args.headroom
     if not 0 <= headroom < 1:
         raise PlanUsageError(f"--headroom {headroom:g}: expected a ratio in [0, 1)")
-    if args.days <= 0:
-        raise PlanUsageError(f"--days {args.days:g}: expected a positive number of days")
-    if args.time_limit <= 0:
-        raise PlanUsageError("--time-limit: expected a positive number of seconds")
     candidates: tuple[str, ...] | None = None
     if args.candidates is not None:
         candidates = tuple(part.strip() for part in args.candidates.split(",") if part.strip())
@@ -206,7 +212,9 @@ def make_plan(
 ) -> PlanReport:
     """Load the lookback from the source, solve, and return the plan with its inputs.
 
-    Raises PlanSourceError (the source cannot be read, the solver is missing)."""
+    `generated`: when it is computed (wall clock, UTC text). Raises PlanSourceError (the
+    source cannot be read, the solver is missing), PlanNoDataError (no GPU data in the
+    lookback)."""
     from gpuwatch.plan.solve import solve  # noqa: PLC0415
     from gpuwatch.plan.usage import workload_needs  # noqa: PLC0415
 
@@ -228,6 +236,12 @@ def make_plan(
         except PrometheusError as exc:
             raise PlanSourceError(str(exc)) from None
         source = prometheus.display_url
+    if not usages:
+        raise PlanNoDataError(
+            f"no GPU data in the {duration_adjective(days * 86400.0)} lookback "
+            f"{format_utc(start)} to {format_utc(end_epoch)} from {plain_name(source)}: "
+            "no plan"
+        )
     reference = build_gpu_catalog(config.sizing.gpus)
     needs = tuple(workload_needs(usages, reference))
     catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
@@ -235,7 +249,7 @@ def make_plan(
         plan = solve(needs, catalog, options)
     except ImportError as exc:  # SolverMissingError: the `plan` extra is not installed
         raise PlanSourceError(str(exc)) from None
-    return PlanReport(plan, needs, options, days, source, generated)
+    return PlanReport(plan, needs, options, days, source, generated, end_epoch)
 
 
 def run_plan(

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuwatch.plan.model import HOURS_PER_MONTH, Placement, Plan, WorkloadNeed
-from gpuwatch.wording import with_article
+from gpuwatch.wording import duration, with_article
 
 GIB = 1024**3
 
@@ -28,22 +28,17 @@ class Move:
     pods: tuple[str, ...] = ()
 
 
-def _days(seconds: float) -> str:
-    days = seconds / 86400.0
-    return f"{days:.1f} days" if days < 10 else f"{days:.0f} days"
-
-
 def _reclaim(need: WorkloadNeed) -> Move:
     saved = need.current_usd_per_hour * HOURS_PER_MONTH
     gpus = "the GPU" if need.gpu_count == 1 else f"the {need.gpu_count} GPUs"
     if need.activity == "held":
         held = need.held_memory_bytes or need.memory_peak_bytes or 0.0
         action = (
-            f"held {held / GIB:.0f} GiB for {_days(need.observed_seconds)} with no work "
+            f"held {held / GIB:.0f} GiB for {duration(need.observed_seconds)} with no work "
             f"-> reclaim {gpus}"
         )
         return Move("reclaim", (need.label,), action, saved, need.pods)
-    action = f"idle for {_days(need.observed_seconds)} -> release {gpus}"
+    action = f"idle for {duration(need.observed_seconds)} -> release {gpus}"
     return Move("release", (need.label,), action, saved, need.pods)
 
 

@@ -3,6 +3,11 @@
 Every figure is re-derivable by hand: $/month = $/h x 730; a move's saving = its units'
 current $/h - the planned GPU's $/h (the catalog's reference rent, or the price the agent
 charged), x 730; the gap = (plan - bound) / plan.
+
+Names (unit labels, the source's URL, a config's GPU id) are data: on one line, capped
+at `MAX_NAME_CHARS` with a visible "…", then escaped. Our own sentences (the headline,
+the actions, the assumptions, the line saying what the plan stands on) are escaped but
+never capped: no sentence of ours ends cut.
 """
 
 from __future__ import annotations
@@ -12,10 +17,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwatch.alerts.messages import flatten
+from gpuwatch.alerts.messages import flatten, format_utc
 from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.moves import GIB, Move, plan_moves
-from gpuwatch.wording import counted
+from gpuwatch.wording import counted, duration, duration_adjective
 from gpuwatch.wording import plain_name as _name
 from gpuwatch.wording import usd as _usd
 
@@ -27,14 +32,43 @@ class PlanReport:
     plan: Plan
     needs: tuple[WorkloadNeed, ...]
     options: PlanOptions
-    days: float
+    days: float  # the lookback, days
     source: str  # "local" or the API's URL without credentials
-    generated: str  # UTC time, ISO 8601
+    generated: str  # when the plan was computed (wall clock): "2026-11-28 04:41 UTC"
+    end_epoch: float | None = None  # the lookback's end, epoch seconds (None: not known)
 
     @property
     def moves(self) -> list[Move]:
         """The plan's steps (`plan_moves`)."""
         return plan_moves(self.plan, self.needs)
+
+    @property
+    def lookback_seconds(self) -> float:
+        """The lookback asked for, seconds."""
+        return self.days * 86400.0
+
+    @property
+    def data_seconds(self) -> float:
+        """How much data the plan stands on: the longest any unit was observed in the
+        lookback (seconds, at most the lookback; 0 without units)."""
+        seen = max((need.observed_seconds for need in self.needs), default=0.0)
+        return min(seen, self.lookback_seconds)
+
+
+def stands_on(report: PlanReport) -> str:
+    """What the plan stands on, in one sentence of ours (no names): when it was computed,
+    how much data it had and the lookback it covers, e.g. "Computed 2026-11-28 04:41 UTC
+    from 1 hour of data in the 30-day lookback 2026-10-29 04:40 UTC to 2026-11-28 04:40
+    UTC." The source, a name, is written beside it by each format."""
+    when = f"Computed {report.generated} from" if report.generated else "From"
+    text = (
+        f"{when} {duration(report.data_seconds)} of data in the "
+        f"{duration_adjective(report.lookback_seconds)} lookback"
+    )
+    if report.end_epoch is not None:
+        start = report.end_epoch - report.lookback_seconds
+        text += f" {format_utc(start)} to {format_utc(report.end_epoch)}"
+    return text + "."
 
 
 def _gap(plan: Plan) -> str:
@@ -59,7 +93,6 @@ def assumptions(report: PlanReport) -> list[str]:
     """What the plan rests on, in sentences (docs/plan.md says more)."""
     o = report.options
     lines = [
-        f"Lookback: {report.days:g} days from {report.source}.",
         f"Headroom: {o.headroom_ratio * 100:.0f} % of memory, compute and bandwidth kept free "
         "on every placement.",
         "Memory: the largest need seen (declared, measured from the inference server's KV "
@@ -94,7 +127,7 @@ def _unit_rows(report: PlanReport) -> list[list[str]]:
                 "n/a"
                 if need.bandwidth_bytes_per_second is None
                 else f"{need.bandwidth_bytes_per_second / 1e9:.0f} GB/s",
-                f"{need.gpu_count} x {need.current_gpu_id or 'unknown'}",
+                f"{need.gpu_count} x {_name(need.current_gpu_id or 'unknown')}",
                 _usd(need.current_usd_per_hour * HOURS_PER_MONTH),
             ]
         )
@@ -106,7 +139,7 @@ UNIT_HEADERS = ("workload", "did", "memory need", "SM p95", "DRAM p95", "now", "
 
 def render_text(report: PlanReport) -> str:
     """For a terminal: names on one line, control characters as escapes."""
-    out = ["What the fleet should be", ""]
+    out = ["What the fleet should be", "", stands_on(report), f"Source: {_name(report.source)}", ""]
     out += [f"  {label:<20} {figure}" for label, figure in headline(report)]
     out += ["", "Moves:"]
     for move in report.moves:
@@ -122,8 +155,9 @@ _MD_SPECIAL = set("\\`*_[]|~#<>&")
 
 
 def _md(text: str) -> str:
+    """Our own text as Markdown: on one line, every special character escaped, never cut."""
     out = []
-    for char in _name(text):
+    for char in flatten(text):
         if char in "<>&":
             out.append({"<": "&lt;", ">": "&gt;", "&": "&amp;"}[char])
         elif char in _MD_SPECIAL:
@@ -133,21 +167,27 @@ def _md(text: str) -> str:
     return "".join(out)
 
 
+def _md_name(text: str) -> str:
+    """A name as Markdown: capped with "…" (`plain_name`), then escaped."""
+    return _md(_name(text))
+
+
 def markdown_lines(report: PlanReport, level: int = 1) -> list[str]:
     """The plan as Markdown lines (`level`: the heading level, 2 inside the report)."""
     h = "#" * level
     out = [f"{h} What the fleet should be", ""]
+    out += [f"{_md(stands_on(report))} Source: {_md_name(report.source)}", ""]
     out += [f"- **{label}:** {figure}" for label, figure in headline(report)]
     out += ["", f"{h}# Moves", ""]
     for move in report.moves:
-        names = " + ".join(_md(n) for n in move.names)
+        names = " + ".join(_md_name(n) for n in move.names)
         saved = "" if move.kind == "keep" else f" (saves {_usd(move.savings_usd_per_month)}/month)"
         out.append(f"- {names}: {move.action.replace('->', '→')}{saved}")
     out += ["", f"{h}# Workloads", ""]
     out.append("| " + " | ".join(UNIT_HEADERS) + " |")
     out.append("|" + "|".join(" --- " for _ in UNIT_HEADERS) + "|")
-    for row in _unit_rows(report):
-        out.append("| " + " | ".join(_md(c) for c in row) + " |")
+    for label, *cells in _unit_rows(report):
+        out.append("| " + " | ".join([_md_name(label), *(_md(c) for c in cells)]) + " |")
     out += ["", f"{h}# Assumptions", ""]
     out += [f"- {_md(line)}" for line in assumptions(report)]
     return out
@@ -159,17 +199,28 @@ def render_markdown(report: PlanReport) -> str:
 
 
 def _e(text: str) -> str:
+    """Our own text as HTML: on one line, escaped, never cut."""
+    return html.escape(flatten(text), quote=True)
+
+
+def _e_name(text: str) -> str:
+    """A name as HTML: capped with "…" (`plain_name`), then escaped."""
     return html.escape(_name(text), quote=True)
 
 
 def html_section(report: PlanReport) -> str:
     """The plan as an HTML section (the report embeds it)."""
-    parts = ["<section class='plan'><h2>What the fleet should be</h2><dl>"]
+    parts = [
+        "<section class='plan'><h2>What the fleet should be</h2>",
+        f"<p class='meta'>{_e(stands_on(report))} "
+        f"Source: <code>{_e_name(report.source)}</code></p>",
+        "<dl>",
+    ]
     for label, figure in headline(report):
         parts.append(f"<dt>{_e(label)}</dt><dd>{_e(figure)}</dd>")
     parts.append("</dl><h3>Moves</h3><ul>")
     for move in report.moves:
-        names = " + ".join(f"<code>{_e(n)}</code>" for n in move.names)
+        names = " + ".join(f"<code>{_e_name(n)}</code>" for n in move.names)
         saved = (
             "" if move.kind == "keep" else f" (saves {_e(_usd(move.savings_usd_per_month))}/month)"
         )
@@ -177,8 +228,9 @@ def html_section(report: PlanReport) -> str:
     parts.append("</ul><h3>Workloads</h3><table><thead><tr>")
     parts += [f"<th>{_e(h)}</th>" for h in UNIT_HEADERS]
     parts.append("</tr></thead><tbody>")
-    for row in _unit_rows(report):
-        parts.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
+    for label, *cells in _unit_rows(report):
+        tds = [f"<td>{_e_name(label)}</td>", *(f"<td>{_e(c)}</td>" for c in cells)]
+        parts.append("<tr>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table><h3>Assumptions</h3><ul>")
     parts += [f"<li>{_e(line)}</li>" for line in assumptions(report)]
     parts.append("</ul></section>")
@@ -193,7 +245,7 @@ def render_html(report: PlanReport) -> str:
         "margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
         "padding:.2em .5em;text-align:left}code{background:#f4f4f4}</style></head><body>"
         + html_section(report)
-        + f"<p><small>{_e(report.generated)}</small></p></body></html>\n"
+        + "</body></html>\n"
     )
 
 
@@ -224,6 +276,12 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
         "generated": report.generated,
         "source": report.source,
         "lookback_days": report.days,
+        "lookback_start": None
+        if report.end_epoch is None
+        else format_utc(report.end_epoch - report.lookback_seconds),
+        "lookback_end": None if report.end_epoch is None else format_utc(report.end_epoch),
+        "data_seconds": report.data_seconds,
+        "stands_on": stands_on(report),
         "hours_per_month": HOURS_PER_MONTH,
         "current_usd_per_hour": plan.current_usd_per_hour,
         "plan_usd_per_hour": plan.usd_per_hour,
@@ -280,14 +338,15 @@ def render_json(report: PlanReport) -> str:
 
 def slack_lines(report: PlanReport, limit: int = 8) -> list[str]:
     """The summary's lines as Slack mrkdwn (names escaped as every message does)."""
-    from gpuwatch.alerts.messages import name_text  # noqa: PLC0415
+    from gpuwatch.alerts.messages import escape, name_text  # noqa: PLC0415
 
     plan = report.plan
     out = [
         f"*What the fleet should be:* {_usd(plan.usd_per_hour * HOURS_PER_MONTH)}/month "
         f"against {_usd(plan.current_usd_per_hour * HOURS_PER_MONTH)} today "
         f"(saves {_usd(plan.savings_usd_per_hour * HOURS_PER_MONTH)}; gap to the proved "
-        f"bound {_gap(plan)})"
+        f"bound {_gap(plan)})",
+        f"{escape(stands_on(report))} Source: {name_text(report.source)}",
     ]
     moves = [m for m in report.moves if m.kind != "keep"]
     for move in moves[:limit]:

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.flag_types import POSITIVE
+
 
 class ReportUsageError(Exception):
     """A mistake on the command line: one line, exit 2."""
@@ -30,10 +32,10 @@ def add_prometheus_arguments(parser: argparse.ArgumentParser, *, rules: bool = T
     api.add_argument(
         "--prometheus-insecure", action="store_true", help="skip TLS certificate verification"
     )
-    api.add_argument("--prometheus-timeout", type=float, default=60.0, metavar="SECONDS")
+    api.add_argument("--prometheus-timeout", type=POSITIVE, default=60.0, metavar="SECONDS")
     api.add_argument(
         "--prometheus-scrape-interval",
-        type=float,
+        type=POSITIVE,
         metavar="SECONDS",
         help="the agents' scrape interval (default: measured from the samples)",
     )

@@ -11,8 +11,12 @@ format is JSON, on stdout. The source is loaded through `DataLoader`: the defaul
 imports `gpuwatch.report.local` or `gpuwatch.report.prometheus` when it is needed;
 tests pass their own.
 
+"Generated" is when the report was made (the wall clock), whatever period it covers;
+its fleet plan carries its own time and lookback (`gpuwatch.plan.render.stands_on`).
+
 Exit codes: 0 written (and Slack took the summary when asked), 1 the source, a renderer
-or Slack failed (one line on stderr), 2 bad usage or config.
+or Slack failed, or the period holds no GPU data (the report is written and says so;
+one line on stderr, no Slack), 2 bad usage or config.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from gpuwatch.report.api_flags import (
     prometheus_options,
 )
 from gpuwatch.report.build import Report, build_report
+from gpuwatch.report.figures import period_text
 from gpuwatch.report.model import Period, ReportData
+from gpuwatch.wording import plain_name
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -93,7 +99,7 @@ def plan_from_source(request: SourceRequest) -> Any:
         days=days,
         end_epoch=request.period.end_epoch,
         prometheus=request.prometheus,
-        generated="",
+        generated=utc_text(datetime.now(UTC)),  # when the plan is computed
     )
 
 
@@ -294,7 +300,7 @@ def render(report: Report, data: ReportData, fmt: str, generated: str) -> bytes:
     if fmt == "json":
         from gpuwatch.report.json_format import render_json  # noqa: PLC0415
 
-        return render_json(report).encode()
+        return render_json(report, generated).encode()
     if fmt == "pdf":
         from gpuwatch.report.html import render_html  # noqa: PLC0415
         from gpuwatch.report.pdf import render_pdf  # noqa: PLC0415
@@ -418,7 +424,8 @@ def run_report(
     out_stream = stdout or sys.stdout
     err = stderr or sys.stderr
     env = os.environ if environ is None else environ
-    moment = now or datetime.now(UTC)
+    made = now or datetime.now(UTC)  # "Generated": the wall clock, not the period's end
+    moment = made
     try:
         prometheus = prometheus_options(args)
         if now is None and loader is load_from_source:
@@ -435,7 +442,7 @@ def run_report(
             print(f"gpuwatch: {NO_WEBHOOK}", file=err)
             return EXIT_USAGE
     progress = _RichProgress(err) if args.prometheus and err.isatty() else None
-    generated = moment.strftime("%Y-%m-%d %H:%M UTC")
+    generated = utc_text(made)
     try:
         outcome = produce(
             config,
@@ -464,6 +471,10 @@ def run_report(
             progress.close()
     for path in outcome.files:
         print(f"gpuwatch: wrote {path}", file=err)
+    if not outcome.report.gpus:
+        source = plain_name(outcome.report.source)
+        print(f"gpuwatch: no GPU data in {period_text(period)} from {source}", file=err)
+        return EXIT_FAILURE
     if webhook is None:
         return EXIT_OK
     return _tell_slack(outcome, config, webhook, err, slack_sleep)

@@ -205,7 +205,7 @@ def waste_svg(items: Sequence[WasteItem], width: int = 760) -> str:
             label += f" #{item.gpu.gpu_index}"
         parts.append(
             f'<text x="{left - 6}" y="{y + 14}" font-size="10" text-anchor="end">'
-            f"{_e(label[:48])}</text>"
+            f"{_e(f.plain_name(label, 48))}</text>"
         )
         x = float(left)
         for name, value in (("held", held), ("idle", item.waste_usd - held)):

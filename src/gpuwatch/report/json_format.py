@@ -67,8 +67,9 @@ def _owned_inputs(inputs: OwnedInputs) -> dict[str, Any]:
     }
 
 
-def report_document(report: Report) -> dict[str, Any]:
-    """The report as JSON-able data."""
+def report_document(report: Report, generated: str = "") -> dict[str, Any]:
+    """The report as JSON-able data; `generated`: when it was made (wall clock, UTC
+    text), None when not given."""
     period = report.period
     totals = report.totals
     return {
@@ -81,6 +82,7 @@ def report_document(report: Report) -> dict[str, Any]:
             "month_to_date": period.month_to_date,
         },
         "source": report.source,
+        "generated": generated or None,
         "coverage_ratio": report.coverage_ratio,
         "observed_gpu_seconds": report.observed_gpu_seconds,
         "expected_gpu_seconds": report.expected_gpu_seconds,
@@ -194,6 +196,6 @@ def _plan(report: Report) -> dict[str, Any]:
     return plan_json(report.fleet_plan)
 
 
-def render_json(report: Report) -> str:
+def render_json(report: Report, generated: str = "") -> str:
     """The document as indented JSON text (UTF-8, names as they are)."""
-    return json.dumps(report_document(report), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(report_document(report, generated), indent=2, ensure_ascii=False) + "\n"

@@ -5,7 +5,10 @@ attribution collector runs unchanged on it (`kubernetes_config()`).
 
 The cgroup files come in the shapes real nodes write (`PodConfig.cgroup`): cgroup v2
 with the systemd driver, v1 with cgroupfs, and v2 seen from inside a cgroup namespace
-(a relative path with `../`); Guaranteed pods have no QoS level in the path.
+(a relative path with `../`); Guaranteed pods have no QoS level in the path. A scenario
+whose `[kubernetes]` says `host_proc = false` points the agent at the container's own
+`/proc` instead (an empty folder: none of NVML's host PIDs is there), as the chart's
+agent sees the node without the host's `/proc` mounted.
 """
 
 from __future__ import annotations
@@ -74,7 +77,11 @@ class SimulatedCluster:
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="gpuwatch-kube-")) if root is None else root
         scenario = nv.scenario
-        self.proc_root = self.root / "proc"
+        self.proc_root = self.root / "proc"  # the node's (host's) /proc
+        self.agent_proc_root = self.proc_root
+        if not scenario.kubernetes.host_proc:
+            self.agent_proc_root = self.root / "container-proc"
+            self.agent_proc_root.mkdir(parents=True, exist_ok=True)
         self.pod_logs_dir = self.root / "pods"
         allocations = []
         for pod in scenario.pods:
@@ -117,7 +124,7 @@ class SimulatedCluster:
         return KubernetesConfig(
             enabled=True,
             pod_resources_socket=self.kubelet.socket_path,
-            proc_root=self.proc_root,
+            proc_root=self.agent_proc_root,
             pod_logs_dir=self.pod_logs_dir,
             list_interval_seconds=5.0,
         )

@@ -17,6 +17,10 @@ and which simulated processes run in which container.
 
 Validated like the rest of the scenario: a device names an existing GPU (and MIG
 device), a pid is one of the scenario's processes and in one container only.
+
+    [kubernetes]
+    host_proc = false                  # the agent sees the node as the chart's container
+                                       # does without the host's /proc (default true)
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ _UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NodeConfig(_Model):
+    """`[kubernetes]`: how the agent sees the simulated node."""
+
+    # true: `proc_root` is the node's /proc (the chart's /host/proc mount), where NVML's
+    # PIDs have their cgroup files; false: the agent's own /proc, without the host's
+    # (the chart with `attribution.hostProc: ""`): no GPU process can be mapped to a pod
+    host_proc: bool = True
 
 
 class PodDevice(_Model):

@@ -181,7 +181,7 @@ from pydantic import (
 
 from gpuwatch.billing import StaticPrice
 from gpuwatch.simulate.faults import Faults
-from gpuwatch.simulate.pods import PodConfig
+from gpuwatch.simulate.pods import NodeConfig, PodConfig
 from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
 from gpuwatch.simulate.timeline import Activity
 from gpuwatch.workloads import WorkloadDeclaration
@@ -393,6 +393,7 @@ class Scenario(_Model):
     token_servers: tuple[SimulatedTokenServer, ...] = ()
     prices: tuple[StaticPrice, ...] = ()  # static billing prices, after the config's
     pods: tuple[PodConfig, ...] = ()  # a simulated Kubernetes node (gpuwatch.simulate.pods)
+    kubernetes: NodeConfig = NodeConfig()  # how the agent sees that node
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

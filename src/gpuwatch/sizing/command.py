@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from gpuwatch.flag_types import NON_NEGATIVE, number
 from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
 from gpuwatch.sizing.cost import Ownership
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM, rank_gpus
@@ -141,14 +141,14 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     _add_training_options(size)
     size.add_argument(
         "--headroom",
-        type=float,
+        type=NON_NEGATIVE,
         default=DEFAULT_HEADROOM,
         metavar="F",
         help=f"spare memory a fit needs, a fraction (default {DEFAULT_HEADROOM})",
     )
     size.add_argument(
         "--overhead",
-        type=float,
+        type=NON_NEGATIVE,
         metavar="F",
         help=(
             "extra memory as a fraction of the weights (default "
@@ -158,7 +158,7 @@ def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     size.add_argument(
         "--efficiency",
-        type=float,
+        type=number(gt=0, le=1),
         metavar="F",
         help=(
             f"fraction of peak reached (default {DEFAULT_BANDWIDTH_EFFICIENCY} of bandwidth "
@@ -354,9 +354,7 @@ def _precision(
 
 def _assumptions(args: argparse.Namespace, mode: Mode) -> MemoryAssumptions:
     defaults = DEFAULT_ASSUMPTIONS
-    overhead = args.overhead
-    if overhead is not None and not (math.isfinite(overhead) and overhead >= 0):
-        raise SizeUsageError(f"--overhead must be >= 0, got {overhead}")
+    overhead = args.overhead  # finite and >= 0: checked by its argparse type
     inference = mode is Mode.INFERENCE
     return MemoryAssumptions(
         inference_overhead_ratio=(

@@ -22,10 +22,11 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.flag_types import NON_NEGATIVE, POSITIVE, number
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, UnknownGpuError, build_gpu_catalog
 from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.config import DEFAULT_LIFE_YEARS, RentVsBuyConfig
@@ -158,10 +159,8 @@ def ownership_config(args: argparse.Namespace, base: RentVsBuyConfig) -> RentVsB
     Raises TcoUsageError, naming the flag, for a bad value.
     """
     update: dict[str, Any] = {}
-    years = _optional_number("--years", args.years, positive=True)
+    years = _optional_number("--years", args.years, number(gt=0, le=30))
     if years is not None:
-        if years > 30:
-            raise TcoUsageError(f"--years must be <= 30, got {args.years!r}")
         update["life_years"] = years
     if args.cost_of_capital is not None:
         update["cost_of_capital"] = parse_rate("--cost-of-capital", args.cost_of_capital)
@@ -173,12 +172,8 @@ def ownership_config(args: argparse.Namespace, base: RentVsBuyConfig) -> RentVsB
         value = _optional_number(flag, text)
         if value is not None:
             update[key] = value
-    pue = _optional_number("--pue", args.pue)
+    pue = _optional_number("--pue", args.pue, number(ge=1))
     if pue is not None:
-        if pue < 1:
-            raise TcoUsageError(
-                f"--pue must be >= 1 (facility watts per IT watt), got {args.pue!r}"
-            )
         update["pue"] = pue
     if args.facility is not None:
         update["facility"] = args.facility
@@ -207,17 +202,17 @@ def parse_utilization(text: str) -> float:
     return value
 
 
-def _optional_number(flag: str, text: str | None, *, positive: bool = False) -> float | None:
-    """The flag's value, None when absent; raises TcoUsageError when not >= 0 (or > 0)."""
+def _optional_number(
+    flag: str, text: str | None, parse: Callable[[str], float] = NON_NEGATIVE
+) -> float | None:
+    """The flag's value, None when absent, checked by `parse` (a `gpuwatch.flag_types`
+    number type, the one every float flag uses); raises TcoUsageError naming the flag."""
     if text is None:
         return None
     try:
-        value = float(text)
-    except ValueError:
-        raise TcoUsageError(f"{flag}: expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise TcoUsageError(f"{flag} must be {'> 0' if positive else '>= 0'}, got {text!r}")
-    return value
+        return parse(text)
+    except argparse.ArgumentTypeError as exc:
+        raise TcoUsageError(f"{flag}: {exc}") from None
 
 
 def _required(flag: str, value: float | None, how: str) -> float:
@@ -247,13 +242,11 @@ def tco_inputs(
         ("--rent-usd-per-hour", "rent_usd_per_hour", args.rent_usd_per_hour, True),
         ("--power-watts", "power_watts", args.power_watts, False),
     ):
-        value = _optional_number(flag, text, positive=positive)
+        value = _optional_number(flag, text, POSITIVE if positive else NON_NEGATIVE)
         if value is not None:
             update[key] = value
     config = config.model_copy(update=update)
-    tokens_per_second = _optional_number(
-        "--tokens-per-second", args.tokens_per_second, positive=True
-    )
+    tokens_per_second = _optional_number("--tokens-per-second", args.tokens_per_second, POSITIVE)
     if gpu is not None:
         return config.inputs_for(gpu, utilization, tokens_per_second)
     purchase = _required(

@@ -3,11 +3,13 @@
 The agent calls `scrape_due()` every second or so; each source is fetched when its
 `interval_seconds` has elapsed, parsed (`gpuwatch.tokens.parse`) and its counters
 reset-corrected (`gpuwatch.tokens.counters`). A source that is down or serves garbage
-becomes `up = False` with one WARNING per failure episode; its totals are kept and the
-other sources go on. The only I/O is the injected `fetch(url, timeout)` (default:
-`UrllibFetch`, plain urllib without proxies, which bounds each scrape's time and body
-size). Each due source is scraped on its own thread, so a source that stalls or
-drip-feeds costs only itself: it is down once its `timeout_seconds` runs out.
+(a malformed page, or a KV pool out of bounds: `gpuwatch.tokens.kv`) becomes
+`up = False` with one WARNING per outage (`gpuwatch.tokens.outage`: a source that flaps
+stays in one); its totals are kept and the other sources go on. The only I/O is the
+injected `fetch(url, timeout)` (default: `UrllibFetch`, plain urllib without proxies,
+which bounds each scrape's time and body size). Each due source is scraped on its own
+thread, so a source that stalls or drip-feeds costs only itself: it is down once its
+`timeout_seconds` runs out.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from gpuwatch.clock import Clock
 from gpuwatch.tokens.config import TokenSourceConfig, check_unique_names
 from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter
 from gpuwatch.tokens.kv import KvCacheReading, kv_cache_reading
-from gpuwatch.tokens.parse import ExpositionError, Sample, find_samples, select_counters
+from gpuwatch.tokens.outage import Outage
+from gpuwatch.tokens.parse import Sample, find_samples, select_counters
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +252,6 @@ class _Source:
         self.config = config
         self.names = config.counter_names()
         self.kv_names = config.kv_cache_names()
-        self.kv_warned = False
         self.prompt = ResetCorrectedCounter()
         self.generation = ResetCorrectedCounter()
         self.by_origin_name: str | None = None
@@ -262,7 +264,7 @@ class _Source:
         self.reading = TokenReading(config.name, False, 0.0, 0.0, None, None)
         self.duration_seconds: float | None = None
         self.next_due: float | None = None
-        self.failing = False
+        self.outage = Outage()
         self.in_flight = False  # a scrape thread runs (under the collector's schedule lock)
 
 
@@ -347,6 +349,7 @@ class TokenCollector:
                 found = find_samples(body, [*source.names, *optional, *source.kv_names])
                 matchers = source.config.label_matchers
                 series = select_counters(found, source.names, matchers, optional)
+                kv = self._kv_cache(source, found)
             except SOURCE_ERRORS as exc:
                 reading = self._failed(source, describe(exc))
             else:
@@ -359,10 +362,8 @@ class TokenCollector:
                     by_origin = tuple(sorted(source.by_origin.totals.items()))
                 if source.prompt.resets + source.generation.resets > resets:
                     log.info("token source %r: counters went back (server restart?)", name)
-                if source.failing:
+                if source.outage.succeed():
                     log.info("token source %r is up again", name)
-                    source.failing = False
-                kv = self._kv_cache(source, found)
                 reading = TokenReading(
                     name,
                     True,
@@ -379,28 +380,22 @@ class TokenCollector:
 
     def _failed(self, source: _Source, error: str) -> TokenReading:
         name = source.config.name
-        if source.failing:
-            log.debug("token source %r still down: %s", name, error)
-        else:
+        if source.outage.fail():
             log.warning(
                 "token source %r (%s) is down: %s", name, _loggable(source.config.url), error[:200]
             )
-            source.failing = True
+        else:
+            log.debug("token source %r still down: %s", name, error)
         return replace(source.reading, up=False, error=error)
 
-    def _kv_cache(self, source: _Source, found: dict[str, list[Sample]]) -> KvCacheReading | None:
-        """The KV cache the page says, None when it says none or nothing usable (one
-        WARNING per source: the token counters are read all the same)."""
+    @staticmethod
+    def _kv_cache(source: _Source, found: dict[str, list[Sample]]) -> KvCacheReading | None:
+        """The KV cache the page says, None when it says none. Raises ExpositionError
+        when what it says is malformed or out of bounds (a pool of 1e15 blocks): a page
+        that lies about its pool is a failed scrape, its need never measured from it."""
         if not source.kv_names:
             return None
-        try:
-            return kv_cache_reading(source.config.kind, found, source.config.label_matchers)
-        except ExpositionError as exc:
-            if not source.kv_warned:
-                log.warning("token source %r: its KV cache use is unusable: %s",
-                            source.config.name, str(exc)[:200])  # fmt: skip
-                source.kv_warned = True
-            return None
+        return kv_cache_reading(source.config.kind, found, source.config.label_matchers)
 
     def readings(self) -> tuple[TokenReading, ...]:
         """The latest reading of every source, in config order."""

@@ -20,7 +20,13 @@ Pure, no I/O: from the samples `parse.find_samples` found in one /metrics body, 
 
 Series that differ only by ``tp_rank`` are one pool seen by each tensor-parallel rank
 (the largest is taken); other series (data-parallel engines) are pools of their own,
-and add up.
+and add up: `KvCacheReading.engines` counts them (each engine holds a copy of the
+weights).
+
+What a server may claim is bounded: a pool or a token count above `MAX_POOL_TOKENS`,
+or a pool size that is negative or fractional, is an ExpositionError (the source is
+down), never a number passed on; a pool of 0 tokens is no pool (unknown), not an empty
+one, since no server serves without one.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuwatch.tokens.parse import LabelSet, Sample, matching
+from gpuwatch.tokens.parse import ExpositionError, LabelSet, Sample, matching
 
 VLLM_CACHE_INFO = "vllm:cache_config_info"
 VLLM_USAGE = "vllm:kv_cache_usage_perc"
@@ -47,6 +53,12 @@ KV_CACHE_NAMES: dict[str, tuple[str, ...]] = {
 RANK_LABELS = frozenset({"tp_rank"})
 """Labels whose series repeat one pool, once per tensor-parallel rank."""
 
+MAX_POOL_TOKENS = 2**40
+"""The most tokens a source may say one pool holds or uses (1,099,511,627,776). Any
+model caches at least 128 B a token (K and V of one 64-wide head on one layer, at one
+byte a value), so 2^40 tokens would take 128 TiB: over 60 times the GPU memory of the largest
+8-GPU node (8 x 288 GB). Above it the page is a lie, not a big server."""
+
 
 @dataclass(frozen=True, slots=True)
 class KvCacheReading:
@@ -54,13 +66,15 @@ class KvCacheReading:
 
     `used_tokens` hold KV now, of a pool of `capacity_tokens`; `model_names` are the
     distinct ``model_name`` labels of the usage series (sorted); `cache_dtype` is vLLM's
-    ``cache_dtype`` label (None for SGLang, or engines that disagree).
+    ``cache_dtype`` label (None for SGLang, or engines that disagree); `engines` the
+    pools (data-parallel engines, each with its own copy of the weights) they add up.
     """
 
     used_tokens: float | None
     capacity_tokens: float | None
     model_names: tuple[str, ...] = ()
     cache_dtype: str | None = None
+    engines: int = 1
 
     @property
     def usage_ratio(self) -> float | None:
@@ -83,17 +97,29 @@ def _pools(series: Mapping[LabelSet, float]) -> dict[LabelSet, float]:
     return pools
 
 
-def _whole(text: str | None) -> int | None:
-    """A label value that is a whole number >= 0 ("27277"), else None ("None", "")."""
+def _whole(text: str | None, label: str) -> int | None:
+    """A label value that is a whole number within 0-`MAX_POOL_TOKENS` ("27277"); None
+    when it is no number ("None" before vLLM's profiling, ""). Raises ExpositionError
+    for a number that is negative, fractional, not finite or above the bound."""
     if text is None:
         return None
     try:
         value = float(text)
     except ValueError:
         return None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        return None
+    if not 0 <= value <= MAX_POOL_TOKENS or value != math.floor(value):  # NaN fails too
+        raise ExpositionError(f"{label}={text[:40]!r} is not a pool size (0-{MAX_POOL_TOKENS})")
     return int(value)
+
+
+def _tokens(series: Mapping[LabelSet, float], name: str) -> dict[LabelSet, float]:
+    """`series` unchanged; raises ExpositionError for a value above `MAX_POOL_TOKENS`."""
+    for labels, value in series.items():
+        if value > MAX_POOL_TOKENS:
+            raise ExpositionError(
+                f"{name} {dict(labels)} is {value:g} tokens, above {MAX_POOL_TOKENS}"
+            )
+    return dict(series)
 
 
 def _model_names(series: Mapping[LabelSet, float]) -> tuple[str, ...]:
@@ -112,7 +138,8 @@ def vllm_reading(
     `matchers` select the usage series (they carry ``model_name`` and ``engine`` as the
     token counters do); each is paired with the ``cache_config_info`` of its ``engine``,
     or with the only one when there is one. Capacity is unknown when an engine's info is
-    missing or its ``num_gpu_blocks`` is not a number (before the profiling run).
+    missing or its ``num_gpu_blocks`` is not a number (before the profiling run) or 0.
+    Raises ExpositionError for a pool size out of bounds (`_whole`, `MAX_POOL_TOKENS`).
     """
     name = VLLM_USAGE if VLLM_USAGE in found else VLLM_USAGE_OLD
     if name not in found:
@@ -127,11 +154,19 @@ def vllm_reading(
     for labels, ratio in usage.items():
         engine = dict(labels).get("engine", "")
         info = by_engine.get(engine) if len(infos) != 1 else infos[0]
-        blocks = None if info is None else _whole(info.get("num_gpu_blocks"))
-        block_size = None if info is None else _whole(info.get("block_size"))
-        if info is None or blocks is None or block_size is None:
+        if info is None:
             known = False
             continue
+        blocks = _whole(info.get("num_gpu_blocks"), "num_gpu_blocks")
+        block_size = _whole(info.get("block_size"), "block_size")
+        if not blocks or not block_size:  # unknown, or 0: no pool (no server serves without)
+            known = False
+            continue
+        if blocks * block_size > MAX_POOL_TOKENS:  # whole numbers: no overflow
+            raise ExpositionError(
+                f"num_gpu_blocks x block_size = {blocks} x {block_size} is above "
+                f"{MAX_POOL_TOKENS} tokens"
+            )
         dtypes.add(info.get("cache_dtype", "auto") or "auto")
         pool = float(blocks * block_size)
         capacity += pool
@@ -141,6 +176,7 @@ def vllm_reading(
         capacity_tokens=capacity if known else None,
         model_names=_model_names(usage),
         cache_dtype=dtypes.pop() if len(dtypes) == 1 else None,
+        engines=max(len(usage), 1),
     )
 
 
@@ -149,30 +185,41 @@ def sglang_reading(
 ) -> KvCacheReading | None:
     """SGLang's KV cache; None when the page has neither the used tokens nor the usage.
 
-    Tokens in use: ``num_used_tokens``, else ``token_usage`` x ``max_total_num_tokens``.
+    Tokens in use: ``num_used_tokens``, else ``token_usage`` x ``max_total_num_tokens``;
+    both unknown when the pool is said to hold 0 tokens. Raises ExpositionError for a
+    token count above `MAX_POOL_TOKENS`.
     """
-    used_series = _pools(matching(found.get(SGLANG_USED, ()), matchers))
-    capacity_series = _pools(matching(found.get(SGLANG_CAPACITY, ()), matchers))
+    used_series = _tokens(_pools(matching(found.get(SGLANG_USED, ()), matchers)), SGLANG_USED)
+    capacity_series = _tokens(
+        _pools(matching(found.get(SGLANG_CAPACITY, ()), matchers)), SGLANG_CAPACITY
+    )
     usage_series = _pools(matching(found.get(SGLANG_USAGE, ()), matchers))
     if not used_series and not usage_series:
         return None
+    names = _model_names({**used_series, **usage_series})
+    engines = max(len(used_series), len(usage_series), len(capacity_series), 1)
     capacity = sum(capacity_series.values()) if capacity_series else None
+    if capacity == 0:  # no pool: no evidence of a need
+        return KvCacheReading(None, None, names, engines=engines)
     if used_series:
         used: float | None = sum(used_series.values())
     elif capacity_series and set(usage_series) <= set(capacity_series):
         used = sum(min(r, 1.0) * capacity_series[k] for k, r in usage_series.items())
     else:
         used = None
-    names = _model_names({**used_series, **usage_series})
-    return KvCacheReading(used_tokens=used, capacity_tokens=capacity, model_names=names)
+    if used is not None and capacity is not None:
+        used = min(used, capacity)  # as a usage ratio is at most 1
+    return KvCacheReading(
+        used_tokens=used, capacity_tokens=capacity, model_names=names, engines=engines
+    )
 
 
 def kv_cache_reading(
     kind: str, found: Mapping[str, Sequence[Sample]], matchers: Mapping[str, str]
 ) -> KvCacheReading | None:
     """The KV cache a server of `kind` publishes in `found` (samples by name); None when
-    it publishes none. Raises ExpositionError on a repeated series or a value that is
-    not a finite number >= 0."""
+    it publishes none. Raises ExpositionError on a repeated series, a value that is
+    not a finite number >= 0, or a pool or token count out of bounds."""
     if kind == "vllm":
         return vllm_reading(found, matchers)
     if kind == "sglang":

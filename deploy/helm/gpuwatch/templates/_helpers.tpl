@@ -98,13 +98,15 @@ and `instance` set to it (one agent per node, stable across rollouts).
 {{- define "gpuwatch.awsFile" -}}/etc/gpuwatch/aws/credentials{{- end -}}
 {{- define "gpuwatch.podResourcesDir" -}}/var/lib/kubelet/pod-resources{{- end -}}
 {{- define "gpuwatch.podLogsDir" -}}/var/log/pods{{- end -}}
+{{- define "gpuwatch.hostProcDir" -}}/host/proc{{- end -}}
 
 {{/*
 The agent's config: the user's `config` map with the keys the chart owns set on top
 (paths of its mounts and the listen port), rendered as TOML by Helm's toToml.
 The [kubernetes] section (attribution) is written only when attribution is on; its keys
 are those of gpuwatch.config's KubernetesConfig (enabled, pod_resources_socket,
-pod_logs_dir, proc_root): the hook for the attribution collector.
+pod_logs_dir, and proc_root = the host's /proc mount where attribution.hostProc is set;
+without it the agent's own /proc, where NVML's host PIDs are not).
 */}}
 {{- define "gpuwatch.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -114,8 +116,8 @@ pod_logs_dir, proc_root): the hook for the attribution collector.
 {{- end -}}
 {{- if .Values.attribution.enabled -}}
 {{- $kube := dict "enabled" true "pod_resources_socket" (printf "%s/kubelet.sock" (include "gpuwatch.podResourcesDir" .)) "pod_logs_dir" (include "gpuwatch.podLogsDir" .) -}}
-{{- if .Values.attribution.processes -}}
-{{- $_ := set $kube "proc_root" "/proc" -}}
+{{- if .Values.attribution.hostProc -}}
+{{- $_ := set $kube "proc_root" (include "gpuwatch.hostProcDir" .) -}}
 {{- end -}}
 {{- $_ := set $owned "kubernetes" $kube -}}
 {{- end -}}
