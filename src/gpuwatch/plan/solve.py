@@ -172,11 +172,15 @@ def solve(
     rules = CandidateRules(catalog, options.candidate_gpu_ids)
 
     unplaced: list[WorkloadNeed] = []
-    unknown_models = 0
+    unknown_models = unknown_needs = 0
     single: list[_Unit] = []
     multi: list[_Unit] = []
     for order, need in enumerate(needs):
         if need.reclaimable:
+            continue
+        if need.memory_bytes is None:  # sized from nothing it would claim any saving
+            unknown_needs += 1
+            unplaced.append(need)
             continue
         unit = _unit(need, order, catalog, rules, options.headroom_ratio)
         unknown_models += unit is None
@@ -245,6 +249,7 @@ def solve(
             multi=multi,
             unplaced=unplaced,
             unknown_models=unknown_models,
+            unknown_needs=unknown_needs,
             chunked=chunked,
             timed_out=timed_out,
             fit=fit,
@@ -268,7 +273,11 @@ def _unit(
     need: WorkloadNeed, order: int, catalog: GpuCatalog, rules: CandidateRules, headroom: float
 ) -> _Unit | None:
     """The unit's needs with headroom; None where its current GPU is not in the catalog."""
-    if need.current_gpu_id is None or need.current_gpu_id not in catalog:
+    if (
+        need.current_gpu_id is None
+        or need.current_gpu_id not in catalog
+        or need.memory_bytes is None
+    ):
         return None
     current = catalog.get(need.current_gpu_id)
     candidates, _rule = rules.candidates(current)
@@ -355,6 +364,7 @@ def _notes(
     multi: list[_Unit],
     unplaced: list[WorkloadNeed],
     unknown_models: int,
+    unknown_needs: int,
     chunked: int,
     timed_out: int,
     fit: _Fit,
@@ -379,9 +389,15 @@ def _notes(
             f"{stay} unit(s) fit no candidate with {fit.headroom:.0%} headroom: each stays "
             "alone on a GPU of its current model"
         )
-    if unplaced:
+    if unknown_needs:
         notes.append(
-            f"{len(unplaced)} unit(s) keep their current GPU: no candidate holds them"
+            f"{unknown_needs} unit(s) keep their current GPU: need unknown (no memory need "
+            "or memory used in the lookback)"
+        )
+    if len(unplaced) > unknown_needs:
+        notes.append(
+            f"{len(unplaced) - unknown_needs} unit(s) keep their current GPU: no candidate "
+            "holds them"
             + (f" ({unknown_models} on a GPU the catalog lacks)" if unknown_models else "")
         )
     if chunked:
