@@ -24,17 +24,20 @@ Rules (docs/plan.md says them to users):
 - Pools: units of different namespaces never share a GPU unless
   `share_across_namespaces`; units without a namespace form one pool of their own.
 
-Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens); pools share
-`time_limit_seconds` in proportion to their units. Time-sliced GPUs are modelled by their
-leader (the unit that comes first, largest first, among those on one GPU), so no two
-GPUs of a solution are interchangeable; leaders whose GPU cannot pay for itself are left
-out, and so are models that another as cheap and as large makes redundant
-(`_prefer_current` then moves a GPU back to its units' current model where that costs
-the same). A greedy plan starts the search. The proved bound of a pool is the larger of
-HiGHS's dual bound and a fractional bound (each unit's cheapest share of one resource);
-`Plan.lower_bound_usd_per_hour` adds the pools' bounds to the fixed costs (multi-GPU and
-unplaced units). A pool whose MILP would exceed `MAX_PAIRS` is solved in parts, and its
-bound comes from a relaxation of the whole pool (`_relaxation_bound`).
+Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
+keeps `time_limit_seconds` (`_Clock`): pools share what is left in proportion to their
+units, less the time building the later pools is expected to take; building stops at the
+limit, and a pool reached after it keeps each unit alone on its cheapest candidate.
+Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
+among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
+GPU cannot pay for itself are left out, and so are models that another as cheap and as
+large makes redundant (`_prefer_current` then moves a GPU back to its units' current
+model where that costs the same). A greedy plan starts the search. The proved bound of a
+pool is the larger of HiGHS's dual bound and a fractional bound (each unit's cheapest
+share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds to the
+fixed costs (multi-GPU and unplaced units). A pool whose MILP would exceed `MAX_PAIRS`
+is solved in parts, and its bound comes from a relaxation of the whole pool
+(`_relaxation_bound`).
 
 HiGHS runs with presolve off: on some of these models HiGHS 1.16's presolve neither
 stops at the time limit nor keeps the optimum (a start of cost 2.51 became 5.94 in the
