@@ -180,11 +180,18 @@ def test_valid_json_of_the_wrong_shape_is_one_line(api: _Api, command: str, shap
     assert "not a Prometheus API answer" in _one_line_failure(done)
 
 
-def test_an_infinite_price_fails_the_report_in_one_line(api: _Api) -> None:
+def test_an_infinite_price_leaves_the_report_without_a_plan(api: _Api) -> None:
+    # the report reads the price series' source label only; the plan sums the price
     api.mode, api.value, api.metric = "value", "+Inf", "gpuwatch_gpu_price_usd_per_hour"
     done, _ = _run(api, "report", "--format", "json")
-    line = _one_line_failure(done)
-    assert "gpuwatch_gpu_price_usd_per_hour (host 'node-a') is +Inf" in line
+    assert done.returncode == 0, done.stderr
+    document = _strict_json(done.stdout)
+    assert document["fleet_plan"] is None
+    notes = [note for note in document["notes"] if note.startswith("no fleet plan: ")]
+    assert len(notes) == 1
+    assert "gpuwatch_gpu_price_usd_per_hour (host 'node-a') is +Inf" in notes[0]
+    done, _ = _run(api, "plan")
+    assert "gpuwatch_gpu_price_usd_per_hour (host 'node-a') is +Inf" in _one_line_failure(done)
 
 
 def test_a_plan_that_fails_leaves_the_report_with_a_note(api: _Api) -> None:

@@ -53,6 +53,7 @@ The memory peak of a GPU-day is `max_over_time(gpuwatch_gpu_memory_used_bytes)` 
 from __future__ import annotations
 
 import base64
+import functools
 import http.client
 import itertools
 import json
@@ -145,6 +146,11 @@ RAW_DAY_FIGURES = {
 """Per-day figures always read raw (the recording rules do not record them): the busy and
 underutilized state samples, the activity gauge's samples (sum and count), and what the
 memory need was (declared, measured, observed)."""
+
+LABEL_FIGURES = frozenset({"info", "price", "recommendation", "need_basis"})
+"""Figures the report reads the labels of only (name, index, price source, recommendation,
+need basis): their values are not checked, so a price the report never sums (an infinite
+one included) does not stop it; the fleet plan, which does use it, fails alone."""
 
 ProgressCallback = Callable[[int, int], None]
 """Called with (queries done, queries planned) as the report's queries complete."""
@@ -315,8 +321,11 @@ class Client:
             raise self._shape(promql, "no data.resultType and data.result list")
         return str(data["resultType"]), list(data["result"])
 
-    def vector(self, promql: str, at: float, *, signed: bool = False) -> dict[LabelKey, float]:
-        """An instant vector as {labels: value}; `signed`: values below 0 are allowed."""
+    def vector(
+        self, promql: str, at: float, *, signed: bool = False, labels_only: bool = False
+    ) -> dict[LabelKey, float]:
+        """An instant vector as {labels: value}; `signed`: values below 0 are allowed;
+        `labels_only`: the caller reads the labels only, every value is 0."""
         kind, result = self.query(promql, at)
         if kind != "vector":
             raise PrometheusError(f"{self._display}: expected a vector, got {_one_line(kind)}")
@@ -327,7 +336,7 @@ class Client:
             if not isinstance(pair, list) or len(pair) != 2:
                 raise self._shape(promql, "a sample is not [time, value]")
             self._number(promql, key, pair[0], signed=False)
-            out[key] = self._number(promql, key, pair[1], signed=signed)
+            out[key] = 0.0 if labels_only else self._number(promql, key, pair[1], signed=signed)
         return out
 
     def matrix(self, promql: str, at: float) -> dict[LabelKey, list[tuple[float, float]]]:
@@ -517,11 +526,16 @@ def _day_jobs(client: Client, days: list[_Day], plans: Plans) -> dict[str, Calla
                 expr = f"{figure.function}({series}[{window}] @ {_at(d.end)})"
             else:
                 expr = rules.day_expr(figure, _ms(d.start), _ms(d.end), plan)
-            jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
+            jobs[f"{name}@{i}"] = _bind(_reader(client, name), expr, d.end)
         for name, (function, series) in RAW_DAY_FIGURES.items():
             expr = f"{function}({series}[{window}] @ {_at(d.end)})"
-            jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
+            jobs[f"{name}@{i}"] = _bind(_reader(client, name), expr, d.end)
     return jobs
+
+
+def _reader(client: Client, figure: str) -> Callable[[str, float], dict[LabelKey, float]]:
+    """How a figure is read: its labels only (`LABEL_FIGURES`), else checked values."""
+    return functools.partial(client.vector, labels_only=figure in LABEL_FIGURES)
 
 
 def _ms(t: float) -> int:
