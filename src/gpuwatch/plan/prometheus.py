@@ -35,6 +35,8 @@ from gpuwatch.report.prometheus import Client, LabelKey, PrometheusOptions, host
 _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
 
+_LABELS_ONLY = frozenset({"info", "bases", "pods"})  # queries whose values are not used
+
 GpuKey = tuple[str, str]  # (host, uuid)
 
 
@@ -88,7 +90,10 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
     asked = queries(days, at)
     with Client(options) as client, ThreadPoolExecutor(max(1, options.parallel_queries)) as pool:
         gap = pool.submit(_interval, client, at, options.scrape_interval_seconds)
-        futures = {name: pool.submit(client.vector, q, at) for name, q in asked.items()}
+        futures = {
+            name: pool.submit(client.vector, q, at, labels_only=name in _LABELS_ONLY)
+            for name, q in asked.items()
+        }
         try:
             got = {name: future.result() for name, future in futures.items()}
             interval = gap.result()
