@@ -206,7 +206,8 @@ def main() -> None:
         url, proc = start_prometheus(data, work)
         try:
             options = PrometheusOptions(url)
-            client = Client(options)
+            # the baseline's client lives through every run: its deadline is the bench's
+            client = Client(PrometheusOptions(url, timeout_seconds=86400.0))
             lookback = f"[{fleet.days * 86400}s] @ {fleet.end_epoch:.3f}"
             plain = f"max_over_time(gpuwatch_gpu_required_memory_bytes{lookback})"
             load_usage(options, fleet.days, fleet.end_epoch)  # warm the page cache once

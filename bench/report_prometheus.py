@@ -113,7 +113,8 @@ def main() -> None:
             period = Period(fleet.start, datetime.fromtimestamp(fleet.end_epoch, UTC), "bench")
             options = PrometheusOptions(url, parallel_queries=args.parallel, rules="off")
             with_rules = PrometheusOptions(url, parallel_queries=args.parallel, rules="on")
-            client = Client(options)
+            # the baseline's client lives through every run: its deadline is the bench's
+            client = Client(PrometheusOptions(url, timeout_seconds=86400.0))
             ends = [fleet.start_epoch + (d + 1) * DAY_SECONDS for d in range(fleet.days)]
             queries = [(f"increase({m}[1d] @ {t}.000)", float(t)) for m in COUNTERS.values()
                        for t in ends]  # fmt: skip

@@ -244,11 +244,13 @@ def make_plan(
         )
     reference = build_gpu_catalog(config.sizing.gpus)
     needs = tuple(workload_needs(usages, reference))
-    catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
     try:
+        catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
         plan = solve(needs, catalog, options)
     except ImportError as exc:  # SolverMissingError: the `plan` extra is not installed
         raise PlanSourceError(str(exc)) from None
+    except (ValueError, RuntimeError) as exc:  # a price no GPU can have, HiGHS refusing one
+        raise PlanSourceError(f"no plan: {plain_name(str(exc).splitlines()[0], 200)}") from None
     return PlanReport(plan, needs, options, days, source, generated, end_epoch)
 
 

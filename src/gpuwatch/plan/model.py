@@ -33,7 +33,9 @@ class WorkloadNeed:
     percentile of SM activity (0-1) on `current_gpu_id`; the plan scales it by the
     dense BF16 TFLOPS of the current and the candidate GPU. `bandwidth_bytes_per_second`
     is the high-percentile DRAM bandwidth actually used (bytes/s), independent of the part.
-    `memory_bytes` is the need without headroom (the plan adds `PlanOptions.headroom_ratio`).
+    `memory_bytes` is the need without headroom (the plan adds `PlanOptions.headroom_ratio`);
+    None when the lookback holds no need and no memory used for it (need unknown: the plan
+    leaves the unit on its GPU rather than size it from nothing).
     """
 
     key: str  # stable id: the GPU's uuid, or the job's sorted uuids joined by ","
@@ -43,8 +45,8 @@ class WorkloadNeed:
     current_gpu_id: str | None  # catalog id of the GPU it runs on now (None: not in catalog)
     current_usd_per_hour: float  # what its GPUs cost now, all of them, $/h
     activity: Activity
-    memory_bytes: float  # need per GPU, bytes, without headroom
-    memory_basis: NeedBasis
+    memory_bytes: float | None  # need per GPU, bytes, without headroom; None: unknown
+    memory_basis: NeedBasis | None  # None with the need unknown
     activity_ratio: float | None  # high-percentile SM activity on the current GPU, 0-1
     bandwidth_bytes_per_second: float | None  # high-percentile DRAM bandwidth per GPU
     namespace: str | None = None  # the owning pods' namespace (one), else None

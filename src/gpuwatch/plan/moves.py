@@ -108,7 +108,9 @@ def plan_moves(plan: Plan, needs: Sequence[WorkloadNeed]) -> list[Move]:
                 Move(
                     "unplaced",
                     (need.label,),
-                    "keeps its GPU: no candidate holds its need with headroom",
+                    "keeps its GPU: need unknown (no memory need or memory used in the lookback)"
+                    if need.memory_bytes is None
+                    else "keeps its GPU: no candidate holds its need with headroom",
                     0.0,
                     need.pods,
                 )

@@ -16,7 +16,9 @@ The same figures as the local history (`plan/local.py`), one query each over the
   `gpuwatch_gpu_price_usd_per_hour`; name and index: the latest `gpuwatch_gpu_info`.
 
 The queries (`queries`) are independent: they run `PrometheusOptions.parallel_queries`
-(4, as the report's) at a time.
+(4, as the report's) at a time, all ended by the run's deadline (`--prometheus-timeout`).
+An answer that is not the API's shape, or a sample that is NaN, infinite or negative,
+fails the source in one line (`report.prometheus.Client`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from gpuwatch.report.prometheus import Client, LabelKey, PrometheusOptions, host
 
 _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
+
+_LABELS_ONLY = frozenset({"info", "bases", "pods"})  # queries whose values are not used
 
 GpuKey = tuple[str, str]  # (host, uuid)
 
@@ -83,14 +87,19 @@ def queries(days: float, at: float) -> dict[str, str]:
 def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUsage]:
     """Each GPU's use over the `days` before `at` (epoch s): `queries`, run
     `options.parallel_queries` at a time."""
-    client = Client(options)
     asked = queries(days, at)
-    with ThreadPoolExecutor(max(1, options.parallel_queries)) as pool:
+    with Client(options) as client, ThreadPoolExecutor(max(1, options.parallel_queries)) as pool:
         gap = pool.submit(_interval, client, at, options.scrape_interval_seconds)
-        got = dict(
-            zip(asked, pool.map(lambda q: client.vector(q, at), asked.values()), strict=True)
-        )
-        interval = gap.result()
+        futures = {
+            name: pool.submit(client.vector, q, at, labels_only=name in _LABELS_ONLY)
+            for name, q in asked.items()
+        }
+        try:
+            got = {name: future.result() for name, future in futures.items()}
+            interval = gap.result()
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the source's
+            raise
     info: dict[GpuKey, tuple[str, int | None]] = {}
     for labels in got["info"]:
         if (key := _gpu(labels)) is not None:

@@ -122,7 +122,9 @@ def _unit_rows(report: PlanReport) -> list[list[str]]:
             [
                 need.label,
                 need.activity,
-                f"{need.memory_bytes / GIB:.1f} GiB ({need.memory_basis})",
+                "need unknown"
+                if need.memory_bytes is None
+                else f"{need.memory_bytes / GIB:.1f} GiB ({need.memory_basis})",
                 "n/a" if need.activity_ratio is None else f"{need.activity_ratio * 100:.0f} %",
                 "n/a"
                 if need.bandwidth_bytes_per_second is None

@@ -24,17 +24,20 @@ Rules (docs/plan.md says them to users):
 - Pools: units of different namespaces never share a GPU unless
   `share_across_namespaces`; units without a namespace form one pool of their own.
 
-Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens); pools share
-`time_limit_seconds` in proportion to their units. Time-sliced GPUs are modelled by their
-leader (the unit that comes first, largest first, among those on one GPU), so no two
-GPUs of a solution are interchangeable; leaders whose GPU cannot pay for itself are left
-out, and so are models that another as cheap and as large makes redundant
-(`_prefer_current` then moves a GPU back to its units' current model where that costs
-the same). A greedy plan starts the search. The proved bound of a pool is the larger of
-HiGHS's dual bound and a fractional bound (each unit's cheapest share of one resource);
-`Plan.lower_bound_usd_per_hour` adds the pools' bounds to the fixed costs (multi-GPU and
-unplaced units). A pool whose MILP would exceed `MAX_PAIRS` is solved in parts, and its
-bound comes from a relaxation of the whole pool (`_relaxation_bound`).
+Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
+keeps `time_limit_seconds` (`_Clock`): pools share what is left in proportion to their
+units, less the time building the later pools is expected to take; building stops at the
+limit, and a pool reached after it keeps each unit alone on its cheapest candidate.
+Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
+among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
+GPU cannot pay for itself are left out, and so are models that another as cheap and as
+large makes redundant (`_prefer_current` then moves a GPU back to its units' current
+model where that costs the same). A greedy plan starts the search. The proved bound of a
+pool is the larger of HiGHS's dual bound and a fractional bound (each unit's cheapest
+share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds to the
+fixed costs (multi-GPU and unplaced units). A pool whose MILP would exceed `MAX_PAIRS`
+is solved in parts, and its bound comes from a relaxation of the whole pool
+(`_relaxation_bound`).
 
 HiGHS runs with presolve off: on some of these models HiGHS 1.16's presolve neither
 stops at the time limit nor keeps the optimum (a start of cost 2.51 became 5.94 in the
@@ -69,6 +72,10 @@ _PREFER = 1e-7
 at equal price a unit stays alone, then gets a MIG instance (isolated), then a share of
 a time-sliced GPU. Every bound HiGHS proves is divided by (1 + 2 x this): still a bound.
 """
+
+MIN_HIGHS_SECONDS = 0.02
+"""HiGHS is not started with less time than this: the pool keeps its greedy start (HiGHS
+takes about this long to stop at its limit, so a smaller limit would not be kept)."""
 
 _GAP_ZERO = 1e-6
 """A plan within this relative distance of its bound reports a gap of 0."""
@@ -156,6 +163,36 @@ class _Result:
     timed_out: bool = False
 
 
+class _OutOfTimeError(Exception):
+    """The solve's time limit passed while a pool was being built or bounded."""
+
+
+class _Clock:
+    """The whole solve's time limit: HiGHS's share of it per pool, and the checks that
+    stop Python's own work (bounds, models, greedy starts) once it has passed."""
+
+    def __init__(self, started: float, limit: float, units: int) -> None:
+        self.started = started
+        self.deadline = started + limit
+        self.solver_seconds = 0.0  # inside HiGHS so far
+        self.units_built = 0  # units whose pool model was built so far
+        self.remaining = units  # units whose pool is not solved yet
+
+    def check(self) -> None:
+        """Raise _OutOfTimeError once the time limit has passed."""
+        if time.perf_counter() >= self.deadline:
+            raise _OutOfTimeError
+
+    def budget(self, units: int) -> float:
+        """HiGHS's seconds for a model of `units` of the units not solved yet: their
+        share of the time left, less what building the pools after it will take
+        (Python's seconds per unit so far, times the units after it)."""
+        now = time.perf_counter()
+        python = (now - self.started - self.solver_seconds) / max(self.units_built, 1)
+        reserve = python * max(self.remaining - units, 0)
+        return (self.deadline - now - reserve) * units / max(self.remaining, 1)
+
+
 def solve(
     needs: Sequence[WorkloadNeed], catalog: GpuCatalog, options: PlanOptions | None = None
 ) -> Plan:
@@ -172,11 +209,15 @@ def solve(
     rules = CandidateRules(catalog, options.candidate_gpu_ids)
 
     unplaced: list[WorkloadNeed] = []
-    unknown_models = 0
+    unknown_models = unknown_needs = 0
     single: list[_Unit] = []
     multi: list[_Unit] = []
     for order, need in enumerate(needs):
         if need.reclaimable:
+            continue
+        if need.memory_bytes is None:  # sized from nothing it would claim any saving
+            unknown_needs += 1
+            unplaced.append(need)
             continue
         unit = _unit(need, order, catalog, rules, options.headroom_ratio)
         unknown_models += unit is None
@@ -196,25 +237,31 @@ def solve(
         placements.extend((unit.order, one) for _ in range(unit.need.gpu_count))
 
     pools = _pools(single, options.share_across_namespaces)
-    deadline = started + options.time_limit_seconds
-    remaining = len(single)
+    clock = _Clock(started, options.time_limit_seconds, len(single))
     cost = bound = fixed
     timed_out = chunked = 0
     for pool in pools:
-        pool_budget = (deadline - time.perf_counter()) * len(pool) / remaining
-        pieces = _chunks(pool, fit, options)
-        pool_bound = _fractional_bound(pool, fit, options)
+        pieces, pool_bound = [pool], 0.0  # past the time limit: no bound but 0
+        try:
+            pieces = _chunks(pool, fit, options)
+            pool_bound = _fractional_bound(pool, fit, options, clock)
+        except _OutOfTimeError:
+            pass
         relaxed: _Result | None = None
         if len(pieces) > 1:  # the whole pool relaxed first, with a third of its time
             chunked += 1
-            budget = max(pool_budget / 3, 0.05)
-            relaxed_bound, relaxed = _relaxation(pool, fit, options, budget, highspy)
-            pool_bound = max(pool_bound, relaxed_bound)
+            try:
+                relaxed_bound, relaxed = _relaxation(pool, fit, options, clock, highspy)
+                pool_bound = max(pool_bound, relaxed_bound)
+            except _OutOfTimeError:
+                pass
         results = []
         for piece in pieces:
-            budget = max((deadline - time.perf_counter()) * len(piece) / remaining, 0.05)
-            remaining -= len(piece)
-            results.append(_solve_pool(piece, fit, options, budget, highspy))
+            try:
+                results.append(_solve_pool(piece, fit, options, clock, highspy))
+            except _OutOfTimeError:  # each unit alone on its cheapest GPU
+                results.append(_alone_result(piece, fit))
+            clock.remaining -= len(piece)
         if len(pieces) == 1:
             pool_bound = max(pool_bound, results[0].bound)
         pool_cost = sum(result.cost for result in results)
@@ -245,6 +292,7 @@ def solve(
             multi=multi,
             unplaced=unplaced,
             unknown_models=unknown_models,
+            unknown_needs=unknown_needs,
             chunked=chunked,
             timed_out=timed_out,
             fit=fit,
@@ -268,7 +316,11 @@ def _unit(
     need: WorkloadNeed, order: int, catalog: GpuCatalog, rules: CandidateRules, headroom: float
 ) -> _Unit | None:
     """The unit's needs with headroom; None where its current GPU is not in the catalog."""
-    if need.current_gpu_id is None or need.current_gpu_id not in catalog:
+    if (
+        need.current_gpu_id is None
+        or need.current_gpu_id not in catalog
+        or need.memory_bytes is None
+    ):
         return None
     current = catalog.get(need.current_gpu_id)
     candidates, _rule = rules.candidates(current)
@@ -317,7 +369,9 @@ def _chunks(pool: list[_Unit], fit: _Fit, options: PlanOptions) -> list[list[_Un
     return [ordered[i : i + size] for i in range(0, len(ordered), size)]
 
 
-def _fractional_bound(units: Sequence[_Unit], fit: _Fit, options: PlanOptions) -> float:
+def _fractional_bound(
+    units: Sequence[_Unit], fit: _Fit, options: PlanOptions, clock: _Clock
+) -> float:
     """A lower bound on a pool's cost: each unit's cheapest share of one resource.
 
     For a fixed resource (memory, compute or bandwidth), the units on one GPU take at most
@@ -329,6 +383,7 @@ def _fractional_bound(units: Sequence[_Unit], fit: _Fit, options: PlanOptions) -
     for k in range(3):
         total = 0.0
         for unit in units:
+            clock.check()
             cheapest = _cheapest_alone(unit, fit).rent_usd_per_hour
             for gpu in unit.candidates:
                 price = gpu.rent_usd_per_hour
@@ -355,6 +410,7 @@ def _notes(
     multi: list[_Unit],
     unplaced: list[WorkloadNeed],
     unknown_models: int,
+    unknown_needs: int,
     chunked: int,
     timed_out: int,
     fit: _Fit,
@@ -380,12 +436,23 @@ def _notes(
             f"{fit.headroom:.0%} headroom: each stays "
             "alone on a GPU of its current model"
         )
-    if unplaced:
+    if unknown_needs:
         notes.append(
-            f"{counted(len(unplaced), 'unit')} "
+            f"{counted(unknown_needs, 'unit')} "
+            + (
+                "keeps its current GPU: need unknown"
+                if unknown_needs == 1
+                else "keep their current GPU: need unknown"
+            )
+            + " (no memory need or memory used in the lookback)"
+        )
+    if len(unplaced) > unknown_needs:
+        no_home = len(unplaced) - unknown_needs
+        notes.append(
+            f"{counted(no_home, 'unit')} "
             + (
                 "keeps its current GPU: no candidate holds it"
-                if len(unplaced) == 1
+                if no_home == 1
                 else "keep their current GPU: no candidate holds them"
             )
             + (f" ({unknown_models} on a GPU the catalog lacks)" if unknown_models else "")
@@ -418,9 +485,12 @@ class _Model:
         self.rows.append((index, value, lower, upper))
 
     def solve(
-        self, highspy: Any, options: PlanOptions, budget: float, start: list[float]
+        self, highspy: Any, options: PlanOptions, budget: float, start: list[float], clock: _Clock
     ) -> tuple[list[float] | None, float, bool]:
-        """(column values or None, proved bound, stopped by the time limit)."""
+        """(column values or None, proved bound, stopped by the time limit); HiGHS does not
+        run when `budget` is below `MIN_HIGHS_SECONDS` (None, 0, stopped)."""
+        if budget < MIN_HIGHS_SECONDS:
+            return None, 0.0, True
         lp = highspy.HighsLp()
         lp.num_col_ = len(self.cost)
         lp.num_row_ = len(self.rows)
@@ -453,7 +523,9 @@ class _Model:
         solution = highspy.HighsSolution()
         solution.col_value = start
         solver.setSolution(solution)
+        ran = time.perf_counter()
         solver.run()
+        clock.solver_seconds += time.perf_counter() - ran
         status = solver.getModelStatus()
         info = solver.getInfo()
         timed_out = status != highspy.HighsModelStatus.kOptimal
@@ -726,13 +798,16 @@ def _greedy_start(
     shared: list[_SharedBlock],
     mig: list[_MigBlock],
     columns: int,
+    *,
+    clock: _Clock,
 ) -> list[float]:
-    """A first solution for the MILP: while some GPU saves money, open the one that saves
-    most (time-sliced or MIG, filled greedily); every other unit alone."""
+    """A first solution for the MILP: while some GPU saves money (and the time limit has
+    not passed), open the one that saves most (time-sliced or MIG, filled greedily);
+    every other unit alone."""
     worth = [gpu.rent_usd_per_hour for gpu in alone]
     free = set(range(len(alone)))
     start = [0.0] * columns
-    while True:
+    while time.perf_counter() < clock.deadline:
         best: tuple[float, Callable[[], list[int]] | None] = (_TOLERANCE, None)
         for block in shared:
             price = block.gpu.rent_usd_per_hour
@@ -804,7 +879,7 @@ def _open_mig(
 
 
 def _add_mig(
-    model: _Model, units: list[_Unit], fit: _Fit, choices: list[list[int]]
+    model: _Model, units: list[_Unit], fit: _Fit, choices: list[list[int]], clock: _Clock
 ) -> list[_MigBlock]:
     """MIG columns: GPUs per (model, configuration), units per (model, profile)."""
     found = _mig_options(units, fit)
@@ -817,6 +892,7 @@ def _add_mig(
     kept.sort(key=lambda item: order.index(item[0].gpu.id))
     blocks = []
     for option, table in kept:
+        clock.check()
         used = [k for k, eligible in enumerate(option.eligible) if eligible]
         configs = _mig_configurations(table, used)
         price = option.gpu.rent_usd_per_hour * (1 + _PREFER)
@@ -835,7 +911,11 @@ def _add_mig(
 
 
 def _relaxation(
-    units: list[_Unit], fit: _Fit, options: PlanOptions, budget: float, highspy: Any
+    units: list[_Unit],
+    fit: _Fit,
+    options: PlanOptions,
+    clock: _Clock,
+    highspy: Any,
 ) -> tuple[float, _Result | None]:
     """For a pool too large for one exact MILP: (a lower bound, a plan or None).
 
@@ -852,6 +932,7 @@ def _relaxation(
     shared: list[tuple[GpuSpec, dict[int, tuple[float, float, float]], dict[int, int]]] = []
     if options.time_slicing:
         for option in _undominated(_shared_options(units, fit)):
+            clock.check()
             gpu = option.gpu
             eligible = sorted(option.eligible[0])
             sizes = {i: fit.sizes(units[i], gpu) for i in eligible}
@@ -868,13 +949,14 @@ def _relaxation(
             model.row(columns, [1.0] * len(on) + [-float(most)], -math.inf, 0.0)
             model.row(columns, [1.0] * len(on) + [-2.0], 0.0, math.inf)
             shared.append((gpu, sizes, on))
-    mig = _add_mig(model, units, fit, choices) if options.mig else []
+    mig = _add_mig(model, units, fit, choices, clock) if options.mig else []
     for row in choices:
         model.row(row, [1.0] * len(row), 1.0, 1.0)
     start = [0.0] * len(model.cost)
     for column in alone_column:
         start[column] = 1.0
-    values, bound, timed_out = model.solve(highspy, options, budget, start)
+    budget = clock.budget(len(units)) / 3  # a third of the pool's time
+    values, bound, timed_out = model.solve(highspy, options, budget, start, clock)
     if values is None:
         return bound, None
     plan = _Collector(
@@ -939,8 +1021,20 @@ def _add_mig_gpus(plan: _Collector, block: _MigBlock, values: list[float]) -> No
             plan.add(block.gpu, list(instances), list(instances.values()))
 
 
+def _alone_result(units: list[_Unit], fit: _Fit) -> _Result:
+    """Each unit alone on its cheapest candidate (a pool reached past the time limit)."""
+    plan = _Collector(units, fit, _Result(placements=[], cost=0.0, bound=0.0, timed_out=True))
+    for i, unit in enumerate(units):
+        plan.add(_cheapest_alone(unit, fit), [i], None)
+    return plan.result
+
+
 def _solve_pool(
-    units: list[_Unit], fit: _Fit, options: PlanOptions, budget: float, highspy: Any
+    units: list[_Unit],
+    fit: _Fit,
+    options: PlanOptions,
+    clock: _Clock,
+    highspy: Any,
 ) -> _Result:
     """One MILP: each unit alone, time-sliced on a GPU, or on a MIG instance."""
     model = _Model()
@@ -954,6 +1048,7 @@ def _solve_pool(
     if options.time_slicing:
         worth = {i: gpu.rent_usd_per_hour for i, gpu in enumerate(alone)}
         for option in _undominated(_shared_options(units, fit)):
+            clock.check()
             gpu = option.gpu
             sizes = {i: fit.sizes(units[i], gpu) for i in option.eligible[0]}
             block = _SharedBlock(gpu, sizes, {}, {})
@@ -987,13 +1082,15 @@ def _solve_pool(
                     model.row(leads, [1.0] * len(leads), 0.0, float(most))
                 shared.append(block)
 
-    mig = _add_mig(model, units, fit, choices) if options.mig else []
+    mig = _add_mig(model, units, fit, choices, clock) if options.mig else []
 
     for row in choices:
         model.row(row, [1.0] * len(row), 1.0, 1.0)
 
-    start = _greedy_start(alone, alone_column, shared, mig, len(model.cost))
-    values, bound, timed_out = model.solve(highspy, options, budget, start)
+    start = _greedy_start(alone, alone_column, shared, mig, len(model.cost), clock=clock)
+    clock.units_built += len(units)
+    budget = clock.budget(len(units))
+    values, bound, timed_out = model.solve(highspy, options, budget, start, clock)
     if values is None:
         values = start
 

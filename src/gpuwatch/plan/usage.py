@@ -9,8 +9,9 @@ What a unit did over the lookback (`activity_of`): busy when any of its time was
 busy or underutilized; else held when any was held (memory kept, no work); else idle
 when any was idle; else unknown (only pending time). Its memory need is the maximum of
 the need the agent exported with its basis (declared, measured from the inference
-server, or observed), its activity and DRAM bandwidth the sources' high percentile
-(`HIGH_PERCENTILE`) of hourly figures.
+server, or observed), else NVML's peak memory used, else unknown (None: the lookback has
+neither; the plan keeps such a unit on its GPU), its activity and DRAM bandwidth the
+sources' high percentile (`HIGH_PERCENTILE`) of hourly figures.
 """
 
 from __future__ import annotations
@@ -161,8 +162,8 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 current_gpu_id=None if spec is None else spec.id,
                 current_usd_per_hour=price,
                 activity=activity,
-                memory_bytes=memory or 0.0,
-                memory_basis=basis or "observed",
+                memory_bytes=memory,
+                memory_basis=basis,
                 activity_ratio=_max(u.activity_ratio for u in group),
                 bandwidth_bytes_per_second=(
                     None

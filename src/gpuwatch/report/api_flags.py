@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,13 @@ def add_prometheus_arguments(parser: argparse.ArgumentParser, *, rules: bool = T
     api.add_argument(
         "--prometheus-insecure", action="store_true", help="skip TLS certificate verification"
     )
-    api.add_argument("--prometheus-timeout", type=POSITIVE, default=60.0, metavar="SECONDS")
+    api.add_argument(
+        "--prometheus-timeout",
+        type=POSITIVE,
+        default=300.0,
+        metavar="SECONDS",
+        help="a deadline for the whole run: every query ends by then (default 300)",
+    )
     api.add_argument(
         "--prometheus-scrape-interval",
         type=POSITIVE,
@@ -65,6 +73,7 @@ def prometheus_options(args: argparse.Namespace) -> Any:
         if not sep:
             raise ReportUsageError("--prometheus-header: expected 'Name: value'")
         headers.append((name.strip(), value.strip()))
+    timeout = float(getattr(args, "prometheus_timeout", 300.0))
     try:
         return PrometheusOptions(
             url=args.prometheus,
@@ -74,7 +83,8 @@ def prometheus_options(args: argparse.Namespace) -> Any:
             basic_auth_password_file=getattr(args, "prometheus_password_file", None),
             ca_file=getattr(args, "prometheus_ca_file", None),
             insecure_skip_verify=bool(getattr(args, "prometheus_insecure", False)),
-            timeout_seconds=float(getattr(args, "prometheus_timeout", 60.0)),
+            timeout_seconds=timeout,
+            deadline=time.monotonic() + timeout if math.isfinite(timeout) else None,
             scrape_interval_seconds=getattr(args, "prometheus_scrape_interval", None),
             rules=str(getattr(args, "prometheus_rules", "off")),
         )

@@ -39,7 +39,8 @@ Options (`PrometheusOptions`), the CLI flags they come from:
   --prometheus-password-file F       ... and its password (file)
   --prometheus-ca-file F             CA bundle for https
   --prometheus-insecure              skip TLS verification
-  --prometheus-timeout SECONDS       per request (default 60)
+  --prometheus-timeout SECONDS       the whole run's deadline, every query and read
+                                     included (default 300; `http_deadline.py`)
   --prometheus-scrape-interval S     skip measuring the scrape interval
   --prometheus-rules auto|on|off     the report's recording rules (prometheus_rules.py):
                                      used for the days their heartbeat chain covers,
@@ -52,11 +53,15 @@ The memory peak of a GPU-day is `max_over_time(gpuwatch_gpu_memory_used_bytes)` 
 from __future__ import annotations
 
 import base64
+import functools
+import http.client
 import itertools
 import json
 import math
+import re
 import ssl
 import statistics
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -69,6 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.report import prometheus_rules as rules
+from gpuwatch.report.http_deadline import SocketWatch, watched_opener
 from gpuwatch.report.model import (
     GPU_STATES,
     GpuDay,
@@ -142,10 +148,20 @@ RAW_DAY_FIGURES = {
 underutilized state samples, the activity gauge's samples (sum and count), and what the
 memory need was (declared, measured, observed)."""
 
+LABEL_FIGURES = frozenset({"info", "price", "recommendation", "need_basis"})
+"""Figures the report reads the labels of only (name, index, price source, recommendation,
+need basis): their values are not checked, so a price the report never sums (an infinite
+one included) does not stop it; the fleet plan, which does use it, fails alone."""
+
 ProgressCallback = Callable[[int, int], None]
 """Called with (queries done, queries planned) as the report's queries complete."""
 
 LabelKey = tuple[tuple[str, str], ...]
+
+
+MAX_SAMPLE = float(2**53)
+"""The largest sample magnitude read: beyond it no counter is exact and sums may overflow
+(a larger price, count or amount is the store's garbage, not a fleet's)."""
 
 
 class PrometheusError(Exception):
@@ -163,10 +179,12 @@ class PrometheusOptions:
     basic_auth_password_file: Path | None = None
     ca_file: Path | None = None
     insecure_skip_verify: bool = False
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = 300.0  # the whole run's: `deadline` is set from it
     scrape_interval_seconds: float | None = None
     parallel_queries: int = 4
     rules: str = "off"  # recording rules: off (default: faster), auto (when found), on (required)
+    deadline: float | None = None  # time.monotonic() by which every query ends; None: each
+    # Client's is timeout_seconds after it is made
 
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
@@ -178,10 +196,12 @@ class PrometheusOptions:
             raise ValueError("--prometheus-bearer-token-file: choose bearer token or basic auth")
         if (self.basic_auth_password_file is not None) != (self.basic_auth_user is not None):
             raise ValueError("--prometheus-password-file: needs --prometheus-user (and back)")
-        if self.timeout_seconds <= 0:
-            raise ValueError("--prometheus-timeout: must be positive")
-        if self.scrape_interval_seconds is not None and self.scrape_interval_seconds <= 0:
-            raise ValueError("--prometheus-scrape-interval: must be positive")
+        if not self.timeout_seconds > 0 or not math.isfinite(self.timeout_seconds):
+            raise ValueError("--prometheus-timeout: expected a positive number of seconds")
+        if self.scrape_interval_seconds is not None and not (
+            0 < self.scrape_interval_seconds < math.inf
+        ):
+            raise ValueError("--prometheus-scrape-interval: expected a positive number of seconds")
         if self.rules not in RULE_MODES:
             raise ValueError("--prometheus-rules: expected auto, on or off")
         for name, value in self.headers:
@@ -205,7 +225,13 @@ def redact_url(url: str) -> str:
 
 
 class Client:
-    """Instant queries against `/api/v1/query`, authenticated as the options say."""
+    """Instant queries against `/api/v1/query`, authenticated as the options say, each
+    ended by the run's deadline (`PrometheusOptions.deadline`).
+
+    Every answer is checked: valid JSON of the API's shape, and every sample a finite
+    number of at most `MAX_SAMPLE` (and >= 0 unless the query is `signed`); anything else
+    is a PrometheusError.
+    """
 
     def __init__(self, options: PrometheusOptions) -> None:
         parts = urllib.parse.urlsplit(options.url)
@@ -225,52 +251,158 @@ class Client:
         if user is not None:
             pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password or '')}"
             self._headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        self._context: ssl.SSLContext | None = None
+        context: ssl.SSLContext | None = None
         if parts.scheme == "https":
-            self._context = ssl.create_default_context(
+            context = ssl.create_default_context(
                 cafile=str(options.ca_file) if options.ca_file else None
             )
             if options.insecure_skip_verify:
-                self._context.check_hostname = False
-                self._context.verify_mode = ssl.CERT_NONE
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+        deadline = options.deadline
+        if deadline is None:
+            deadline = time.monotonic() + options.timeout_seconds
+        self._watch = SocketWatch(deadline)
+        self._opener = watched_opener(self._watch, context)
 
-    def query(self, promql: str, at: float) -> tuple[str, list[dict[str, Any]]]:
+    def close(self) -> None:
+        """Stop the deadline's timer (the client's queries are over)."""
+        self._watch.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _late(self) -> PrometheusError:
+        return PrometheusError(
+            f"{self._display}: no complete answer within --prometheus-timeout "
+            f"{self._timeout:g} s (a deadline for the whole run)"
+        )
+
+    def query(self, promql: str, at: float) -> tuple[str, list[Any]]:
         """Run one instant query at `at` (Unix seconds); (resultType, result)."""
+        remaining = self._watch.remaining()
+        if remaining <= 0:
+            raise self._late()
         form = [("query", promql), ("time", f"{at:.3f}"), *self._extra_query]
         body = urllib.parse.urlencode(form).encode()
         headers = {**self._headers, "Content-Type": "application/x-www-form-urlencoded"}
         request = urllib.request.Request(self._endpoint, data=body, headers=headers)  # noqa: S310
         try:
-            with urllib.request.urlopen(  # noqa: S310 (http or https only, checked)
-                request, timeout=self._timeout, context=self._context
-            ) as response:
+            with self._opener.open(request, timeout=remaining) as response:
                 payload = json.loads(response.read())
         except urllib.error.HTTPError as exc:
+            if self._watch.expired:
+                raise self._late() from None
             raise PrometheusError(f"{self._display}: HTTP {exc.code}{_api_error(exc)}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (
+            urllib.error.URLError,
+            OSError,
+            ValueError,
+            RecursionError,
+            http.client.HTTPException,
+        ) as exc:
+            if self._watch.expired or isinstance(exc, TimeoutError):
+                raise self._late() from None
             reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"{self._display}: {reason}") from None
+            raise PrometheusError(f"{self._display}: {_one_line(str(reason))}") from None
+        if not isinstance(payload, dict):
+            raise self._shape(promql, "not a JSON object")
         if payload.get("status") != "success":
-            raise PrometheusError(f"{self._display}: {payload.get('error', 'query failed')}")
-        data = payload["data"]
+            error = _one_line(str(payload.get("error", "query failed")))
+            raise PrometheusError(f"{self._display}: {error}")
+        data = payload.get("data")
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("resultType"), str)
+            or not isinstance(data.get("result"), list)
+        ):
+            raise self._shape(promql, "no data.resultType and data.result list")
         return str(data["resultType"]), list(data["result"])
 
-    def vector(self, promql: str, at: float) -> dict[LabelKey, float]:
-        """An instant vector as {labels: value}."""
+    def vector(
+        self, promql: str, at: float, *, signed: bool = False, labels_only: bool = False
+    ) -> dict[LabelKey, float]:
+        """An instant vector as {labels: value}; `signed`: values below 0 are allowed;
+        `labels_only`: the caller reads the labels only, every value is 0."""
         kind, result = self.query(promql, at)
         if kind != "vector":
-            raise PrometheusError(f"{self._display}: expected a vector, got {kind}")
-        return {_key(item["metric"]): float(item["value"][1]) for item in result}
+            raise PrometheusError(f"{self._display}: expected a vector, got {_one_line(kind)}")
+        out: dict[LabelKey, float] = {}
+        for item in result:
+            key = self._labels(promql, item)
+            pair = item.get("value")
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise self._shape(promql, "a sample is not [time, value]")
+            self._number(promql, key, pair[0], signed=False)
+            out[key] = 0.0 if labels_only else self._number(promql, key, pair[1], signed=signed)
+        return out
 
     def matrix(self, promql: str, at: float) -> dict[LabelKey, list[tuple[float, float]]]:
-        """A range vector's raw samples as {labels: [(unix seconds, value)]}."""
+        """A range vector's raw samples as {labels: [(unix seconds, value)]}, times rising."""
         kind, result = self.query(promql, at)
         if kind != "matrix":
-            raise PrometheusError(f"{self._display}: expected a matrix, got {kind}")
-        return {
-            _key(item["metric"]): [(float(t), float(v)) for t, v in item["values"]]
-            for item in result
-        }
+            raise PrometheusError(f"{self._display}: expected a matrix, got {_one_line(kind)}")
+        out: dict[LabelKey, list[tuple[float, float]]] = {}
+        for item in result:
+            key = self._labels(promql, item)
+            values = item.get("values")
+            if not isinstance(values, list):
+                raise self._shape(promql, "a series has no values list")
+            samples: list[tuple[float, float]] = []
+            for pair in values:
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise self._shape(promql, "a sample is not [time, value]")
+                t = self._number(promql, key, pair[0], signed=False)
+                if samples and t <= samples[-1][0]:
+                    raise self._shape(promql, "sample times out of order")
+                samples.append((t, self._number(promql, key, pair[1], signed=False)))
+            out[key] = samples
+        return out
+
+    def _labels(self, promql: str, item: object) -> LabelKey:
+        metric = item.get("metric") if isinstance(item, dict) else None
+        if not isinstance(metric, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
+        ):
+            raise self._shape(promql, "a series has no metric of string labels")
+        return _key(metric)
+
+    def _number(self, promql: str, key: LabelKey, raw: object, *, signed: bool) -> float:
+        """`raw` (a sample's time or value) as a float: finite, and >= 0 unless `signed`."""
+        if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+            raise self._shape(promql, "a sample is not a number")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise self._shape(promql, f"a sample is {_one_line(str(raw))!r}") from None
+        if not abs(value) <= MAX_SAMPLE or (value < 0 and not signed):
+            expected = "a finite number" + ("" if signed else " >= 0") + " of at most 2^53"
+            where = f" (host {host_of(key)!r})" if host_of(key) else ""
+            raise PrometheusError(
+                f"{self._display}: {_metric_of(promql)}{where} is {_one_line(str(raw))}: "
+                f"expected {expected}"
+            )
+        return value
+
+    def _shape(self, promql: str, what: str) -> PrometheusError:
+        return PrometheusError(
+            f"{self._display}: not a Prometheus API answer to {_metric_of(promql)} ({what})"
+        )
+
+
+def _metric_of(promql: str) -> str:
+    """The first gpuwatch metric a query names (what a message about its answer shows)."""
+    found = re.search(r"gpuwatch[_:][A-Za-z0-9_:]*", promql)
+    return found.group(0) if found else "a query"
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """`text` on one line (control characters escaped), at most `limit` characters."""
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit * 2])
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _api_error(exc: urllib.error.HTTPError) -> str:
@@ -278,7 +410,7 @@ def _api_error(exc: urllib.error.HTTPError) -> str:
         error = json.loads(exc.read()).get("error")
     except (ValueError, OSError, AttributeError):
         return ""
-    return f" ({str(error)[:200]})" if error else ""
+    return f" ({_one_line(str(error))})" if error else ""
 
 
 def _read_secret(path: Path, flag: str) -> str:
@@ -354,11 +486,15 @@ class _Planner:
         results: dict[str, Any] = {}
         with ThreadPoolExecutor(self.workers) as pool:
             futures = {name: pool.submit(job) for name, job in jobs.items()}
-            for name, future in futures.items():
-                results[name] = future.result()
-                self.done += 1
-                if self.progress is not None:
-                    self.progress(self.done, self.planned)
+            try:
+                for name, future in futures.items():
+                    results[name] = future.result()
+                    self.done += 1
+                    if self.progress is not None:
+                        self.progress(self.done, self.planned)
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the run's
+                raise
         return results
 
 
@@ -391,11 +527,16 @@ def _day_jobs(client: Client, days: list[_Day], plans: Plans) -> dict[str, Calla
                 expr = f"{figure.function}({series}[{window}] @ {_at(d.end)})"
             else:
                 expr = rules.day_expr(figure, _ms(d.start), _ms(d.end), plan)
-            jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
+            jobs[f"{name}@{i}"] = _bind(_reader(client, name), expr, d.end)
         for name, (function, series) in RAW_DAY_FIGURES.items():
             expr = f"{function}({series}[{window}] @ {_at(d.end)})"
-            jobs[f"{name}@{i}"] = _bind(client.vector, expr, d.end)
+            jobs[f"{name}@{i}"] = _bind(_reader(client, name), expr, d.end)
     return jobs
+
+
+def _reader(client: Client, figure: str) -> Callable[[str, float], dict[LabelKey, float]]:
+    """How a figure is read: its labels only (`LABEL_FIGURES`), else checked values."""
+    return functools.partial(client.vector, labels_only=figure in LABEL_FIGURES)
 
 
 def _ms(t: float) -> int:
@@ -531,7 +672,13 @@ def load(
     options: PrometheusOptions, period: Period, progress: ProgressCallback | None = None
 ) -> ReportData:
     """Read the fleet's figures for `period` from the API `options` names."""
-    client = Client(options)
+    with Client(options) as client:
+        return _load(client, options, period, progress)
+
+
+def _load(
+    client: Client, options: PrometheusOptions, period: Period, progress: ProgressCallback | None
+) -> ReportData:
     days = _days(period)
     plans, notes = _plan_days(client, options.rules, days)
     planner = _Planner(client, options.parallel_queries, progress)
@@ -565,6 +712,7 @@ def load(
         "sum(last_over_time(gpuwatch_rent_vs_buy_host_monthly_delta_usd[1d] @ "
         f"{_at(period.end_epoch)}))",
         period.end_epoch,
+        signed=True,
     )
     rent_vs_buy = _rent_vs_buy_gpus(client, period.end_epoch)
     at_activity = [
@@ -597,13 +745,13 @@ def _rent_vs_buy_gpus(client: Client, at: float) -> tuple[RentVsBuyGpu, ...]:
     (`gpuwatch_rent_vs_buy_inputs_info`, `_owned_inputs`). GPUs without a rent (agents
     before that gauge) are left out."""
 
-    def last(metric: str) -> dict[LabelKey, float]:
-        return client.vector(f"last_over_time({metric}[1d] @ {_at(at)})", at)
+    def last(metric: str, *, signed: bool = False) -> dict[LabelKey, float]:
+        return client.vector(f"last_over_time({metric}[1d] @ {_at(at)})", at, signed=signed)
 
     rent_series = last("gpuwatch_rent_vs_buy_rent_usd_per_hour")
     rent, indexes = _by_gpu(rent_series), _label_by_gpu(rent_series, "gpu")
     breakeven = _by_gpu(last("gpuwatch_rent_vs_buy_breakeven_utilization_ratio"))
-    delta = _by_gpu(last("gpuwatch_rent_vs_buy_monthly_delta_usd"))
+    delta = _by_gpu(last("gpuwatch_rent_vs_buy_monthly_delta_usd", signed=True))
     busy = _by_gpu(last('gpuwatch_gpu_busy_ratio{window="30d"}'))
     window = f"[{RENT_VS_BUY_DAYS}d] @ {_at(at)}"
     activity = _by_gpu(
@@ -850,10 +998,11 @@ def _pod_rows(
 def last_sample_epoch(options: PrometheusOptions, at: float) -> float | None:
     """Unix time of the fleet's newest `gpuwatch_gpu_up` sample in the day before `at`
     (the end of a month-to-date report); None when there is none."""
-    found = Client(options).vector(f"max(timestamp(gpuwatch_gpu_up @ {_at(at)}))", at)
-    if found:
-        return next(iter(found.values()))
-    found = Client(options).vector(
-        f"max(max_over_time(timestamp(gpuwatch_gpu_up)[1d:1m] @ {_at(at)}))", at
-    )
+    with Client(options) as client:
+        found = client.vector(f"max(timestamp(gpuwatch_gpu_up @ {_at(at)}))", at)
+        if found:
+            return next(iter(found.values()))
+        found = client.vector(
+            f"max(max_over_time(timestamp(gpuwatch_gpu_up)[1d:1m] @ {_at(at)}))", at
+        )
     return next(iter(found.values()), None)
