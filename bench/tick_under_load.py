@@ -24,7 +24,8 @@ hits both alike:
   `MAX_ACTIVE_REQUESTS` requests are answered at once (the others wait on a semaphore,
   holding no GIL).
 
-Run alone: `python bench/tick_under_load.py [--quick]`.
+`--extra-series N` adds N constant series to /metrics, a larger host's exposition.
+Run alone: `python bench/tick_under_load.py [--quick] [--extra-series N]`.
 """
 
 from __future__ import annotations
@@ -158,7 +159,23 @@ class GilReleasingNvml:
         return released
 
 
-def _agent(server: str) -> tuple[Any, list[tuple[float, float]]]:
+class ExtraSeries:
+    """`count` constant series in one family: a larger host's exposition (more GPUs, MIG
+    devices, processes) on top of the simulated one, so that a render takes longer."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def collect(self) -> Any:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily("bench_extra", "Padding series.", labels=["gpu", "pid"])
+        for i in range(self.count):
+            family.add_metric([str(i % 64), str(i)], float(i))
+        yield family
+
+
+def _agent(server: str, extra_series: int) -> tuple[Any, list[tuple[float, float]]]:
     """A started agent and the list its ticks append (start, end) monotonic times to."""
     from gpuwatch.agent import Agent
     from gpuwatch.clock import ScaledClock
@@ -185,6 +202,8 @@ def _agent(server: str) -> tuple[Any, list[tuple[float, float]]]:
 
     timed_tick.__name__ = "tick"
     agent.tick = timed_tick  # type: ignore[method-assign]
+    if extra_series:
+        agent.registry.register(ExtraSeries(extra_series))
     agent.open()
     agent.start()
     httpd = agent._server._httpd
@@ -194,8 +213,10 @@ def _agent(server: str) -> tuple[Any, list[tuple[float, float]]]:
     return agent, ticks
 
 
-def _measure(server: str, scrapers: int, seconds: float, load: Any) -> dict[str, Any]:
-    agent, ticks = _agent(server)
+def _measure(
+    server: str, scrapers: int, seconds: float, load: Any, extra_series: int
+) -> dict[str, Any]:
+    agent, ticks = _agent(server, extra_series)
     try:
         time.sleep(2 * INTERVAL_SECONDS)  # past start-up
         begin = time.monotonic()
@@ -225,8 +246,9 @@ def _measure(server: str, scrapers: int, seconds: float, load: Any) -> dict[str,
     }
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    """Each server at 0 and SCRAPERS scrapers, alternated in rounds."""
+def run(quick: bool = False, extra_series: int = 0) -> dict[str, Any]:
+    """Each server at 0 and SCRAPERS scrapers, alternated in rounds; `extra_series`
+    constant series are added to the exposition (0: the simulated host's alone)."""
     plan = QUICK if quick else FULL
     load = subprocess.Popen(
         [sys.executable, __file__, "--worker"],
@@ -240,7 +262,9 @@ def run(quick: bool = False) -> dict[str, Any]:
             order = SERVERS if round_no % 2 == 0 else SERVERS[::-1]
             for scrapers in (0, SCRAPERS):
                 for server in order:
-                    measured = _measure(server, scrapers, float(plan["window_seconds"]), load)
+                    measured = _measure(
+                        server, scrapers, float(plan["window_seconds"]), load, extra_series
+                    )
                     samples.setdefault((server, scrapers), []).append(measured)
     finally:
         assert load.stdin is not None
@@ -265,7 +289,13 @@ def run(quick: bool = False) -> dict[str, Any]:
             / sum(r["seconds"] for r in runs),
             "errors": [e for r in runs for e in r["errors"]][:3],
         }
-    return {"machine": machine_info(), "plan": plan, "scrapers": SCRAPERS, "rows": rows}
+    return {
+        "machine": machine_info(),
+        "plan": plan,
+        "scrapers": SCRAPERS,
+        "extra_series": extra_series,
+        "rows": rows,
+    }
 
 
 def report(result: dict[str, Any]) -> str:
@@ -329,7 +359,8 @@ def report(result: dict[str, Any]) -> str:
     out.append("")
     out.append(
         f"{machine['cpu_model']}, {machine['cpu_cores']} cores, Python {machine['python']}, "
-        f"{machine['date']}, commit {str(machine['git_commit'])[:10]}"
+        f"{machine['date']}, commit {str(machine['git_commit'])[:10]}, "
+        f"{result['extra_series']} extra series"
     )
     return "\n".join(out)
 
@@ -339,10 +370,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one short round")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    parser.add_argument(
+        "--extra-series", type=int, default=0, help="constant series added to /metrics"
+    )
     args = parser.parse_args()
     if args.worker:
         return _worker()
-    result = run(quick=args.quick)
+    result = run(quick=args.quick, extra_series=args.extra_series)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
 
