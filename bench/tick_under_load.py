@@ -231,11 +231,13 @@ def _measure(
             result = {"requests": 0, "errors": []}
         end = time.monotonic()
         renders = agent._server._httpd.exposition.renders
+        # unloaded now: the tick after the window's last one starts, closing its interval
+        time.sleep(2 * INTERVAL_SECONDS)
     finally:
         agent.stop()
-    starts = [s for s, _ in ticks if begin <= s <= end]
+    starts = [s for s, _ in ticks]
     durations = [e - s for s, e in ticks if begin <= s <= end]
-    intervals = [b - a for a, b in itertools.pairwise(starts)]
+    intervals = [b - a for a, b in itertools.pairwise(starts) if begin <= a <= end]
     return {
         "intervals": intervals,
         "durations": durations,
