@@ -308,3 +308,71 @@ def test_pods_on_mig_get_nothing_from_opencosts_two_families(tmp_path: Path) -> 
     for name, samples in families.items():
         assert {s["pod"] for s in samples if s["gpu"] == "0"} <= {""}, name
     assert [s["pod"] for s in families["DCGM_FI_DEV_FB_USED"] if s["gpu"] == "0"] == [""]
+
+
+CLASSIC_CSV = Path(__file__).parent / "data" / "dcgm_exporter" / "default-counters-classic.csv"
+NOT_EXPORTED = {"DCGM_FI_DEV_VGPU_LICENSE_STATUS": "a vGPU guest's licence, not a GPU's"}
+"""Active rows of the file gpuwatch leaves out, and why (README, "DCGM")."""
+EXTRA = {
+    "DCGM_FI_DEV_PCIE_TX_THROUGHPUT": "the default of releases before 4.0",
+    "DCGM_FI_DEV_PCIE_RX_THROUGHPUT": "the default of releases before 4.0",
+    "DCGM_FI_PROF_SM_ACTIVE": "a commented row, read by dcgm-exporter's dashboard",
+    "DCGM_FI_PROF_SM_OCCUPANCY": "a commented row, read by dcgm-exporter's dashboard",
+}
+"""Families gpuwatch exports beyond the file's active rows, and why."""
+
+
+def _csv_rows(path: Path) -> list[tuple[str, str, str]]:
+    """(field, Prometheus type, help) of each active row of a default-counters.csv."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        field, kind, help_text = (part.strip() for part in line.split(",", 2))
+        rows.append((field, kind, help_text))
+    return rows
+
+
+def test_every_active_row_of_the_classic_file_is_exported_or_explained() -> None:
+    rows = _csv_rows(CLASSIC_CSV)
+    metrics = {field: kind for field, kind, _ in rows if kind != "label"}
+    labels = [field for field, kind, _ in rows if kind == "label"]
+    assert labels == ["DCGM_FI_DRIVER_VERSION"]
+    assert {"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES"} <= set(metrics)
+    agent, clock = make_agent("demo", dcgm_compat=True)
+    try:
+        for _ in range(5):  # rates (PCIe, NVLink) need two samples
+            clock.advance(1.0)
+            snapshot = agent.tick()
+        text = generate_latest(agent.registry).decode()
+    finally:
+        agent.stop()
+    families = {
+        f.name: f for f in text_string_to_metric_families(text) if f.name.startswith("DCGM")
+    }
+    for field, kind in metrics.items():
+        if field in NOT_EXPORTED:
+            assert field not in families
+            continue
+        assert field in families, field
+        assert kind in ("gauge", "counter"), field
+        # a dcgm counter is exposed as a gauge: prometheus-client would add `_total`
+        assert families[field].type == "gauge", field
+        assert len(families[field].samples) == 4, field  # one series per H100
+    assert set(families) - set(metrics) == set(EXTRA)
+    driver = snapshot.driver.driver_version
+    assert driver
+    for family in families.values():
+        assert {s.labels["DCGM_FI_DRIVER_VERSION"] for s in family.samples} == {driver}
+
+
+def test_pcie_bytes_are_nvmls_throughput_in_bytes_per_second() -> None:
+    families = _run("demo", 5)
+    for direction in ("TX", "RX"):
+        nvml_kb = _by_gpu(families[f"DCGM_FI_DEV_PCIE_{direction}_THROUGHPUT"])
+        prof_bytes = _by_gpu(families[f"DCGM_FI_PROF_PCIE_{direction}_BYTES"])
+        assert prof_bytes == pytest.approx({g: v * 1024 for g, v in nvml_kb.items()})
+    # GPU 0 receives ~1800 MiB/s
+    assert _by_gpu(families["DCGM_FI_PROF_PCIE_RX_BYTES"])["0"] == pytest.approx(
+        1800 * 1024 * 1024, rel=0.05
+    )

@@ -581,3 +581,100 @@ def test_other_schemes_are_refused(auth_server: MetricsServer, prefix: str) -> N
         f"http://127.0.0.1:{auth_server.port}/metrics", {"Authorization": prefix + token}
     )
     assert reply.status == 401
+
+
+# --- scrape load: one render per snapshot, few requests computed at once ------------------
+
+
+class _GatedCollector(Collector):
+    """Counts renders; the first blocks until `release` is set, saying so on `entered`."""
+
+    def __init__(self) -> None:
+        self.renders = 0
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def collect(self) -> Iterator[Metric]:
+        self.renders += 1
+        self.entered.set()
+        assert self.release.wait(TIMEOUT)
+        family = GaugeMetricFamily("renders", "How often the registry was rendered.")
+        family.add_metric([], float(self.renders))
+        yield family
+
+
+def _in_threads(
+    count: int, call: Callable[[], Response]
+) -> tuple[list[threading.Thread], list[Response]]:
+    replies: list[Response] = []
+    threads = [threading.Thread(target=lambda: replies.append(call())) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads, replies
+
+
+def test_scrapes_that_arrive_during_a_render_wait_for_it_instead_of_rendering() -> None:
+    """Eight scrapes of one new snapshot: the first renders, the seven that arrive while it
+    renders wait and get its bytes (before: each rendered it again, holding the GIL)."""
+    collector = _GatedCollector()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    snapshot = object()
+    server = MetricsServer("127.0.0.1", 0, registry, Readiness(), version=lambda: snapshot)
+    server.start()
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    try:
+        first, replies = _in_threads(1, lambda: _fetch(url))
+        assert collector.entered.wait(TIMEOUT)
+        others, more = _in_threads(7, lambda: _fetch(url))
+        threading.Event().wait(0.3)  # let the seven reach the server (correct either way)
+        collector.release.set()
+        for thread in first + others:
+            thread.join(TIMEOUT)
+    finally:
+        _stop(server)
+    bodies = {reply.body for reply in replies + more}
+    assert [reply.status for reply in replies + more] == [200] * 8
+    assert collector.renders == 1
+    assert bodies == {
+        b"# HELP renders How often the registry was rendered.\n# TYPE renders gauge\nrenders 1.0\n"
+    }
+
+
+def test_at_most_max_active_requests_bodies_are_computed_at_once() -> None:
+    """Six concurrent /status.json requests on a server allowing two at once: two are
+    computed, four wait until one of those ends."""
+    lock = threading.Lock()
+    active = [0, 0]  # now, most ever
+    two_in = threading.Event()
+    release = threading.Event()
+
+    def status(local_client: bool) -> bytes:
+        with lock:
+            active[0] += 1
+            active[1] = max(active[1], active[0])
+            if active[0] == 2:
+                two_in.set()
+        assert release.wait(TIMEOUT)
+        with lock:
+            active[0] -= 1
+        return b"{}"
+
+    server = MetricsServer(
+        "127.0.0.1", 0, _registry(), Readiness(), status=status, max_active_requests=2
+    )
+    server.start()
+    try:
+        threads, replies = _in_threads(
+            6, lambda: _fetch(f"http://127.0.0.1:{server.port}/status.json")
+        )
+        assert two_in.wait(TIMEOUT)
+        threading.Event().wait(0.3)  # a third, if the bound failed, would be in by now
+        assert active[1] == 2
+        release.set()
+        for thread in threads:
+            thread.join(TIMEOUT)
+    finally:
+        _stop(server)
+    assert [reply.status for reply in replies] == [200] * 6
+    assert active[1] == 2

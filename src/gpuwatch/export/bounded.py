@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 64
 """Open connections at most (20 concurrent scrapers fit with room to spare)."""
+MAX_ACTIVE_REQUESTS = 4
+"""Requests whose body is computed at once (`export/server.py`); the other connections
+wait their turn on a semaphore, holding no GIL."""
 REQUEST_SECONDS = 10.0
 """Seconds a connection has to deliver a whole request head, from accept or last reply."""
 WRITE_SECONDS = 10.0

@@ -3,10 +3,14 @@
 Names, units and label names follow dcgm-exporter's default counters
 (NVIDIA/dcgm-exporter `etc/default-counters.csv`) so its Grafana dashboards and its
 clients (OpenCost) work unchanged: utilization in percent, frame buffer in MiB, clocks in
-MHz, energy in mJ, PCIe throughput in KB/s, NVLink bandwidth in DCGM's KiB/s ÷ 1000,
-profiling fields as ratios. Only these families carry a `Hostname` label, because
-dcgm-exporter's dashboards select on it. Every field of that file that NVML can give is
-here; `DCGM_FI_DEV_VGPU_LICENSE_STATUS` is not (a vGPU guest's licence, not a GPU's).
+MHz, energy in mJ, PCIe throughput in KB/s (`DCGM_FI_DEV_PCIE_*_THROUGHPUT`, the older
+releases' default) and in bytes/s (`DCGM_FI_PROF_PCIE_*_BYTES`, today's), NVLink
+bandwidth in DCGM's KiB/s ÷ 1000, profiling fields as ratios. Only these families carry
+a `Hostname` label, because dcgm-exporter's dashboards select on it, and the driver
+version label `DCGM_FI_DRIVER_VERSION` (the file's one `label` row; empty when NVML does
+not say). Every field of that file that NVML can give is here (tests/
+test_dcgm_default_counters.py checks each row against a vendored copy);
+`DCGM_FI_DEV_VGPU_LICENSE_STATUS` is not (a vGPU guest's licence, not a GPU's).
 
 Pods: each GPU has one series per family, with `namespace`, `pod`, `container` when one
 container holds the whole GPU. A GPU that several containers share (time slicing, or a
@@ -38,6 +42,7 @@ DCGM_LABELS = (
     "device",
     "modelName",
     "Hostname",
+    "DCGM_FI_DRIVER_VERSION",
     "namespace",
     "pod",
     "container",
@@ -139,6 +144,16 @@ _FIELDS: tuple[tuple[str, str, Reader], ...] = (
         _scaled(lambda g: g.pcie_rx_bytes_per_second, 1 / KIB),
     ),
     (
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "The rate of data transmitted over the PCIe bus (in bytes/s).",
+        _scaled(lambda g: g.pcie_tx_bytes_per_second, 1.0),
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        "The rate of data received over the PCIe bus (in bytes/s).",
+        _scaled(lambda g: g.pcie_rx_bytes_per_second, 1.0),
+    ),
+    (
         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
         "Total number of PCIe retries.",
         _scaled(lambda g: g.pcie_replay_errors_total, 1.0),
@@ -204,16 +219,17 @@ def dcgm_families(snapshot: FleetSnapshot | None, hostname: str) -> Iterator[Met
         return
     live = [g for g in snapshot.gpus if g.up]
     sharers = shared_gpu_containers(snapshot)
+    driver = snapshot.driver.driver_version or ""
     for name, help_text, read in _FIELDS:
         family = GaugeMetricFamily(name, help_text, labels=DCGM_LABELS)
         for gpu in live:
             value = read(gpu)
             if value is None:
                 continue
-            family.add_metric(_labels(gpu, hostname, gpu.pod), value)
+            family.add_metric(_labels(gpu, hostname, driver, gpu.pod), value)
             if name in PER_CONTAINER:
                 for ref, share in sharers.get(gpu.identity.uuid, ()):
-                    family.add_metric(_labels(gpu, hostname, ref), value * share)
+                    family.add_metric(_labels(gpu, hostname, driver, ref), value * share)
         if family.samples:
             yield family
 
@@ -243,7 +259,7 @@ def shared_gpu_containers(
     return out
 
 
-def _labels(gpu: GpuSample, hostname: str, pod: PodRef | None) -> list[str]:
+def _labels(gpu: GpuSample, hostname: str, driver: str, pod: PodRef | None) -> list[str]:
     ident = gpu.identity
     return [
         str(ident.index),
@@ -252,6 +268,7 @@ def _labels(gpu: GpuSample, hostname: str, pod: PodRef | None) -> list[str]:
         f"nvidia{ident.index}",
         ident.name,
         hostname,
+        driver,
         pod.namespace if pod else "",
         pod.pod if pod else "",
         pod.container if pod else "",

@@ -25,6 +25,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from gpuwatch.export.bounded import (
+    MAX_ACTIVE_REQUESTS,
     MAX_CONNECTIONS,
     REQUEST_SECONDS,
     BoundedHTTPServer,
@@ -108,35 +109,54 @@ class CachedExposition:
     """Renders the registry once per snapshot and format, then serves the same bytes.
 
     `version()` names the data behind the registry (the agent passes the newest
-    snapshot); while it is unchanged every scrape gets the cached body, so concurrent
-    scrapers cost a dictionary lookup instead of a render each.
+    snapshot); while it is unchanged every scrape gets the cached body, a dictionary
+    lookup. Renders are single-flight: one at a time, and a scrape that arrives while
+    the body it needs is being rendered waits for it (on a lock, holding no GIL) and
+    gets the same bytes. Without that, every scrape in flight when a snapshot lands
+    rendered it again, and 200 scrapers held the GIL for whole renders while the
+    sampling tick waited for it (docs/benchmarks.md, "The tick under scrape load").
+    `renders` counts the renders done.
     """
 
     def __init__(self, registry: CollectorRegistry, version: Callable[[], object]) -> None:
         self._registry = registry
         self._version = version
         self._lock = threading.Lock()
+        self._render_lock = threading.Lock()
         self._cache: dict[tuple[str, bool], bytes] = {}
         self._cached_version: object = None
+        self.renders = 0
 
-    def render(self, accept: str, *, gzipped: bool = False) -> tuple[bytes, str]:
-        """(body, content type) for an Accept header, gzip-compressed when asked."""
-        encoder, content_type = choose_encoder(accept)
-        version = self._version()
-        key = (content_type, gzipped)
+    def _cached(self, version: object, key: tuple[str, bool]) -> bytes | None:
+        """The cached body for `key` when `version` is still the cached one; a new
+        version empties the cache."""
         with self._lock:
             if version is None or version is not self._cached_version:
                 self._cache = {}
                 self._cached_version = version  # holding it keeps its id from being reused
-            body = self._cache.get(key)
-        if body is None:
-            body = encoder(self._registry)
-            if gzipped:
-                body = gzip.compress(body, compresslevel=5)
-            if version is not None:
-                with self._lock:
-                    if version is self._cached_version:
-                        self._cache[key] = body
+            return self._cache.get(key)
+
+    def render(self, accept: str, *, gzipped: bool = False) -> tuple[bytes, str]:
+        """(body, content type) for an Accept header, gzip-compressed when asked."""
+        encoder, content_type = choose_encoder(accept)
+        key = (content_type, gzipped)
+        body = self._cached(self._version(), key)
+        if body is not None:
+            return body, content_type
+        with self._render_lock:
+            # the newest version: the registry renders the newest data whatever a scrape
+            # saw on arrival, and a render done while this one waited is reused
+            version = self._version()
+            body = self._cached(version, key)
+            if body is None:
+                body = encoder(self._registry)
+                if gzipped:
+                    body = gzip.compress(body, compresslevel=5)
+                self.renders += 1
+                if version is not None:
+                    with self._lock:
+                        if version is self._cached_version:
+                            self._cache[key] = body
         return body, content_type
 
 
@@ -144,6 +164,7 @@ class _Server(BoundedHTTPServer):
     """The bounded server (`export/bounded.py`) with what the endpoints need."""
 
     exposition: CachedExposition
+    active_requests: threading.BoundedSemaphore
     readiness: Readiness
     auth: BasicAuth | None
     status: StatusBody | None = None
@@ -178,15 +199,17 @@ class _Handler(DeadlineHandler):
             self._reply(401, b"unauthorized\n", {"WWW-Authenticate": 'Basic realm="gpuwatch"'})
         elif path == "/metrics":
             gzip_ok = accepts_gzip(", ".join(self.headers.get_all("Accept-Encoding") or ()))
-            body, content_type = self.server.exposition.render(
-                self.headers.get("Accept", ""), gzipped=gzip_ok
-            )
+            with self.server.active_requests:
+                body, content_type = self.server.exposition.render(
+                    self.headers.get("Accept", ""), gzipped=gzip_ok
+                )
             headers = {"Content-Type": content_type, "Vary": "Accept-Encoding"}
             if gzip_ok:
                 headers["Content-Encoding"] = "gzip"
             self._reply(200, body, headers)
         elif path == STATUS_PATH and self.server.status is not None:
-            document = self.server.status(self._client_on_this_host())
+            with self.server.active_requests:
+                document = self.server.status(self._client_on_this_host())
             if document is None:
                 self._reply(503, b"no sample yet\n")
             else:
@@ -262,10 +285,13 @@ class MetricsServer:
         status: StatusBody | None = None,
         max_connections: int = MAX_CONNECTIONS,
         request_seconds: float = REQUEST_SECONDS,
+        max_active_requests: int = MAX_ACTIVE_REQUESTS,
     ) -> None:
         """`version()` identifies the data behind `registry` (None: render every scrape);
         `status` serves `/status.json` (None: that path is 404). `host` may be IPv6
-        (`::1`, `[::]`); connections are bounded as `export/bounded.py` says."""
+        (`::1`, `[::]`); connections are bounded as `export/bounded.py` says, and at most
+        `max_active_requests` of them compute a body at once (the others wait, holding
+        no GIL, so scrapes cannot crowd the sampling tick out)."""
         self._httpd = _Server(
             (host, port),
             _Handler,
@@ -273,6 +299,7 @@ class MetricsServer:
             request_seconds=request_seconds,
         )
         self._httpd.exposition = CachedExposition(registry, version)
+        self._httpd.active_requests = threading.BoundedSemaphore(max_active_requests)
         self._httpd.readiness = readiness
         self._httpd.auth = auth
         self._httpd.status = status
