@@ -161,6 +161,7 @@ class Agent:
             self.store,
             ExportOptions(per_process_metrics=config.agent.per_process_metrics),
             dcgm_compat=config.exporter.dcgm_compat,
+            dcgm_naming=config.exporter.dcgm_naming,
             hostname=self.hostname,
             extra=[
                 self.tokens.families,

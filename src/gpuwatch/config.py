@@ -114,6 +114,7 @@ class ExporterConfig(_Section):
 
     listen: str = f"0.0.0.0:{DEFAULT_PORT}"
     dcgm_compat: bool = False
+    dcgm_naming: Literal["classic", "4.9"] = "classic"
     tls_cert_file: ConfigPath | None = None
     tls_key_file: ConfigPath | None = None
     basic_auth_username: Text | None = Field(default=None, max_length=128)

@@ -14,7 +14,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from gpuwatch.export.analysis_families import analysis_families
 from gpuwatch.export.attribution_families import attribution_families
 from gpuwatch.export.cost_families import cost_families
-from gpuwatch.export.dcgm import dcgm_families
+from gpuwatch.export.dcgm import DcgmNaming, dcgm_families
 from gpuwatch.export.families import ExportOptions, gpuwatch_families
 from gpuwatch.store import SnapshotStore
 
@@ -28,13 +28,16 @@ class SnapshotCollector(Collector):
         options: ExportOptions,
         *,
         dcgm_compat: bool = False,
+        dcgm_naming: DcgmNaming = "classic",
         hostname: str = "",
         extra: Sequence[Callable[[], Iterable[Metric]]] = (),
     ) -> None:
-        """`extra` are further family sources (e.g. the alert dispatcher's metrics)."""
+        """`extra` are further family sources (e.g. the alert dispatcher's metrics);
+        `dcgm_naming`: which of dcgm-exporter's naming sets the DCGM families use."""
         self._store = store
         self._options = options
         self._dcgm_compat = dcgm_compat
+        self._dcgm_naming: DcgmNaming = dcgm_naming
         self._hostname = hostname
         self._extra = tuple(extra)
 
@@ -48,7 +51,7 @@ class SnapshotCollector(Collector):
         for source in self._extra:
             yield from source()
         if self._dcgm_compat:
-            yield from dcgm_families(snapshot, self._hostname)
+            yield from dcgm_families(snapshot, self._hostname, self._dcgm_naming)
 
 
 def build_registry(collector: SnapshotCollector) -> CollectorRegistry:

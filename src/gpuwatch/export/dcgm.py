@@ -27,6 +27,8 @@ a GPU twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -59,10 +61,6 @@ def _scaled(read: Callable[[GpuSample], float | int | None], factor: float) -> R
     return reader
 
 
-def _free_mib(gpu: GpuSample) -> float | None:
-    return None if gpu.memory_free_bytes is None else gpu.memory_free_bytes / MIB
-
-
 def _flag(gpu: GpuSample) -> float | None:
     """DCGM_FI_DEV_ROW_REMAP_FAILURE: 1 when remapping rows has failed."""
     failed = gpu.remapped_rows_failure
@@ -74,142 +72,295 @@ def _last_xid(gpu: GpuSample) -> float | None:
     return 0.0 if gpu.last_xid is None else float(gpu.last_xid)
 
 
-# (name, help, reader)
-_FIELDS: tuple[tuple[str, str, Reader], ...] = (
-    (
+DcgmNaming = Literal["classic", "4.9"]
+"""dcgm-exporter's naming sets: "classic" (4.8 and earlier), "4.9" (DCGM 4.7's names)."""
+
+
+@dataclass(frozen=True)
+class DcgmField:
+    """One DCGM family under both naming sets, read once from the snapshot.
+
+    `read` gives the value in the 4.9 set's base unit; the classic value is that times
+    `classic_scale` (e.g. Hz x 1e-6 = MHz). A name of None: not in that set.
+    """
+
+    classic: str | None
+    classic_help: str
+    current: str | None
+    current_help: str
+    read: Reader
+    classic_scale: float = 1.0
+    per_container: bool = False
+
+    def name(self, naming: DcgmNaming) -> str | None:
+        """The family name under `naming` (None: not exported there)."""
+        return self.classic if naming == "classic" else self.current
+
+    def help(self, naming: DcgmNaming) -> str:
+        return self.classic_help if naming == "classic" else self.current_help
+
+    def value(self, gpu: GpuSample, naming: DcgmNaming) -> float | None:
+        """This GPU's value in `naming`'s unit; None where the GPU does not say."""
+        value = self.read(gpu)
+        if value is None or naming != "classic":
+            return value
+        return value * self.classic_scale
+
+
+def _number(read: Callable[[GpuSample], float | int | None]) -> Reader:
+    """`read` as a float (None stays None)."""
+    return _scaled(read, 1.0)
+
+
+_PERCENT = 100.0  # ratio 0-1 -> %
+_MHZ = 1e-6  # Hz -> MHz
+_MJ = 1000.0  # J -> mJ
+
+FIELDS: tuple[DcgmField, ...] = (
+    DcgmField(
         "DCGM_FI_DEV_GPU_UTIL",
         "GPU utilization (in %).",
-        _scaled(lambda g: g.utilization_ratio, 100.0),
+        "DCGM_FI_DEV_GPU_UTIL_RATIO",
+        "GPU utilization (ratio 0-1).",
+        _number(lambda g: g.utilization_ratio),
+        _PERCENT,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_MEM_COPY_UTIL",
         "Memory utilization (in %).",
-        _scaled(lambda g: g.memory_busy_ratio, 100.0),
+        "DCGM_FI_DEV_MEMORY_UTIL_RATIO",
+        "Memory utilization (ratio 0-1).",
+        _number(lambda g: g.memory_busy_ratio),
+        _PERCENT,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_FB_USED",
         "Framebuffer memory used (in MiB).",
-        _scaled(lambda g: g.memory_used_bytes, 1 / MIB),
+        "DCGM_FI_DEV_FB_USED_BYTES",
+        "Framebuffer memory used (in bytes).",
+        _number(lambda g: g.memory_used_bytes),
+        1 / MIB,
     ),
-    ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", _free_mib),
-    (
+    DcgmField(
+        "DCGM_FI_DEV_FB_FREE",
+        "Framebuffer memory free (in MiB).",
+        "DCGM_FI_DEV_FB_FREE_BYTES",
+        "Framebuffer memory free (in bytes).",
+        _number(lambda g: g.memory_free_bytes),
+        1 / MIB,
+    ),
+    DcgmField(
         "DCGM_FI_DEV_FB_RESERVED",
         "Framebuffer memory reserved (in MiB).",
-        _scaled(lambda g: g.memory_reserved_bytes, 1 / MIB),
+        "DCGM_FI_DEV_FB_RESERVED_BYTES",
+        "Framebuffer memory reserved (in bytes).",
+        _number(lambda g: g.memory_reserved_bytes),
+        1 / MIB,
     ),
-    (
+    DcgmField(
+        None,
+        "",
+        "DCGM_FI_DEV_FB_CAPACITY_BYTES",
+        "Framebuffer memory capacity (in bytes).",
+        _number(lambda g: g.identity.memory_total_bytes),
+    ),
+    DcgmField(
         "DCGM_FI_DEV_SM_CLOCK",
         "SM clock frequency (in MHz).",
-        _scaled(lambda g: g.clock_sm_hertz, 1e-6),
+        "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+        "SM clock frequency (in Hz).",
+        _number(lambda g: g.clock_sm_hertz),
+        _MHZ,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_MEM_CLOCK",
         "Memory clock frequency (in MHz).",
-        _scaled(lambda g: g.clock_memory_hertz, 1e-6),
+        "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+        "Memory clock frequency (in Hz).",
+        _number(lambda g: g.clock_memory_hertz),
+        _MHZ,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_GPU_TEMP",
         "GPU temperature (in C).",
-        _scaled(lambda g: g.temperature_celsius, 1.0),
+        "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
+        "GPU temperature (in C).",
+        _number(lambda g: g.temperature_celsius),
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_MEMORY_TEMP",
         "Memory temperature (in C).",
-        _scaled(lambda g: g.memory_temperature_celsius, 1.0),
+        "DCGM_FI_DEV_MEMORY_TEMP_CELSIUS",
+        "Memory temperature (in C).",
+        _number(lambda g: g.memory_temperature_celsius),
     ),
-    ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", _scaled(lambda g: g.power_watts, 1.0)),
-    (
+    DcgmField(
+        "DCGM_FI_DEV_POWER_USAGE",
+        "Power draw (in W).",
+        "DCGM_FI_DEV_BOARD_POWER_WATTS",
+        "Power draw (in W).",
+        _number(lambda g: g.power_watts),
+    ),
+    DcgmField(
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
         "Total energy consumption since boot (in mJ).",
-        _scaled(lambda g: g.energy_joules_total, 1000.0),
+        "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL",
+        "Total energy consumption since boot (in J).",
+        _number(lambda g: g.energy_joules_total),
+        _MJ,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_ENC_UTIL",
         "Encoder utilization (in %).",
-        _scaled(lambda g: g.encoder_utilization_ratio, 100.0),
+        "DCGM_FI_DEV_ENC_UTIL_RATIO",
+        "Encoder utilization (ratio 0-1).",
+        _number(lambda g: g.encoder_utilization_ratio),
+        _PERCENT,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_DEC_UTIL",
         "Decoder utilization (in %).",
-        _scaled(lambda g: g.decoder_utilization_ratio, 100.0),
+        "DCGM_FI_DEV_DEC_UTIL_RATIO",
+        "Decoder utilization (ratio 0-1).",
+        _number(lambda g: g.decoder_utilization_ratio),
+        _PERCENT,
+        per_container=True,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
         "PCIe TX throughput (in KB/s).",
-        _scaled(lambda g: g.pcie_tx_bytes_per_second, 1 / KIB),
+        None,  # deprecated in DCGM, the default of releases before 4.0 only
+        "",
+        _number(lambda g: g.pcie_tx_bytes_per_second),
+        1 / KIB,
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
         "PCIe RX throughput (in KB/s).",
-        _scaled(lambda g: g.pcie_rx_bytes_per_second, 1 / KIB),
+        None,
+        "",
+        _number(lambda g: g.pcie_rx_bytes_per_second),
+        1 / KIB,
     ),
-    (
+    DcgmField(
         "DCGM_FI_PROF_PCIE_TX_BYTES",
         "The rate of data transmitted over the PCIe bus (in bytes/s).",
-        _scaled(lambda g: g.pcie_tx_bytes_per_second, 1.0),
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "The rate of data transmitted over the PCIe bus (in bytes/s).",
+        _number(lambda g: g.pcie_tx_bytes_per_second),
     ),
-    (
+    DcgmField(
         "DCGM_FI_PROF_PCIE_RX_BYTES",
         "The rate of data received over the PCIe bus (in bytes/s).",
-        _scaled(lambda g: g.pcie_rx_bytes_per_second, 1.0),
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        "The rate of data received over the PCIe bus (in bytes/s).",
+        _number(lambda g: g.pcie_rx_bytes_per_second),
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
         "Total number of PCIe retries.",
-        _scaled(lambda g: g.pcie_replay_errors_total, 1.0),
+        "DCGM_FI_DEV_PCIE_REPLAY_TOTAL",
+        "Total number of PCIe retries.",
+        _number(lambda g: g.pcie_replay_errors_total),
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
         "NVLink TX + RX data throughput, all links (in KiB/s / 1000, as DCGM computes it).",
-        _scaled(lambda g: g.nvlink_bytes_per_second, 1 / KIB / 1000),
+        "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND",
+        "NVLink TX + RX data throughput, all links (in bytes/s).",
+        _number(lambda g: g.nvlink_bytes_per_second),
+        1 / KIB / 1000,
     ),
-    ("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", _last_xid),
-    (
+    DcgmField(
+        "DCGM_FI_DEV_XID_ERRORS",
+        "Value of the last XID error encountered.",
+        "DCGM_FI_DEV_XID_ERROR",
+        "Value of the last XID error encountered.",
+        _last_xid,
+    ),
+    DcgmField(
         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
         "Number of remapped rows for uncorrectable errors.",
-        _scaled(lambda g: g.remapped_rows_uncorrectable, 1.0),
+        "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL",
+        "Number of remapped rows for uncorrectable errors.",
+        _number(lambda g: g.remapped_rows_uncorrectable),
     ),
-    (
+    DcgmField(
         "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
         "Number of remapped rows for correctable errors.",
-        _scaled(lambda g: g.remapped_rows_correctable, 1.0),
+        "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL",
+        "Number of remapped rows for correctable errors.",
+        _number(lambda g: g.remapped_rows_correctable),
     ),
-    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", _flag),
-    (
+    DcgmField(
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "Whether remapping of rows has failed.",
+        "DCGM_FI_DEV_ROW_REMAP_FAILED",
+        "Whether remapping of rows has failed.",
+        _flag,
+    ),
+    DcgmField(
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "Ratio of time the graphics engine is active.",
+        "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
+        "Ratio of time the graphics engine is active.",
         lambda g: g.utilization_ratio,
+        per_container=True,
     ),
-    (
+    DcgmField(
         "DCGM_FI_PROF_SM_ACTIVE",
+        "The ratio of cycles an SM has at least 1 warp assigned.",
+        "DCGM_FI_PROF_SM_UTIL_RATIO",
         "The ratio of cycles an SM has at least 1 warp assigned.",
         lambda g: g.sm_active_ratio,
     ),
-    (
+    DcgmField(
         "DCGM_FI_PROF_SM_OCCUPANCY",
+        "The ratio of number of warps resident on an SM.",
+        "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
         "The ratio of number of warps resident on an SM.",
         lambda g: g.sm_occupancy_ratio,
     ),
-    (
+    DcgmField(
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+        "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
         "Ratio of cycles the tensor (HMMA) pipe is active.",
         lambda g: g.tensor_active_ratio,
     ),
-    (
+    DcgmField(
         "DCGM_FI_PROF_DRAM_ACTIVE",
+        "Ratio of cycles the device memory interface is active.",
+        "DCGM_FI_PROF_DRAM_UTIL_RATIO",
         "Ratio of cycles the device memory interface is active.",
         lambda g: g.dram_bandwidth_ratio,
     ),
 )
+"""Every DCGM family, in the order of the classic set (4.9's new capacity after FB)."""
 
+DRIVER_LABEL: dict[DcgmNaming, str] = {
+    "classic": "DCGM_FI_DRIVER_VERSION",
+    "4.9": "DCGM_FI_SYSTEM_DRIVER_VERSION",
+}
+"""The one `label` row of default-counters.csv: the driver's version."""
 
-PER_CONTAINER = frozenset({"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_DEC_UTIL"})
+PER_CONTAINER = frozenset(
+    name for f in FIELDS if f.per_container for name in (f.classic, f.current) if name
+)
 """The families with a series per container on a shared GPU: OpenCost's GPU usage and
-GPU info queries (`{container!=""}`, by container, pod and namespace)."""
+GPU info queries (`{container!=""}`, by container, pod and namespace), under both names
+(OpenCost itself queries the classic ones)."""
 
 
-def dcgm_families(snapshot: FleetSnapshot | None, hostname: str) -> Iterator[Metric]:
-    """The DCGM family set for every GPU that is up.
+def dcgm_labels(naming: DcgmNaming) -> tuple[str, ...]:
+    """The label names of every DCGM family under `naming`."""
+    return tuple(DRIVER_LABEL[naming] if n == DRIVER_LABEL["classic"] else n for n in DCGM_LABELS)
+
+
+def dcgm_families(
+    snapshot: FleetSnapshot | None, hostname: str, naming: DcgmNaming = "classic"
+) -> Iterator[Metric]:
+    """The DCGM family set for every GPU that is up, named as `naming` says.
 
     dcgm-exporter types its counters (energy, PCIe replays, remapped rows) as counters
     without a `_total` suffix; prometheus-client would add one to a counter, so they are
@@ -220,14 +371,18 @@ def dcgm_families(snapshot: FleetSnapshot | None, hostname: str) -> Iterator[Met
     live = [g for g in snapshot.gpus if g.up]
     sharers = shared_gpu_containers(snapshot)
     driver = snapshot.driver.driver_version or ""
-    for name, help_text, read in _FIELDS:
-        family = GaugeMetricFamily(name, help_text, labels=DCGM_LABELS)
+    labels = dcgm_labels(naming)
+    for field in FIELDS:
+        name = field.name(naming)
+        if name is None:
+            continue
+        family = GaugeMetricFamily(name, field.help(naming), labels=labels)
         for gpu in live:
-            value = read(gpu)
+            value = field.value(gpu, naming)
             if value is None:
                 continue
             family.add_metric(_labels(gpu, hostname, driver, gpu.pod), value)
-            if name in PER_CONTAINER:
+            if field.per_container:
                 for ref, share in sharers.get(gpu.identity.uuid, ()):
                     family.add_metric(_labels(gpu, hostname, driver, ref), value * share)
         if family.samples:
