@@ -8,7 +8,7 @@ import socket
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -87,6 +87,7 @@ def make_agent(
     scenario: str = "demo",
     *,
     dcgm_compat: bool = False,
+    dcgm_naming: Literal["classic", "4.9"] = "classic",
     per_process_metrics: bool = False,
     clock: ManualClock | None = None,
     servers: bool = False,
@@ -98,7 +99,7 @@ def make_agent(
     nv, clock = simulated(scenario, clock)
     config = Config(
         agent=AgentConfig(hostname="test-host", per_process_metrics=per_process_metrics),
-        exporter=ExporterConfig(dcgm_compat=dcgm_compat),
+        exporter=ExporterConfig(dcgm_compat=dcgm_compat, dcgm_naming=dcgm_naming),
     )
     services = None
     if servers:

@@ -22,7 +22,7 @@ import gpuwatch.alerts as alerting
 from gpuwatch import __version__
 from gpuwatch.alerts import WebhookSecretError
 from gpuwatch.clock import Clock, ScaledClock, SystemClock
-from gpuwatch.config import Config, ConfigError, load_config, render_config
+from gpuwatch.config import Config, ConfigError, config_warnings, load_config, render_config
 from gpuwatch.heap import trim_heap
 from gpuwatch.host_checks import check_config, state_dir_users
 from gpuwatch.logsetup import configure_logging
@@ -185,6 +185,8 @@ def _main(argv: list[str]) -> int:
 def _check_config(path: Path, *, on_host: bool) -> int:
     config = check_config(path, on_host=on_host, default_history=True)
     print(render_config(config), end="")
+    for warning in config_warnings(config):
+        print(f"gpuwatch: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -645,6 +645,26 @@ def _candidate_problems(config: Config, catalog: GpuCatalog) -> list[str]:
     return problems
 
 
+OPENCOST_DCGM_FAMILIES = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_DEC_UTIL")
+"""The dcgm-exporter families OpenCost's GPU queries read, by their classic names."""
+
+
+def config_warnings(config: Config) -> list[str]:
+    """Settings that are valid but likely not what was meant, one `path: reason` line each
+    (`gpuwatch check-config` prints them; they never fail the check)."""
+    exporter = config.exporter
+    if exporter.dcgm_naming == "classic":
+        return []
+    if not exporter.dcgm_compat:
+        return ["exporter.dcgm_naming: has no effect without exporter.dcgm_compat = true"]
+    families = " and ".join(OPENCOST_DCGM_FAMILIES)
+    return [
+        f"exporter.dcgm_naming: OpenCost's GPU queries read {families}, "
+        "names the 4.9 set does not export: OpenCost will find no GPU usage "
+        '(keep dcgm_naming = "classic" where OpenCost reads this agent)'
+    ]
+
+
 def render_config(config: Config) -> str:
     """The effective config as TOML text (unset options shown as comments)."""
     lines: list[str] = []
