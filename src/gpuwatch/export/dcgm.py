@@ -12,6 +12,12 @@ not say). Every field of that file that NVML can give is here (tests/
 test_dcgm_default_counters.py checks each row against a vendored copy);
 `DCGM_FI_DEV_VGPU_LICENSE_STATUS` is not (a vGPU guest's licence, not a GPU's).
 
+Naming sets (`[exporter] dcgm_naming`): "classic" is the above; "4.9" is dcgm-exporter
+4.9's (DCGM 4.7's canonical names, base units: Hz, J, ratio 0-1, bytes, bytes/s; the label
+`DCGM_FI_SYSTEM_DRIVER_VERSION`; `DCGM_FI_DEV_FB_CAPACITY_BYTES` added), derived from
+DCGM's field table (tests/test_dcgm_naming.py, docs/compatibility.md). `FIELDS` holds both
+names of each family and the factor between their units; OpenCost reads the classic names.
+
 Pods: each GPU has one series per family, with `namespace`, `pod`, `container` when one
 container holds the whole GPU. A GPU that several containers share (time slicing, or a
 pod's process on a GPU it was not allocated) keeps that series with empty pod labels and,
