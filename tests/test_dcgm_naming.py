@@ -18,10 +18,13 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpuwatch.agent import Agent
 from gpuwatch.cli import main
+from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.export.dcgm import DRIVER_LABEL, FIELDS, DcgmNaming
-from tests.conftest import make_agent
-from tests.test_dcgm_default_counters import CLASSIC_CSV, NOT_EXPORTED, _csv_rows
+from gpuwatch.simulate.cluster import SimulatedCluster
+from tests.conftest import make_agent, simulated
+from tests.test_dcgm_default_counters import CLASSIC_CSV, NOT_EXPORTED, SHARED, _csv_rows
 
 FIELD_IDS = Path(__file__).parent / "data" / "dcgm" / "field-ids.csv"
 COMPATIBILITY = Path(__file__).parents[1] / "docs" / "compatibility.md"
@@ -170,6 +173,55 @@ def test_the_4_9_set_leaves_out_what_a_gpu_lacks_as_the_classic_one_does() -> No
             assert sorted(_by_gpu(current.get(field.current, []))) == sorted(
                 _by_gpu(classic.get(field.classic, []))
             ), field.current
+
+
+def _shared(tmp_path: Path, naming: DcgmNaming) -> dict[str, list[dict[str, str]]]:
+    """The DCGM families of one H100 time-sliced between three pods (and a host tool)."""
+    scenario = tmp_path / f"shared-{naming}.toml"
+    scenario.write_text(SHARED, encoding="utf-8")
+    nv, clock = simulated(str(scenario))
+    cluster = SimulatedCluster(nv)
+    cluster.start()
+    config = Config(
+        agent=AgentConfig(hostname="test-host"),
+        exporter=ExporterConfig(dcgm_compat=True, dcgm_naming=naming),
+    )
+    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent.open()
+    try:
+        for _ in range(5):
+            agent.refresh_attribution()
+            clock.advance(1.0)
+            agent.tick()
+        text = generate_latest(agent.registry).decode()
+    finally:
+        agent.stop()
+        cluster.stop()
+    return {
+        f.name: [{**s.labels, "value": repr(s.value)} for s in f.samples]
+        for f in text_string_to_metric_families(text)
+        if f.name.startswith("DCGM_")
+    }
+
+
+def test_a_shared_gpu_is_split_per_container_under_either_name(tmp_path: Path) -> None:
+    classic, current = _shared(tmp_path, "classic"), _shared(tmp_path, "4.9")
+    pairs = (
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", 1.0),
+        ("DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_DEC_UTIL_RATIO", 0.01),
+    )
+    for old, new, factor in pairs:
+        want = {
+            (s["namespace"], s["pod"], s["container"]): float(s["value"]) * factor
+            for s in classic[old]
+        }
+        got = {(s["namespace"], s["pod"], s["container"]): float(s["value"]) for s in current[new]}
+        assert len(got) == 4, new  # the GPU's own series and one per container
+        assert got == pytest.approx(want), new
+    # every other family: one series, no pod
+    for name, samples in current.items():
+        if name not in {new for _, new, _ in pairs}:
+            assert [s["pod"] for s in samples] == [""], name
 
 
 def test_check_config_warns_that_opencost_needs_the_classic_names(
