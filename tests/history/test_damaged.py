@@ -426,3 +426,15 @@ def test_any_exception_puts_the_rows_back_and_history_up_says_so(
     finally:
         Failing.fail = False
         run.close()
+
+
+def test_a_state_dir_whose_name_looks_like_a_uri_is_read(intact: Path, tmp_path: Path) -> None:
+    """The read-only open goes through a file: URI: `?`, `#`, `%` and spaces in the path
+    are data, not query or fragment."""
+    from gpuwatch.plan.local import load_usage
+
+    state = tmp_path / "a dir?mode=rw#x%41"
+    copy_history(intact, state)
+    usages = load_usage(state, 0.0, 2e9)
+    assert len(usages) == 4
+    assert sorted(p.name for p in state.iterdir())[0] == HISTORY_FILE
