@@ -438,3 +438,40 @@ def test_a_state_dir_whose_name_looks_like_a_uri_is_read(intact: Path, tmp_path:
     usages = load_usage(state, 0.0, 2e9)
     assert len(usages) == 4
     assert sorted(p.name for p in state.iterdir())[0] == HISTORY_FILE
+
+
+def test_a_file_damaged_while_the_agent_runs_is_replaced_at_the_next_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pages overwritten under the running writer (a disk error, another program): the
+    next write moves the file aside and writes the hours in memory to a fresh one."""
+    clock = ManualClock()
+    run = HistoryRun(tmp_path, clock)
+    writer = run.agent.history
+    assert writer is not None
+    try:
+        run.run(1800.0)
+        assert writer.flush()
+        path = tmp_path / HISTORY_FILE
+        with sqlite3.connect(path) as other:  # fold the WAL in: the pages live in the file
+            other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = path.stat().st_size
+        with path.open("r+b") as f:
+            f.seek(4096)
+            f.write(b"\xa5" * (size - 4096))  # every page after the first
+        run.run(600.0)
+        with caplog.at_level(logging.ERROR, logger="gpuwatch.history.writer"):
+            assert writer.flush()
+        (line,) = [r.getMessage() for r in caplog.records]
+        aside = tmp_path / f"{HISTORY_FILE}.corrupt-20260101T004000Z"
+        assert aside.read_bytes()[4096:8192] == b"\xa5" * 4096, "kept as it was"
+        assert str(aside) in line
+        assert "SQLITE_CORRUPT" in line
+        assert counters(run)["gpuwatch_history_up"] == 1.0
+        latest = run.agent.store.latest()
+        assert latest is not None
+        stored = stored_hours(path)
+        observed = sum(c.observed_seconds_total for c in latest.cost.gpus)
+        assert sum(stored.values()) == pytest.approx(observed), "the hour in memory, whole"
+    finally:
+        run.close()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
         HistoryCorruptError,
         HistoryStore,
         HistoryStoreError,
+        set_aside,
     )
     from gpuwatch.history.writer import HistoryWriter
 
@@ -55,6 +55,7 @@ _LAZY = {
     "HistoryStore": "gpuwatch.history.store",
     "HistoryStoreError": "gpuwatch.history.store",
     "HistoryCorruptError": "gpuwatch.history.store",
+    "set_aside": "gpuwatch.history.store",
     "HistoryWriter": "gpuwatch.history.writer",
     "TokenReadingTotals": "gpuwatch.history.rollup",
 }
@@ -94,7 +95,11 @@ def open_history(
     ERROR line naming it) and a fresh one started. HistoryStoreError when the file cannot
     be opened or migrated otherwise. `connect` opens the SQLite connection (default:
     `store.default_connect`)."""
-    from gpuwatch.history.store import HISTORY_FILE, HistoryCorruptError  # noqa: PLC0415
+    from gpuwatch.history.store import (  # noqa: PLC0415
+        HISTORY_FILE,
+        HistoryCorruptError,
+        set_aside,
+    )
 
     path = config.agent.state_dir / HISTORY_FILE
     try:
@@ -145,30 +150,3 @@ def _open_writer(
         retention_days=config.history.retention_days,
         write_interval_seconds=config.history.write_interval_seconds,
     )
-
-
-def set_aside(path: Path, now: float) -> Path:
-    """Move a damaged history file out of the way, kept for a look: renamed
-    `<name>.corrupt-<UTC time>` (a counter after it when taken), its `-wal` and `-journal`
-    with it (SQLite would otherwise replay them into the fresh file), its `-shm` removed.
-    Returns the new name; HistoryStoreError when it cannot be moved."""
-    from gpuwatch.history.store import HistoryStoreError  # noqa: PLC0415
-
-    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
-    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
-    count = 1
-    while aside.exists():
-        count += 1
-        aside = path.with_name(f"{path.name}.corrupt-{stamp}.{count}")
-    try:
-        path.replace(aside)
-        for suffix in ("-wal", "-journal"):
-            companion = path.with_name(path.name + suffix)
-            if companion.exists():
-                companion.replace(aside.with_name(aside.name + suffix))
-        path.with_name(path.name + "-shm").unlink(missing_ok=True)
-    except OSError as exc:
-        raise HistoryStoreError(
-            f"{path} is damaged and cannot be moved aside: {exc.strerror or exc}"
-        ) from exc
-    return aside

@@ -14,6 +14,7 @@ import math
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,14 +137,18 @@ class HistoryStore:
         open as `open_reader` does. HistoryCorruptError when the file is damaged,
         HistoryStoreError when it cannot be opened otherwise."""
         self.path = path
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # replace_damaged reopens (and migrates) holding it
+        self._connect = connect
+        self._open(read_only=read_only)
+
+    def _open(self, *, read_only: bool = False) -> None:
         conn = None
         try:
             if read_only:
-                conn = _connect_read_only(path)
+                conn = _connect_read_only(self.path)
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                conn = connect(path)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = self._connect(self.path)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
             conn.row_factory = sqlite3.Row
@@ -153,8 +158,18 @@ class HistoryStore:
             if conn is not None:
                 conn.close()  # a corrupt file is moved aside: nothing may touch it after
             if isinstance(exc, OSError | sqlite3.Error):
-                raise store_error(f"cannot open {path}", exc) from exc
+                raise store_error(f"cannot open {self.path}", exc) from exc
             raise
+
+    def replace_damaged(self, now: float) -> Path:
+        """Close the damaged file, move it aside (`set_aside`) and open a fresh one in its
+        place; returns where the damaged one is kept. HistoryStoreError when that fails
+        (the store is closed then)."""
+        with self._lock:
+            self._conn.close()
+            aside = set_aside(self.path, now)
+            self._open()
+            return aside
 
     def _check(self, read_only: bool) -> None:
         """Refuse a damaged or newer file; migrate an older one (a reader: a copy of it in
@@ -326,3 +341,28 @@ def _upsert(
         f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
     )
     conn.executemany(sql, [tuple(row.get(c) for c in columns) for row in rows])
+
+
+def set_aside(path: Path, now: float) -> Path:
+    """Move a damaged history file out of the way, kept for a look: renamed
+    `<name>.corrupt-<UTC time>` (a counter after it when taken), its `-wal` and `-journal`
+    with it (SQLite would otherwise replay them into the fresh file), its `-shm` removed.
+    Returns the new name; HistoryStoreError when it cannot be moved."""
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    count = 1
+    while aside.exists():
+        count += 1
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}.{count}")
+    try:
+        path.replace(aside)
+        for suffix in ("-wal", "-journal"):
+            companion = path.with_name(path.name + suffix)
+            if companion.exists():
+                companion.replace(aside.with_name(aside.name + suffix))
+        path.with_name(path.name + "-shm").unlink(missing_ok=True)
+    except OSError as exc:
+        raise HistoryStoreError(
+            f"{path} is damaged and cannot be moved aside: {exc.strerror or exc}"
+        ) from exc
+    return aside

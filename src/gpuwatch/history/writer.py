@@ -8,16 +8,18 @@ error, the file locked, any exception) is one log line and `gpuwatch_history_up 
 rows stay pending in memory and are written, whole, when a write succeeds again. A value
 SQLite cannot hold (past 64-bit integers, NaN or infinite: a lying source) is stored as
 NULL where its column allows, else its row alone is refused; counted, and logged once a
-spell, so everything else is still written.
+spell, so everything else is still written. A write that finds the file damaged moves
+it aside (kept, named in the log) and writes every hour in memory to a fresh file.
 Hours older than the retention are deleted once an hour.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +29,14 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.clock import Clock
 from gpuwatch.history.rollup import Rollup, TokenReadingTotals, hour_of
 from gpuwatch.history.schema import GPU_COLUMNS, POD_COLUMNS, STATE_TABLE_COLUMNS, TOKEN_COLUMNS
-from gpuwatch.history.store import HistoryStore, describe, unstorable
+from gpuwatch.history.store import (
+    HistoryCorruptError,
+    HistoryStore,
+    HistoryStoreError,
+    describe,
+    store_error,
+    unstorable,
+)
 from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
@@ -95,54 +104,89 @@ class HistoryWriter:
         """Drain, then write every changed row in one transaction; True when written."""
         with self._lock:
             self._drain()
-            now = self._clock.time()
-            prune = None
-            if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECONDS:
-                prune = float(hour_of(now - self._retention_seconds))
-            gpu_rows, token_rows, states = self._rollup.take_dirty()
-            pod_rows = self._rollup.take_dirty_pods()
-            refused: list[str] = []
-            required = self.store.required
-            gpu_rows = _storable(
-                gpu_rows, GPU_COLUMNS, ("uuid", "hour_start"), required["gpu_hours"], refused
-            )
-            token_rows = _storable(
-                token_rows,
-                TOKEN_COLUMNS,
-                ("source", "hour_start"),
-                required["token_hours"],
-                refused,
-            )
-            pod_rows = _storable(pod_rows, POD_COLUMNS, POD_KEY, required["pod_hours"], refused)
-            states = _storable(
-                states, STATE_TABLE_COLUMNS, ("uuid",), required["gpu_state"], refused
-            )
-            self._note_refused(refused)
-            try:
-                self.store.write(
-                    gpu_rows, token_rows, states, prune_before=prune, pod_rows=pod_rows
+            return self._flush(replace_damaged=True)
+
+    def _flush(self, *, replace_damaged: bool) -> bool:
+        """`flush` less the drain, the lock held; `replace_damaged`: a damaged file is
+        moved aside and every hour in memory written to a fresh one."""
+        now = self._clock.time()
+        prune = None
+        if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECONDS:
+            prune = float(hour_of(now - self._retention_seconds))
+        gpu_rows, token_rows, states = self._rollup.take_dirty()
+        pod_rows = self._rollup.take_dirty_pods()
+        refused: list[str] = []
+        required = self.store.required
+        gpu_rows = _storable(
+            gpu_rows, GPU_COLUMNS, ("uuid", "hour_start"), required["gpu_hours"], refused
+        )
+        token_rows = _storable(
+            token_rows,
+            TOKEN_COLUMNS,
+            ("source", "hour_start"),
+            required["token_hours"],
+            refused,
+        )
+        pod_rows = _storable(pod_rows, POD_COLUMNS, POD_KEY, required["pod_hours"], refused)
+        states = _storable(states, STATE_TABLE_COLUMNS, ("uuid",), required["gpu_state"], refused)
+        self._note_refused(refused)
+        write = functools.partial(
+            self.store.write,
+            gpu_rows,
+            token_rows,
+            states,
+            prune_before=prune,
+            pod_rows=pod_rows,
+        )
+        error = _attempt(write)
+        if error is not None and replace_damaged and self._replace_damaged(error, now):
+            self._rollup.untake_all()  # every hour in memory, into the fresh file
+            return self._flush(replace_damaged=False)
+        if error is not None:
+            self._rollup.untake(gpu_rows, token_rows)
+            self._rollup.untake_pods(pod_rows)
+            self.failures += 1
+            if self.up:
+                log.error(
+                    "history: cannot write %s (%s); %d hour rows kept in memory and "
+                    "written when it works again",
+                    self.store.path,
+                    describe(error),
+                    self._rollup.pending_rows,
                 )
-            except Exception as exc:  # noqa: BLE001 - whatever it is, the rows wait
-                self._rollup.untake(gpu_rows, token_rows)
-                self._rollup.untake_pods(pod_rows)
-                self.failures += 1
-                if self.up:
-                    log.error(
-                        "history: cannot write %s (%s); %d hour rows kept in memory and "
-                        "written when it works again",
-                        self.store.path,
-                        describe(exc),
-                        self._rollup.pending_rows,
-                    )
-                self.up = False
-                return False
-            if not self.up:
-                log.info("history: writing %s again", self.store.path)
-            self.up = True
-            if prune is not None:
-                self._last_prune = now
-            self._rollup.forget_final()
-            return True
+            self.up = False
+            return False
+        if not self.up:
+            log.info("history: writing %s again", self.store.path)
+        self.up = True
+        if prune is not None:
+            self._last_prune = now
+        self._rollup.forget_final()
+        return True
+
+    def _replace_damaged(self, exc: Exception, now: float) -> bool:
+        """When `exc` says the file is damaged: move it aside, start a fresh one (one
+        ERROR line naming the kept file) and True; else False."""
+        if not isinstance(store_error("", exc), HistoryCorruptError):
+            return False
+        try:
+            aside = self.store.replace_damaged(now)
+        except HistoryStoreError as again:
+            log.error(
+                "history: %s is damaged (%s) and cannot be replaced: %s",
+                self.store.path,
+                describe(exc),
+                again,
+            )
+            return False
+        log.error(
+            "history: %s is damaged (%s); kept as %s, a fresh history starts with the hours "
+            "still in memory",
+            self.store.path,
+            describe(exc),
+            aside,
+        )
+        return True
 
     def _note_refused(self, refused: Sequence[str]) -> None:
         """Count the values refused by this write; one ERROR line when a spell starts."""
@@ -200,6 +244,15 @@ class HistoryWriter:
     def down_families() -> Iterator[Metric]:
         """The families of a store that could not be opened."""
         return _families(False, 0, 0)
+
+
+def _attempt(write: Callable[[], None]) -> Exception | None:
+    """Run `write`; the exception it raised, if any (whatever it is, the rows wait)."""
+    try:
+        write()
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    return None
 
 
 def _storable(
