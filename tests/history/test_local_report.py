@@ -12,7 +12,8 @@ import pytest
 
 from gpuwatch.cli import main
 from gpuwatch.clock import ManualClock
-from gpuwatch.report.local import HistoryMissingError, load
+from gpuwatch.history.store import HistoryMissingError
+from gpuwatch.report.local import load
 from gpuwatch.report.model import Period
 from tests.history.demo import HistoryRun, history_config
 

@@ -169,8 +169,10 @@ def test_a_full_disk_is_one_line_and_a_metric_and_the_hours_come_later(
             for _ in range(3):  # three more failing writes, 10 simulated minutes apart
                 run.run(600.0)
                 assert not writer.flush()
-        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
         assert len(errors) == 1, "one line for the whole outage"
+        assert "database or disk is full (SQLITE_FULL)" in errors[0], "not 'cannot rollback'"
+        assert "rollback" not in errors[0]
         up = {f.name: f.samples[0].value for f in writer.families()}
         assert up["gpuwatch_history_up"] == 0.0
         assert up["gpuwatch_history_pending_rows"] >= 4 * 7 + 1  # four GPUs, 7 hours, a source
@@ -178,7 +180,11 @@ def test_a_full_disk_is_one_line_and_a_metric_and_the_hours_come_later(
         disk.free()
         assert writer.flush()
         up = {f.name: f.samples[0].value for f in writer.families()}
-        assert up == {"gpuwatch_history_up": 1.0, "gpuwatch_history_pending_rows": 0.0}
+        assert up == {
+            "gpuwatch_history_up": 1.0,
+            "gpuwatch_history_pending_rows": 0.0,
+            "gpuwatch_history_refused_values": 0.0,
+        }
         snapshot = run.agent.store.latest()
         assert snapshot is not None
         observed = sum(c.observed_seconds_total for c in snapshot.cost.gpus)

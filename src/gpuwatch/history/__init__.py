@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwatch.config import Config
@@ -25,17 +26,26 @@ if TYPE_CHECKING:
     from gpuwatch.clock import Clock
     from gpuwatch.cost.engine import CostEngine
     from gpuwatch.history.rollup import TokenReadingTotals
-    from gpuwatch.history.store import HISTORY_FILE, Connect, HistoryStore, HistoryStoreError
+    from gpuwatch.history.store import (
+        HISTORY_FILE,
+        Connect,
+        HistoryCorruptError,
+        HistoryStore,
+        HistoryStoreError,
+        set_aside,
+    )
     from gpuwatch.history.writer import HistoryWriter
 
 __all__ = [
     "HISTORY_FILE",
+    "HistoryCorruptError",
     "HistoryStore",
     "HistoryStoreError",
     "HistoryWriter",
     "TokenReadingTotals",
     "history_wanted",
     "open_history",
+    "set_aside",
 ]
 
 log = logging.getLogger(__name__)
@@ -44,6 +54,8 @@ _LAZY = {
     "HISTORY_FILE": "gpuwatch.history.store",
     "HistoryStore": "gpuwatch.history.store",
     "HistoryStoreError": "gpuwatch.history.store",
+    "HistoryCorruptError": "gpuwatch.history.store",
+    "set_aside": "gpuwatch.history.store",
     "HistoryWriter": "gpuwatch.history.writer",
     "TokenReadingTotals": "gpuwatch.history.rollup",
 }
@@ -79,19 +91,43 @@ def open_history(
     connect: Connect | None = None,
 ) -> HistoryWriter:
     """Open the store, restore the windows and states as of now, and return the writer
-    (not started). HistoryStoreError when the file cannot be opened or migrated.
-    `connect` opens the SQLite connection (default: `store.default_connect`)."""
-    from gpuwatch.history.restore import restore  # noqa: PLC0415 - sqlite3 only when on
-    from gpuwatch.history.rollup import HOUR_SECONDS, Rollup, hour_of  # noqa: PLC0415
+    (not started). A damaged file is moved aside (`<file>.corrupt-<UTC time>`, kept, one
+    ERROR line naming it) and a fresh one started. HistoryStoreError when the file cannot
+    be opened or migrated otherwise. `connect` opens the SQLite connection (default:
+    `store.default_connect`)."""
     from gpuwatch.history.store import (  # noqa: PLC0415
         HISTORY_FILE,
-        HistoryStore,
-        HistoryStoreError,
-        default_connect,
+        HistoryCorruptError,
+        set_aside,
     )
+
+    path = config.agent.state_dir / HISTORY_FILE
+    try:
+        return _open_writer(path, config, clock, analysis, cost, connect=connect)
+    except HistoryCorruptError as exc:
+        log.error(
+            "history: %s; kept as %s, a fresh history starts", exc, set_aside(path, clock.time())
+        )
+    return _open_writer(path, config, clock, analysis, cost, connect=connect)
+
+
+def _open_writer(
+    path: Path,
+    config: Config,
+    clock: Clock,
+    analysis: AnalysisEngine,
+    cost: CostEngine,
+    *,
+    connect: Connect | None,
+) -> HistoryWriter:
+    """Open `path`, restore from it and return its writer (`open_history` less the
+    damaged file's handling)."""
+    from gpuwatch.history.restore import restore  # noqa: PLC0415 - sqlite3 only when on
+    from gpuwatch.history.rollup import HOUR_SECONDS, Rollup, hour_of  # noqa: PLC0415
+    from gpuwatch.history.store import HistoryStore, default_connect, store_error  # noqa: PLC0415
     from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415
 
-    store = HistoryStore(config.agent.state_dir / HISTORY_FILE, connect or default_connect)
+    store = HistoryStore(path, connect or default_connect)
     now = clock.time()
     try:
         restored = restore(store, analysis, cost, now, config.analysis.window_seconds)
@@ -99,7 +135,7 @@ def open_history(
         rollup = Rollup(store.gpu_hours(since), store.token_hours(since), store.pod_hours(since))
     except Exception as exc:
         store.close()
-        raise HistoryStoreError(f"cannot read {store.path}: {exc}") from exc
+        raise store_error(f"cannot read {path}", exc) from exc
     log.info(
         "history: %s (%d GPUs' windows, %d token sources, %d states restored)",
         store.path,

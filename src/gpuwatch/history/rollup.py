@@ -437,6 +437,12 @@ class Rollup:
         self.dirty_gpus.update((r["uuid"], int(r["hour_start"])) for r in gpu_rows)
         self.dirty_tokens.update((r["source"], int(r["hour_start"])) for r in token_rows)
 
+    def untake_all(self) -> None:
+        """Mark every hour in memory as changed (a fresh file replaced a damaged one)."""
+        self.dirty_gpus.update(self._gpus)
+        self.dirty_tokens.update(self._tokens)
+        self.dirty_pods.update(self._pods)
+
     def forget_final(self) -> None:
         """Drop clean hours no snapshot can change any more (their rows are stored):
         older than the oldest hour the ledger still settles and than the current hour."""

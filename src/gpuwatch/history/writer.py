@@ -4,25 +4,39 @@ The sampling thread only appends the published snapshot (and the token readings 
 with it) to a bounded queue (`offer`, O(1), no lock of ours, no I/O). The writer drains
 the queue into the rollup every second and writes the changed rows every
 `write_interval_seconds`, one transaction each time. A failed write (disk full, I/O
-error, the file locked) is one log line and `gpuwatch_history_up 0`; the rows stay
-pending in memory and are written, whole, when a write succeeds again. Hours older than
-the retention are deleted once an hour.
+error, the file locked, any exception) is one log line and `gpuwatch_history_up 0`; the
+rows stay pending in memory and are written, whole, when a write succeeds again. A value
+SQLite cannot hold (past 64-bit integers, NaN or infinite: a lying source) is stored as
+NULL where its column allows, else its row alone is refused; counted, and logged once a
+spell, so everything else is still written. A write that finds the file damaged moves
+it aside (kept, named in the log) and writes every hour in memory to a fresh file.
+Hours older than the retention are deleted once an hour.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.clock import Clock
 from gpuwatch.history.rollup import Rollup, TokenReadingTotals, hour_of
-from gpuwatch.history.store import HistoryStore
+from gpuwatch.history.schema import GPU_COLUMNS, POD_COLUMNS, STATE_TABLE_COLUMNS, TOKEN_COLUMNS
+from gpuwatch.history.store import (
+    HistoryCorruptError,
+    HistoryStore,
+    HistoryStoreError,
+    describe,
+    store_error,
+    unstorable,
+)
 from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
@@ -31,6 +45,7 @@ QUEUE_LIMIT = 3600
 """Snapshots waiting for the writer at most; beyond, the oldest are dropped (the ledger's
 columns stay exact: they are cumulative; state seconds, energy and memory lose them)."""
 
+POD_KEY = ("namespace", "pod", "hour_start")
 DRAIN_SECONDS = 1.0
 PRUNE_EVERY_SECONDS = 3600.0
 
@@ -63,6 +78,8 @@ class HistoryWriter:
         self._drained = 0
         self.up = True
         self.failures = 0
+        self.refused_values = 0
+        self._refusing = False  # within a spell of refused values (one log line each)
 
     def offer(self, snapshot: FleetSnapshot, readings: Sequence[TokenReadingTotals] = ()) -> None:
         """Queue a published snapshot (the sampling thread's whole cost)."""
@@ -87,37 +104,104 @@ class HistoryWriter:
         """Drain, then write every changed row in one transaction; True when written."""
         with self._lock:
             self._drain()
-            now = self._clock.time()
-            prune = None
-            if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECONDS:
-                prune = float(hour_of(now - self._retention_seconds))
-            gpu_rows, token_rows, states = self._rollup.take_dirty()
-            pod_rows = self._rollup.take_dirty_pods()
-            try:
-                self.store.write(
-                    gpu_rows, token_rows, states, prune_before=prune, pod_rows=pod_rows
+            return self._flush(replace_damaged=True)
+
+    def _flush(self, *, replace_damaged: bool) -> bool:
+        """`flush` less the drain, the lock held; `replace_damaged`: a damaged file is
+        moved aside and every hour in memory written to a fresh one."""
+        now = self._clock.time()
+        prune = None
+        if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECONDS:
+            prune = float(hour_of(now - self._retention_seconds))
+        gpu_rows, token_rows, states = self._rollup.take_dirty()
+        pod_rows = self._rollup.take_dirty_pods()
+        refused: list[str] = []
+        required = self.store.required
+        gpu_rows = _storable(
+            gpu_rows, GPU_COLUMNS, ("uuid", "hour_start"), required["gpu_hours"], refused
+        )
+        token_rows = _storable(
+            token_rows,
+            TOKEN_COLUMNS,
+            ("source", "hour_start"),
+            required["token_hours"],
+            refused,
+        )
+        pod_rows = _storable(pod_rows, POD_COLUMNS, POD_KEY, required["pod_hours"], refused)
+        states = _storable(states, STATE_TABLE_COLUMNS, ("uuid",), required["gpu_state"], refused)
+        self._note_refused(refused)
+        write = functools.partial(
+            self.store.write,
+            gpu_rows,
+            token_rows,
+            states,
+            prune_before=prune,
+            pod_rows=pod_rows,
+        )
+        error = _attempt(write)
+        if error is not None and replace_damaged and self._replace_damaged(error, now):
+            self._rollup.untake_all()  # every hour in memory, into the fresh file
+            return self._flush(replace_damaged=False)
+        if error is not None:
+            self._rollup.untake(gpu_rows, token_rows)
+            self._rollup.untake_pods(pod_rows)
+            self.failures += 1
+            if self.up:
+                log.error(
+                    "history: cannot write %s (%s); %d hour rows kept in memory and "
+                    "written when it works again",
+                    self.store.path,
+                    describe(error),
+                    self._rollup.pending_rows,
                 )
-            except sqlite3.Error as exc:
-                self._rollup.untake(gpu_rows, token_rows)
-                self._rollup.untake_pods(pod_rows)
-                self.failures += 1
-                if self.up:
-                    log.error(
-                        "history: cannot write %s (%s); %d hour rows kept in memory and "
-                        "written when it works again",
-                        self.store.path,
-                        exc,
-                        self._rollup.pending_rows,
-                    )
-                self.up = False
-                return False
-            if not self.up:
-                log.info("history: writing %s again", self.store.path)
-            self.up = True
-            if prune is not None:
-                self._last_prune = now
-            self._rollup.forget_final()
-            return True
+            self.up = False
+            return False
+        if not self.up:
+            log.info("history: writing %s again", self.store.path)
+        self.up = True
+        if prune is not None:
+            self._last_prune = now
+        self._rollup.forget_final()
+        return True
+
+    def _replace_damaged(self, exc: Exception, now: float) -> bool:
+        """When `exc` says the file is damaged: move it aside, start a fresh one (one
+        ERROR line naming the kept file) and True; else False."""
+        if not isinstance(store_error("", exc), HistoryCorruptError):
+            return False
+        try:
+            aside = self.store.replace_damaged(now)
+        except HistoryStoreError as again:
+            log.error(
+                "history: %s is damaged (%s) and cannot be replaced: %s",
+                self.store.path,
+                describe(exc),
+                again,
+            )
+            return False
+        log.error(
+            "history: %s is damaged (%s); kept as %s, a fresh history starts with the hours "
+            "still in memory",
+            self.store.path,
+            describe(exc),
+            aside,
+        )
+        return True
+
+    def _note_refused(self, refused: Sequence[str]) -> None:
+        """Count the values refused by this write; one ERROR line when a spell starts."""
+        self.refused_values += len(refused)
+        if refused and not self._refusing:
+            log.error(
+                "history: %d value(s) SQLite cannot hold, the rest is written: %s%s "
+                "(gpuwatch_history_refused_values_total counts them while it lasts)",
+                len(refused),
+                refused[0],
+                f"; and {len(refused) - 1} more" if len(refused) > 1 else "",
+            )
+        elif not refused and self._refusing:
+            log.info("history: every value can be stored again")
+        self._refusing = bool(refused)
 
     def start(self) -> None:
         """Start the writer thread."""
@@ -152,16 +236,56 @@ class HistoryWriter:
         return max(self._offered - self._drained - len(self._queue), 0)
 
     def families(self) -> Iterator[Metric]:
-        """gpuwatch_history_up and gpuwatch_history_pending_rows."""
-        return _families(self.up, self._rollup.pending_rows)
+        """gpuwatch_history_up, gpuwatch_history_pending_rows and
+        gpuwatch_history_refused_values_total."""
+        return _families(self.up, self._rollup.pending_rows, self.refused_values)
 
     @staticmethod
     def down_families() -> Iterator[Metric]:
         """The families of a store that could not be opened."""
-        return _families(False, 0)
+        return _families(False, 0, 0)
 
 
-def _families(up: bool, pending_rows: int) -> Iterator[Metric]:
+def _attempt(write: Callable[[], None]) -> Exception | None:
+    """Run `write`; the exception it raised, if any (whatever it is, the rows wait)."""
+    try:
+        write()
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    return None
+
+
+def _storable(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str],
+    key: Sequence[str],
+    required: frozenset[str],
+    refused: list[str],
+) -> list[dict[str, Any]]:
+    """The rows SQLite can hold: a value it cannot hold is stored as NULL where its column
+    allows, else the row is refused; each such value described (escaped) in `refused`."""
+    kept: list[dict[str, Any]] = []
+    for row in rows:
+        problems = {c: why for c in columns if (why := unstorable(row.get(c))) is not None}
+        if not problems:
+            kept.append(row)
+            continue
+        where = ", ".join(
+            datetime.fromtimestamp(row[k], UTC).strftime("%Y-%m-%dT%H:%MZ")
+            if k == "hour_start" and unstorable(row.get(k)) is None
+            else ascii(row.get(k))
+            for k in key
+        )
+        whole = not required.isdisjoint(problems)
+        for column, why in problems.items():
+            fate = "row refused" if whole else "stored as NULL"
+            refused.append(f"{where}: {column} is {why} ({fate})")
+        if not whole:
+            kept.append({**row, **dict.fromkeys(problems)})
+    return kept
+
+
+def _families(up: bool, pending_rows: int, refused_values: int) -> Iterator[Metric]:
     family = GaugeMetricFamily(
         "gpuwatch_history_up",
         "1 when the history store is open and its last write succeeded, else 0",
@@ -174,3 +298,10 @@ def _families(up: bool, pending_rows: int) -> Iterator[Metric]:
     )
     pending.add_metric([], float(pending_rows))
     yield pending
+    refused = CounterMetricFamily(
+        "gpuwatch_history_refused_values",
+        "Values the history store could not hold (past 64-bit integers, NaN, infinite, not "
+        "UTF-8), each write: stored as NULL where the column allows, else their row refused",
+    )
+    refused.add_metric([], float(refused_values))
+    yield refused

@@ -220,11 +220,12 @@ def make_plan(
 
     start = end_epoch - days * 86400.0
     if prometheus is None:
+        from gpuwatch.history.store import HistoryStoreError  # noqa: PLC0415
         from gpuwatch.plan import local  # noqa: PLC0415
 
         try:
             usages = local.load_usage(config.agent.state_dir, start, end_epoch)
-        except local.HistoryMissingError as exc:
+        except HistoryStoreError as exc:
             raise PlanSourceError(str(exc)) from None
         source = "local"
     else:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.history.store import HISTORY_FILE, HistoryStore
+from gpuwatch.history.store import HISTORY_FILE, open_reader
 from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile
 
 _STATE_COLUMNS = {
@@ -27,18 +27,10 @@ _STATE_COLUMNS = {
 }
 
 
-class HistoryMissingError(Exception):
-    """There is no history file where the config says."""
-
-
 def load_usage(state_dir: Path, since: float, until: float) -> list[GpuUsage]:
-    """Each GPU's use in the hours starting in [since, until) (epoch s)."""
-    path = state_dir / HISTORY_FILE
-    if not path.is_file():
-        raise HistoryMissingError(
-            f"no history at {path}: is [history] on and has `gpuwatch run` run here?"
-        )
-    store = HistoryStore(path)
+    """Each GPU's use in the hours starting in [since, until) (epoch s), read-only;
+    HistoryMissingError without a file, HistoryStoreError when it cannot be read."""
+    store = open_reader(state_dir / HISTORY_FILE)
     try:
         rows = store.gpu_hours(since, until)
     finally:

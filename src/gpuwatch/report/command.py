@@ -120,9 +120,11 @@ def load_from_source(request: SourceRequest) -> ReportData:
     """The production loader: the history store, or a Prometheus-compatible API."""
     if request.prometheus is None:
         local: Any = importlib.import_module("gpuwatch.report.local")
+        from gpuwatch.history.store import HistoryStoreError  # noqa: PLC0415
+
         try:
             data = local.load(request.config, request.period)
-        except local.HistoryMissingError as exc:
+        except HistoryStoreError as exc:
             raise ReportSourceError(str(exc)) from None
     else:
         prometheus: Any = importlib.import_module("gpuwatch.report.prometheus")

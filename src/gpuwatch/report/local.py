@@ -29,7 +29,7 @@ from gpuwatch.config import Config
 from gpuwatch.cost.engine import RENT_VS_BUY_WINDOW, rent_vs_buy_position
 from gpuwatch.cost.ledger import WINDOWS
 from gpuwatch.history.schema import STATE_COLUMNS
-from gpuwatch.history.store import HISTORY_FILE, HistoryStore
+from gpuwatch.history.store import HISTORY_FILE, open_reader
 from gpuwatch.report.model import (
     GPU_STATES,
     TIME_CLASSES,
@@ -51,19 +51,11 @@ RENT_VS_BUY_WINDOW_SECONDS = dict(WINDOWS)[RENT_VS_BUY_WINDOW]
 agent judges it over the 30 days before each tick."""
 
 
-class HistoryMissingError(Exception):
-    """There is no history file where the config says (history off, or never ran)."""
-
-
 def load(config: Config, period: Period) -> ReportData:
-    """Read `agent.state_dir/history.sqlite3` for `period`; HistoryMissingError when the
-    file does not exist, HistoryStoreError when it cannot be read."""
-    path = config.agent.state_dir / HISTORY_FILE
-    if not path.is_file():
-        raise HistoryMissingError(
-            f"no history at {path}: is [history] on and has `gpuwatch run` run here?"
-        )
-    store = HistoryStore(path)
+    """Read `agent.state_dir/history.sqlite3` (read-only) for `period`;
+    HistoryMissingError when the file does not exist, HistoryStoreError when it cannot be
+    read (damaged: HistoryCorruptError)."""
+    store = open_reader(config.agent.state_dir / HISTORY_FILE)
     try:
         start, end = period.start_epoch, period.end_epoch
         gpu_rows = store.gpu_hours(start, end)
@@ -220,7 +212,7 @@ def last_sample_epoch(config: Config) -> float | None:
     path = config.agent.state_dir / HISTORY_FILE
     if not path.is_file():
         return None
-    store = HistoryStore(path)
+    store = open_reader(path)
     try:
         rows = store.gpu_hours(0.0, float("inf"))
     finally:
