@@ -73,6 +73,9 @@ def test_a_counter_jump_no_gpu_could_serve_is_refused(
     scraper = Scraper(page_server, kind)
     with caplog.at_level(logging.DEBUG, logger="gpuwatch"):
         assert scraper.step(page(1000.0, 2000.0)) == (True, 0.0, 0.0)
+        (reading,) = scraper.collector.readings()
+        first = reading.baseline_seconds  # the cost ledger charges spans within a baseline
+        assert first is not None
         assert scraper.step(page(1100.0, 2050.0)) == (True, 100.0, 50.0)
         up, *totals = scraper.step(page(prompt, generation))
         assert not up
@@ -80,8 +83,11 @@ def test_a_counter_jump_no_gpu_could_serve_is_refused(
         (reading,) = scraper.collector.readings()
         assert reading.error is not None
         assert reading.error.startswith("implausible:")
+        assert reading.baseline_seconds == first
         # the next scrape is a new baseline, then honest increases count again
         assert scraper.step(page(1200.0, 2100.0)) == (True, 100.0, 50.0)
+        (reading,) = scraper.collector.readings()
+        assert reading.baseline_seconds == reading.last_scrape_seconds != first
         assert scraper.step(page(1300.0, 2300.0)) == (True, 200.0, 250.0)
         assert scraper.step(page(1400.0, 2400.0)) == (True, 300.0, 350.0)
     assert not any(r.exc_info for r in caplog.records), "no traceback"

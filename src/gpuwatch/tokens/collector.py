@@ -231,6 +231,10 @@ class TokenReading:
     error: str | None
     prompt_tokens_by_origin: tuple[tuple[str, float], ...] = ()
     kv_cache: KvCacheReading | None = None
+    baseline_seconds: float | None = None
+    """Clock time (epoch s) of the scrape the counters count from: the first, or the
+    first after a refused one (`gpuwatch.tokens.plausible`); a span across two
+    baselines holds tokens that were not counted, so the cost ledger charges it nothing."""
 
 
 def describe(exc: BaseException) -> str:
@@ -267,6 +271,7 @@ class _Source:
         self.reading = TokenReading(config.name, False, 0.0, 0.0, None, None)
         self.duration_seconds: float | None = None
         self.observed_at: float | None = None  # monotonic s: start of the last counted scrape
+        self.baseline_seconds: float | None = None  # epoch s: TokenReading.baseline_seconds
         self.next_due: float | None = None
         self.outage = Outage()
         self.in_flight = False  # a scrape thread runs (under the collector's schedule lock)
@@ -405,6 +410,9 @@ class TokenCollector:
         name = source.config.name
         prompt_name, generation_name = source.names
         resets = source.prompt.resets + source.generation.resets
+        now = self._clock.time()
+        if source.observed_at is None:
+            source.baseline_seconds = now
         source.prompt.observe(series[prompt_name])
         source.generation.observe(series[generation_name])
         source.observed_at = start
@@ -421,10 +429,11 @@ class TokenCollector:
             True,
             source.prompt.total,
             source.generation.total,
-            self._clock.time(),
+            now,
             None,
             by_origin,
             kv,
+            source.baseline_seconds,
         )
 
     def _failed(self, source: _Source, error: str) -> TokenReading:
