@@ -161,15 +161,45 @@ UP_DOWN = (
         },
     },
 )
-YES_NO = (
+_YES_NO_OPTIONS: Json = {
+    "0": {"text": "no", "color": "green", "index": 0},
+    "1": {"text": "yes", "color": "orange", "index": 1},
+}
+YES_NO = ({"type": "value", "options": _YES_NO_OPTIONS},)
+IDLE_UNKNOWN_REASONS = ("pid_unmapped", "no_process_list")
+"""Why a hold's allocated-idle is unknown (gpuwatch_gpu_pod_allocated_idle_unknown{reason}),
+as `gpuwatch.snapshot.IDLE_UNKNOWN_REASONS` says (tests/dashboards check they agree)."""
+IDLE_UNKNOWN_CODE = 2
+"""The "runs nothing" cell's value for the first unknown reason; the next ones follow."""
+YES_NO_UNKNOWN = (
     {
         "type": "value",
         "options": {
-            "0": {"text": "no", "color": "green", "index": 0},
-            "1": {"text": "yes", "color": "orange", "index": 1},
+            **_YES_NO_OPTIONS,
+            **{
+                str(IDLE_UNKNOWN_CODE + i): {
+                    "text": f"unknown ({reason})",
+                    "color": "blue",
+                    "index": 2 + i,
+                }
+                for i, reason in enumerate(IDLE_UNKNOWN_REASONS)
+            },
         },
     },
 )
+
+
+def allocated_idle_or_unknown(by: str, selector: str) -> str:
+    """Per holder (`by`: a `max by (...` prefix), gpuwatch_gpu_pod_allocated_idle (0 or 1),
+    else, where it is absent because unknown, `IDLE_UNKNOWN_CODE` + the reason's index."""
+    unknown = "\n  or ".join(
+        f'gpuwatch_gpu_pod_allocated_idle_unknown{{{selector}, reason="{reason}"}}'
+        f" * {IDLE_UNKNOWN_CODE + i}"
+        for i, reason in enumerate(IDLE_UNKNOWN_REASONS)
+    )
+    return f"{by}) (gpuwatch_gpu_pod_allocated_idle{{{selector}}})\nor\n{by}) (\n  {unknown}\n)"
+
+
 STATES = ("pending", "busy", "underutilized", "idle", "held")
 STATE_COLORS = {
     "pending": "text",
@@ -470,14 +500,16 @@ def namespace_panels() -> list[Panel]:
             "Which container of the selected namespaces holds which GPU now "
             "(gpuwatch_gpu_pod_info), through which resource, the GPU's state and $/h, and "
             "whether the container runs nothing on it (allocated-idle: "
-            "gpuwatch_gpu_pod_allocated_idle). A shared GPU has a row per holder.",
+            'gpuwatch_gpu_pod_allocated_idle), or "unknown" with the reason '
+            "(gpuwatch_gpu_pod_allocated_idle_unknown: pid_unmapped when the agent cannot "
+            "read the host's /proc). A shared GPU has a row per holder.",
             "currencyUSD",
             instant(f"{per_holder}, resource) ({holders})"),
             instant(
                 f"{per_holder}, state) (\n  {holders}\n"
                 f"  * {ON_UUID} group_left(state) (gpuwatch_gpu_state{{{GPU}}} == 1)\n)"
             ),
-            instant(f"{per_holder}) (gpuwatch_gpu_pod_allocated_idle{{{POD_GPU}}})"),
+            instant(allocated_idle_or_unknown(per_holder, POD_GPU)),
             instant(
                 f"{per_holder}) (\n  {holders}\n  * {ON_UUID} group_left()\n"
                 "  max by (job, instance, uuid) "
@@ -499,7 +531,7 @@ def namespace_panels() -> list[Panel]:
                     "matcher": {"id": "byName", "options": "runs nothing"},
                     "properties": [
                         {"id": "unit", "value": "none"},
-                        {"id": "mappings", "value": list(YES_NO)},
+                        {"id": "mappings", "value": list(YES_NO_UNKNOWN)},
                     ],
                 },
             ),

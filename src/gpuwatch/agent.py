@@ -364,6 +364,7 @@ class Agent:
                 prompt_tokens_total=reading.prompt_tokens_total,
                 generation_tokens_total=reading.generation_tokens_total,
                 scraped_at_seconds=reading.last_scrape_seconds,
+                baseline_seconds=reading.baseline_seconds,
             )
             for reading in self.tokens.readings()
         ]

@@ -197,3 +197,30 @@ def test_windows_forget_what_is_older_than_them() -> None:
     assert hour.cost_usd == pytest.approx(3600.0, rel=0.02)
     # 7,200 s at $1/s over 2 x 1,000 tokens/s x 3,600 s
     assert per_million(summary, "llm", "all", "24h") == pytest.approx(1000.0, rel=1e-6)
+
+
+def test_a_span_across_a_refused_increase_counts_neither_cost_nor_tokens() -> None:
+    """As the collector reports a lie (`tests/tokens/test_lying_counters.py`): the scrape
+    at 165 s is refused (totals and scrape time kept), the one at 180 s is a new baseline
+    (totals unchanged), honest counting resumes after it. The 150-180 s span's tokens were
+    never counted, so its cost is not charged either: $/1M tokens stays the honest 2,000,
+    not more (cost without tokens) and never towards 0 (the lie)."""
+    rate = 500.0
+
+    def totals(t: float) -> TokenTotals:
+        scraped = 15.0 * (t // 15.0)
+        if scraped == 165.0:  # refused: the reading keeps its last good scrape
+            scraped = 150.0
+        baseline = 0.0 if scraped < 180.0 else 180.0
+        counted = rate * min(scraped, 150.0) + rate * max(scraped - 180.0, 0.0)
+        return TokenTotals("llm", (0,), counted, 0.0, scraped, baseline)
+
+    cost = engine()
+    fleet = Fleet()
+    summary = None
+    for t in range(0, 601):
+        summary = cost.observe(
+            float(t), (), fleet.verdicts(float(t), (0,)), {"GPU-0": PRICE}, [totals(float(t))]
+        )
+    assert summary is not None
+    assert per_million(summary, "llm", "prompt") == pytest.approx(1e6 / rate, rel=1e-9)

@@ -81,3 +81,21 @@ def test_grouped_counter_keeps_a_bounded_number_of_groups() -> None:
     counter.observe(series)
     counter.observe(dict.fromkeys(series, 2.0))
     assert counter.totals == {"s0": 1.0, "s1": 1.0}
+
+
+def test_pending_is_what_observe_would_add_and_forget_starts_a_new_baseline() -> None:
+    counter = ResetCorrectedCounter()
+    assert counter.pending({A: 1000.0}) == 0.0  # before a baseline nothing counts
+    counter.observe({A: 1000.0})
+    assert counter.pending({A: 1e300, B: 5.0}) == 1e300 - 1000.0 + 5.0
+    assert counter.pending({A: 10.0}) == 10.0  # a reset counts in full
+    assert (counter.total, counter.resets) == (0.0, 0), "pending takes nothing"
+    counter.observe({A: 1100.0})
+    counter.forget()
+    assert not counter.primed
+    assert counter.observe({A: 1e300}) == 0.0  # the next observation is a baseline
+    assert counter.total == 100.0
+    grouped = GroupedCounter("source")
+    grouped.observe({A: 1.0})
+    grouped.forget()
+    assert grouped.pending({A: 50.0}) == 0.0

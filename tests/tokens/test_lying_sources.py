@@ -91,6 +91,38 @@ def test_engines_are_counted() -> None:
     assert sglang == KvCacheReading(12000.0, 400000.0, ("Qwen/Qwen3-8B",), None, engines=1)
 
 
+def sglang_ranks(tp: int, pp: int, dp: int) -> str:
+    """An SGLang page with the labels its scheduler sets (`SchedulerMetricsMixin.
+    init_metrics`: model_name, engine_type, tp_rank, pp_rank, dp_rank), each rank
+    reporting the same pool of 400,000 tokens with 12,000 in use."""
+    lines = []
+    for name, value in (
+        ("num_used_tokens", "12000.0"),
+        ("token_usage", "0.03"),
+        ("max_total_num_tokens", "400000.0"),
+    ):
+        for d in range(dp):
+            for p in range(pp):
+                for t in range(tp):
+                    labels = (
+                        f'model_name="Qwen/Qwen3-8B",engine_type="unified",'
+                        f'tp_rank="{t}",pp_rank="{p}",dp_rank="{d}"'
+                    )
+                    lines.append(f"sglang:{name}{{{labels}}} {value}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("tp", "pp", "dp"), [(2, 2, 1), (1, 4, 1), (2, 2, 2)])
+def test_sglang_pipeline_stages_are_one_pool(tp: int, pp: int, dp: int) -> None:
+    """Pipeline-parallel stages (`pp_rank`) hold one copy of the weights between them,
+    as tensor-parallel ranks do: counting each stage as an engine multiplied the
+    weights and the tokens in use by `pp`. Data-parallel ranks (`dp_rank`) add up."""
+    reading = read("sglang", sglang_ranks(tp, pp, dp))
+    assert reading == KvCacheReading(
+        12000.0 * dp, 400000.0 * dp, ("Qwen/Qwen3-8B",), None, engines=dp
+    )
+
+
 @pytest.mark.parametrize("value", ["1e15", "1e308"])
 def test_a_lying_server_is_down_with_one_line_and_no_traceback(
     page_server: PageServer, caplog: pytest.LogCaptureFixture, value: str

@@ -9,8 +9,9 @@ between ticks) and its token counts are checkpointed, so that realized $/1M toke
 idle included, divided by the tokens of one kind (`prompt`, `generation`, `all`) served
 in the window. A scrape-to-scrape span counts only when every GPU of the source was
 charged for all of it; a span with a sampling gap the ledger did not charge (agent
-stalled, host asleep, ticks further apart than the ledger's gap limit) is charged to
-neither cost nor tokens, so $/1M tokens is absent, never 0, until a span with tokens of
+stalled, host asleep, ticks further apart than the ledger's gap limit), or across a
+token increase the collector refused as implausible (`TokenTotals.baseline_seconds`), is
+charged to neither cost nor tokens, so $/1M tokens is absent, never 0, until a span with tokens of
 that kind was charged.
 
 Busy fraction over a window = busy seconds / (busy + idle + held seconds) settled in it;
@@ -60,6 +61,10 @@ class TokenTotals:
     prompt_tokens_total: float
     generation_tokens_total: float
     scraped_at_seconds: float | None  # epoch s of the scrape behind the totals; None: none yet
+    baseline_seconds: float | None = None
+    """Epoch s of the scrape the totals count from (`TokenReading.baseline_seconds`): a
+    span between scrapes of two baselines (a refused, implausible increase between them)
+    is charged neither cost nor tokens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,7 @@ class _Mark:
     charged_seconds: Mapping[str, float] | None
     prompt: float = 0.0
     generation: float = 0.0
+    baseline: float | None = None  # TokenTotals.baseline_seconds
 
     def at(self, later: _Mark, t: float) -> _Mark:
         """The mark at `t` (clamped between the two), cost and seconds interpolated."""
@@ -125,9 +131,10 @@ class _TokenAccount:
             at.charged_seconds,
             source.prompt_tokens_total,
             source.generation_tokens_total,
+            source.baseline_seconds,
         )
         start, self.span_start = self.span_start, at
-        if start is not None and at.charged_in_full_since(start):
+        if start is not None and start.baseline == at.baseline and at.charged_in_full_since(start):
             cost, prompt, generation = self.counted
             self.counted = (
                 cost + (at.cost_usd - start.cost_usd),

@@ -5,7 +5,9 @@ The agent calls `scrape_due()` every second or so; each source is fetched when i
 reset-corrected (`gpuwatch.tokens.counters`). A source that is down or serves garbage
 (a malformed page, or a KV pool out of bounds: `gpuwatch.tokens.kv`) becomes
 `up = False` with one WARNING per outage (`gpuwatch.tokens.outage`: a source that flaps
-stays in one); its totals are kept and the other sources go on. The only I/O is the
+stays in one); its totals are kept and the other sources go on. A counter increase no
+GPU could serve (`gpuwatch.tokens.plausible`) is refused the same way: the span is not
+counted, and the next scrape is a new baseline. The only I/O is the
 injected `fetch(url, timeout)` (default: `UrllibFetch`, plain urllib without proxies,
 which bounds each scrape's time and body size). Each due source is scraped on its own
 thread, so a source that stalls or drip-feeds costs only itself: it is down once its
@@ -36,7 +38,8 @@ from gpuwatch.tokens.config import TokenSourceConfig, check_unique_names
 from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter
 from gpuwatch.tokens.kv import KvCacheReading, kv_cache_reading
 from gpuwatch.tokens.outage import Outage
-from gpuwatch.tokens.parse import Sample, find_samples, select_counters
+from gpuwatch.tokens.parse import LabelSet, Sample, find_samples, select_counters
+from gpuwatch.tokens.plausible import implausible_increase
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +231,10 @@ class TokenReading:
     error: str | None
     prompt_tokens_by_origin: tuple[tuple[str, float], ...] = ()
     kv_cache: KvCacheReading | None = None
+    baseline_seconds: float | None = None
+    """Clock time (epoch s) of the scrape the counters count from: the first, or the
+    first after a refused one (`gpuwatch.tokens.plausible`); a span across two
+    baselines holds tokens that were not counted, so the cost ledger charges it nothing."""
 
 
 def describe(exc: BaseException) -> str:
@@ -263,6 +270,8 @@ class _Source:
         self.lock = threading.Lock()
         self.reading = TokenReading(config.name, False, 0.0, 0.0, None, None)
         self.duration_seconds: float | None = None
+        self.observed_at: float | None = None  # monotonic s: start of the last counted scrape
+        self.baseline_seconds: float | None = None  # epoch s: TokenReading.baseline_seconds
         self.next_due: float | None = None
         self.outage = Outage()
         self.in_flight = False  # a scrape thread runs (under the collector's schedule lock)
@@ -342,7 +351,6 @@ class TokenCollector:
         source = self._sources[name]
         with source.lock:
             start = self._clock.monotonic()
-            prompt_name, generation_name = source.names
             try:
                 body = self._fetch(source.config.url, source.config.timeout_seconds)
                 optional = () if source.by_origin_name is None else (source.by_origin_name,)
@@ -353,30 +361,80 @@ class TokenCollector:
             except SOURCE_ERRORS as exc:
                 reading = self._failed(source, describe(exc))
             else:
-                resets = source.prompt.resets + source.generation.resets
-                source.prompt.observe(series[prompt_name])
-                source.generation.observe(series[generation_name])
-                by_origin: tuple[tuple[str, float], ...] = ()
-                if source.by_origin is not None and source.by_origin_name in series:
-                    source.by_origin.observe(series[source.by_origin_name])
-                    by_origin = tuple(sorted(source.by_origin.totals.items()))
-                if source.prompt.resets + source.generation.resets > resets:
-                    log.info("token source %r: counters went back (server restart?)", name)
-                if source.outage.succeed():
-                    log.info("token source %r is up again", name)
-                reading = TokenReading(
-                    name,
-                    True,
-                    source.prompt.total,
-                    source.generation.total,
-                    self._clock.time(),
-                    None,
-                    by_origin,
-                    kv,
-                )
+                refused = self._implausible(source, series)
+                if refused is None:
+                    reading = self._counted(source, series, kv, start)
+                else:
+                    self._forget(source)
+                    reading = self._failed(source, refused)
             source.duration_seconds = max(self._clock.monotonic() - start, 0.0)
             source.reading = reading
             return reading
+
+    def _implausible(self, source: _Source, series: dict[str, dict[LabelSet, float]]) -> str | None:
+        """Why this scrape's increase is more than the source's GPUs could serve since the
+        last counted scrape began (`gpuwatch.tokens.plausible`), None when it is not."""
+        if source.observed_at is None:
+            return None  # the first scrape is a baseline: nothing is counted
+        prompt_name, generation_name = source.names
+        increases = {
+            prompt_name: source.prompt.pending(series[prompt_name]),
+            generation_name: source.generation.pending(series[generation_name]),
+        }
+        if source.by_origin is not None and source.by_origin_name in series:
+            increases[source.by_origin_name] = source.by_origin.pending(
+                series[source.by_origin_name]
+            )
+        seconds = self._clock.monotonic() - source.observed_at
+        return implausible_increase(increases, seconds, len(source.config.gpus))
+
+    @staticmethod
+    def _forget(source: _Source) -> None:
+        """Drop the counters' baseline after a refused scrape: its span is not counted,
+        the next scrape is a new baseline and honest increases count from there (a
+        span lost, never a lie counted)."""
+        source.observed_at = None
+        source.prompt.forget()
+        source.generation.forget()
+        if source.by_origin is not None:
+            source.by_origin.forget()
+
+    def _counted(
+        self,
+        source: _Source,
+        series: dict[str, dict[LabelSet, float]],
+        kv: KvCacheReading | None,
+        start: float,
+    ) -> TokenReading:
+        """The reading of a scrape whose counters are taken (their increases added)."""
+        name = source.config.name
+        prompt_name, generation_name = source.names
+        resets = source.prompt.resets + source.generation.resets
+        now = self._clock.time()
+        if source.observed_at is None:
+            source.baseline_seconds = now
+        source.prompt.observe(series[prompt_name])
+        source.generation.observe(series[generation_name])
+        source.observed_at = start
+        by_origin: tuple[tuple[str, float], ...] = ()
+        if source.by_origin is not None and source.by_origin_name in series:
+            source.by_origin.observe(series[source.by_origin_name])
+            by_origin = tuple(sorted(source.by_origin.totals.items()))
+        if source.prompt.resets + source.generation.resets > resets:
+            log.info("token source %r: counters went back (server restart?)", name)
+        if source.outage.succeed():
+            log.info("token source %r is up again", name)
+        return TokenReading(
+            name,
+            True,
+            source.prompt.total,
+            source.generation.total,
+            now,
+            None,
+            by_origin,
+            kv,
+            source.baseline_seconds,
+        )
 
     def _failed(self, source: _Source, error: str) -> TokenReading:
         name = source.config.name

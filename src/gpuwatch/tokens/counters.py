@@ -45,20 +45,33 @@ class ResetCorrectedCounter:
         steps: dict[LabelSet, float] = {}
         increase = 0.0
         for labels, value in series.items():
-            previous = self._last.get(labels)
-            if previous is None:
-                step = value if self._primed else 0.0
-            elif value < previous:
-                step = value
-                self.resets += 1
-            else:
-                step = value - previous
+            step, reset = self._step(labels, value)
+            self.resets += int(reset)
             steps[labels] = step
             increase += step
             self._last[labels] = value
         self._primed = True
         self.total += increase
         return steps
+
+    def pending(self, series: Mapping[LabelSet, float]) -> float:
+        """The increase `observe(series)` would add, without taking it."""
+        return sum(self._step(labels, value)[0] for labels, value in series.items())
+
+    def forget(self) -> None:
+        """Drop the baseline, keeping the total (after a refused span): the next
+        observation is a new baseline and adds nothing; increases count from there."""
+        self._last.clear()
+        self._primed = False
+
+    def _step(self, labels: LabelSet, value: float) -> tuple[float, bool]:
+        """(increase of one series, whether it dropped: a reset)."""
+        previous = self._last.get(labels)
+        if previous is None:
+            return (value if self._primed else 0.0), False
+        if value < previous:
+            return value, True
+        return value - previous, False
 
 
 class GroupedCounter:
@@ -77,6 +90,14 @@ class GroupedCounter:
         self.totals: dict[str, float] = {}
         """Cumulative increase by label value (tokens), never decreasing."""
         self._counter = ResetCorrectedCounter()
+
+    def pending(self, series: Mapping[LabelSet, float]) -> float:
+        """The increase `observe(series)` would add over all groups, without taking it."""
+        return self._counter.pending(series)
+
+    def forget(self) -> None:
+        """Drop the baseline, keeping the totals (`ResetCorrectedCounter.forget`)."""
+        self._counter.forget()
 
     def observe(self, series: Mapping[LabelSet, float]) -> None:
         """Take one scrape's raw values by series."""

@@ -12,14 +12,18 @@ Pure, no I/O: from the samples `parse.find_samples` found in one /metrics body, 
 - SGLang (python/sglang/srt/metrics/collector.py, `SchedulerMetricsCollector`):
   ``sglang:num_used_tokens`` (tokens whose KV is held), ``sglang:max_total_num_tokens``
   ("Maximum total number of tokens in the KV cache pool") and ``sglang:token_usage``
-  (0-1), labelled ``model_name`` (and ``tp_rank``, ``pp_rank``, ...). SGLang publishes
+  (0-1), labelled ``model_name``, ``engine_type``, ``tp_rank``, ``pp_rank`` and, with
+  data-parallel attention, ``dp_rank`` (`SchedulerMetricsMixin.init_metrics` in
+  python/sglang/srt/managers/scheduler_metrics_mixin.py). SGLang publishes
   no cache dtype: the token source's `kv_cache_dtype` says it (default: the model's).
 - llama.cpp, TGI and custom servers: nothing read. llama.cpp's /metrics names no model
   and current builds dropped its ``llamacpp:kv_cache_usage_ratio`` and
   ``llamacpp:kv_cache_tokens`` gauges; TGI publishes no KV cache usage.
 
-Series that differ only by ``tp_rank`` are one pool seen by each tensor-parallel rank
-(the largest is taken); other series (data-parallel engines) are pools of their own,
+Series that differ only by ``tp_rank`` or ``pp_rank`` are one pool seen by each
+tensor- or pipeline-parallel rank (the largest is taken: a pipeline stage holds the KV
+of its own layers for the same tokens, and its share of the same copy of the weights);
+other series (``dp_rank``: data-parallel engines) are pools of their own,
 and add up: `KvCacheReading.engines` counts them (each engine holds a copy of the
 weights).
 
@@ -50,8 +54,9 @@ KV_CACHE_NAMES: dict[str, tuple[str, ...]] = {
 }
 """Per server kind, the sample names read for the KV cache (none for the other kinds)."""
 
-RANK_LABELS = frozenset({"tp_rank"})
-"""Labels whose series repeat one pool, once per tensor-parallel rank."""
+RANK_LABELS = frozenset({"tp_rank", "pp_rank"})
+"""Labels whose series repeat one pool (one copy of the weights), once per tensor- or
+pipeline-parallel rank."""
 
 MAX_POOL_TOKENS = 2**40
 """The most tokens a source may say one pool holds or uses (1,099,511,627,776). Any
