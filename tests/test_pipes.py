@@ -3,6 +3,7 @@ early ends the command quietly (exit 141, no traceback), whatever the command.""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -46,14 +47,19 @@ def test_a_reader_gone_before_the_first_write_ends_the_command_quietly(args: lis
 
 
 def test_a_reader_that_reads_a_little_then_closes_gets_no_traceback() -> None:
-    """`gpuwatch status --simulate dgx-h100-mig --json | head -c 100`: the document
-    (67 KB) is more than the pipe holds, so the write fails after the reader closes."""
+    """`gpuwatch status --simulate dgx-h100-mig --json | head -c 100`. The document
+    (67 KB) is only just more than a pipe holds (64 KB), so the write could finish after
+    100 bytes are read and before the close: the pipe is shrunk to one page first
+    (F_SETPIPE_SZ), so the write still has most of the document left when the reader
+    closes."""
     with subprocess.Popen(
         [sys.executable, "-m", "gpuwatch", "status", "--simulate", "dgx-h100-mig", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=_env(),
     ) as proc:
+        assert proc.stdout is not None
+        fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
         assert proc.stdout is not None
         assert proc.stderr is not None
         assert proc.stdout.read(100).startswith(b"{")

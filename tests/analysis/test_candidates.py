@@ -222,4 +222,4 @@ def test_the_slack_report_says_which_rule_chose() -> None:
         data, gpu_days=tuple(replace(d, recommended_rule="allow_list") for d in data.gpu_days)
     )
     message = json.dumps(build_summary_message(build_report(data), ()))
-    assert "move the workload to a `l4` (candidates: allow-list) (saves" in message
+    assert "move the workload to an `l4` (candidates: allow-list) (saves" in message

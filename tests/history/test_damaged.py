@@ -165,7 +165,8 @@ def test_an_intact_file_on_a_read_only_filesystem_is_read(intact: Path, tmp_path
         f'mount -t tmpfs tmpfs "{mount}" && cp "{intact}" "{mount}/{HISTORY_FILE}" && '
         f'mount -o remount,ro "{mount}" && '
         f'{sys.executable} -m gpuwatch report --config "{config}" {" ".join(MONTH)} && '
-        f'{sys.executable} -m gpuwatch plan --config "{config}" --format json'
+        f'{sys.executable} -m gpuwatch plan --config "{config}" --format json '
+        "--until 2026-01-01T03:00:00Z"
     )
     done = subprocess.run(
         ["unshare", "--mount", "--map-root-user", "sh", "-c", script],
