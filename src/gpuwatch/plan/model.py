@@ -21,7 +21,7 @@ memory used (an upper bound: servers preallocate)."""
 Activity = Literal["busy", "underutilized", "idle", "held", "unknown"]
 """What the unit did over the lookback (the analysis states; unknown: pending only)."""
 
-Mode = Literal["whole", "shared", "mig"]
+PlacementMode = Literal["whole", "shared", "mig"]
 """How a planned GPU is used: one unit alone, several time-sliced, or MIG instances."""
 
 
@@ -84,7 +84,7 @@ class Placement:
     """One GPU of the plan and what runs on it."""
 
     gpu_id: str  # catalog id
-    mode: Mode
+    mode: PlacementMode
     usd_per_hour: float  # the GPU's rent price, $/h
     units: tuple[str, ...]  # WorkloadNeed.key of each unit on it
     mig_profiles: tuple[str, ...] = ()  # mode "mig": the profile of each unit, same order

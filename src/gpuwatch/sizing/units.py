@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from gpuwatch.units import GIB
+from gpuwatch.core.units import GIB, HOUR_SECONDS
 
 GB = 10**9
 """One decimal gigabyte in bytes: the unit of datasheets, price lists and the seeds."""
@@ -19,7 +19,7 @@ GB = 10**9
 TERA = 10**12
 """TFLOPS to FLOP/s, TB/s to bytes/s."""
 
-SECONDS_PER_HOUR = 3600
+SECONDS_PER_HOUR = HOUR_SECONDS
 HOURS_PER_YEAR = 365 * 24
 """8760: seed 001 amortizes over 365-day years."""
 

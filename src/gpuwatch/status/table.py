@@ -17,10 +17,11 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from gpuwatch.core.text import usd
+from gpuwatch.core.units import GIB
 from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.status.names import short_gpu_name, short_process_name, terminal_safe
 
-GIB = 1024**3
 NO_VALUE = "-"
 
 
@@ -37,7 +38,7 @@ def duration(seconds: float) -> str:
 
 
 def _usd(value: float | None) -> str:
-    return NO_VALUE if value is None else f"${value:,.2f}"
+    return NO_VALUE if value is None else usd(value)
 
 
 def _percent(value: float | None) -> str:
