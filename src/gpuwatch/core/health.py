@@ -2,11 +2,12 @@
 
 The one failure-episode helper (a bottom module: it imports nothing of gpuwatch), with
 `backoff_seconds`, the one retry schedule. A token source that is down, or a source
-whose need cannot be measured, logs one WARNING when the outage starts; further
-failures of the same outage log at DEBUG. The outage ends, with one INFO line, only after `SETTLE_SUCCESSES` successes in a row, so a
-server whose page alternates between good and bad (a flapping gauge) stays in one
-outage instead of logging a line per scrape. Pure state, no I/O, not thread-safe (each
-user holds its own per source, under its own lock).
+whose need cannot be measured, logs one WARNING when the outage starts; further failures
+of the same outage log at DEBUG. The outage ends, with one INFO line, only after
+`SETTLE_SUCCESSES` successes in a row, so a server whose page alternates between good
+and bad (a flapping gauge) stays in one outage instead of logging a line per scrape.
+Pure state, no I/O, not thread-safe (each user holds its own per source, under its own
+lock).
 """
 
 from __future__ import annotations
