@@ -46,7 +46,7 @@ def _name(text: str) -> str:
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(_md(h) for h in headers) + " |"]
+    lines = ["| " + " | ".join(_prose(h) for h in headers) + " |"]  # our own words
     lines.append("|" + "|".join(" --- " for _ in headers) + "|")
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return lines
