@@ -65,3 +65,12 @@ def test_backoff_is_shared_by_billing() -> None:
     source.failed(100.0, "down")
     source.failed(100.0, "down")
     assert source.retry_at == 120.0
+
+
+def test_one_sanitiser_for_the_terminal_and_the_reports() -> None:
+    """The status table uses `flatten` like the report, the plan and Slack: a no-break
+    or ideographic space is shown as an escape (status' own copy kept them bare before
+    the merge), the terminal controls as before."""
+    assert table.flatten is text.flatten
+    assert text.flatten("a\u00a0b\u3000c") == "a\\xa0b\\u3000c"
+    assert text.flatten("\x1b[31mred \u202e") == "\\x1b[31mred \\u202e"
