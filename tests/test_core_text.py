@@ -55,6 +55,7 @@ def test_html_escape_is_shared() -> None:
 def test_units_are_defined_once() -> None:
     assert (units.KIB, units.MIB, units.GIB) == (2**10, 2**20, 2**30)
     assert (units.HOUR_SECONDS, units.DAY_SECONDS) == (3600, 86400)
+    assert (units.HOURS_PER_YEAR, units.HOURS_PER_MONTH) == (8760, 730.0)
     assert text.duration(units.DAY_SECONDS * 3) == "3 days"
 
 

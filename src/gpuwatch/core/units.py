@@ -24,3 +24,9 @@ HOUR_SECONDS = 3600
 
 DAY_SECONDS = 86400
 """One day in seconds."""
+
+HOURS_PER_YEAR = 365 * 24
+"""8760: seed 001 amortizes over 365-day years."""
+
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12
+"""730.0: the month every $/month figure (plan, report, tco) is counted in."""

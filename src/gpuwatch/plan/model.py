@@ -10,9 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-HOURS_PER_MONTH = 730.0
-"""Hours in the average month (8,760 / 12): every $/month figure is $/h x this."""
-
 NeedBasis = Literal["declared", "measured", "observed"]
 """Where a memory need comes from: a `[[workloads]]` declaration and the sizing model,
 the inference server's own KV-cache use plus the sizing model's weights, or NVML's peak

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuwatch.core.text import duration, with_article
-from gpuwatch.core.units import GIB
-from gpuwatch.plan.model import HOURS_PER_MONTH, Placement, Plan, WorkloadNeed
+from gpuwatch.core.units import GIB, HOURS_PER_MONTH
+from gpuwatch.plan.model import Placement, Plan, WorkloadNeed
 
 
 @dataclass(frozen=True, slots=True)

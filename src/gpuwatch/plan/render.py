@@ -27,8 +27,8 @@ from gpuwatch.core.text import (
 )
 from gpuwatch.core.text import plain_name as _name
 from gpuwatch.core.text import usd as _usd
-from gpuwatch.core.units import GIB
-from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, PlanOptions, WorkloadNeed
+from gpuwatch.core.units import GIB, HOURS_PER_MONTH
+from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.moves import Move, plan_moves
 
 
