@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from benchlib import format_table, machine_info, verdict
-from gpuwatch.plan.model import HOURS_PER_MONTH, Activity, PlanOptions, WorkloadNeed
+from gpuwatch.core.units import HOURS_PER_MONTH
+from gpuwatch.plan.model import Activity, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import solve
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog
 

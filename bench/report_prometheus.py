@@ -51,9 +51,10 @@ from tests.report_prometheus.conftest import (
 )
 
 from benchlib import machine_info
+from gpuwatch.core.units import DAY_SECONDS
 from gpuwatch.report.model import Period
 from gpuwatch.report.prometheus import COUNTERS, Client, PrometheusOptions, load
-from gpuwatch.report.synthetic import DAY_SECONDS, SyntheticFleet, write_fleet
+from gpuwatch.report.synthetic import SyntheticFleet, write_fleet
 
 ENGINE_SLICES = ("prepare_time", "inner_eval")
 

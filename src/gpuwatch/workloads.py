@@ -47,7 +47,6 @@ Precision = Literal[
     "bnb-int8",
 ]
 """Storage precisions, then quantized checkpoint layouts (`gpuwatch.sizing.quantization`)."""
-Mode = Literal["inference", "train", "lora", "qlora"]
 KvCachePrecision = Literal["fp32", "fp16", "bf16", "fp8"]
 """The KV cache's storage, as servers offer it (vLLM's ``--kv-cache-dtype fp8``); the
 values of ``gpuwatch size --kv-cache-precision``."""
@@ -69,7 +68,7 @@ class WorkloadDeclaration(BaseModel):
     config_json: Text | None = Field(default=None, max_length=4096)  # a Hugging Face config.json
     params: str | float | None = None  # parameter count: 7e9, "7B", "125M"
     precision: Precision | None = None  # None: the mode's default (fp16 inference, ...)
-    mode: Mode = "inference"
+    mode: SizingMode = SizingMode.INFERENCE  # one home: sizing.Mode
     context: int = Field(default=4096, ge=1, le=100_000_000)  # tokens
     batch: int = Field(default=1, ge=1, le=1_000_000)  # concurrent sequences
     kv_cache_precision: KvCachePrecision | None = None  # None: 16-bit (the compute precision)

@@ -19,6 +19,7 @@ import itertools
 
 import pytest
 
+from gpuwatch.core.units import GIB
 from gpuwatch.plan.mig import (
     A100_40GB,
     A100_80GB,
@@ -34,7 +35,6 @@ from gpuwatch.plan.mig import (
     mig_table,
 )
 from gpuwatch.sizing import build_gpu_catalog
-from gpuwatch.units import GIB
 
 TABLES = (A100_40GB, A100_80GB, H100_80GB, H100_94GB, H100_96GB, H200_141GB, B200_180GB)
 

@@ -14,8 +14,10 @@ from dataclasses import replace
 
 import pytest
 
+from gpuwatch.core.text import MAX_NAME_CHARS
+from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.plan.command import slack_payload
-from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions, WorkloadNeed
+from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import (
     PlanReport,
     assumptions,
@@ -28,7 +30,6 @@ from gpuwatch.plan.render import (
 from gpuwatch.report.build import build_report
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.sizing import build_gpu_catalog
-from gpuwatch.wording import MAX_NAME_CHARS
 from tests.alerts.test_hostile_names import HOSTILE, assert_slack_accepts
 from tests.report.data import sample_data
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.core.text import with_article
 from gpuwatch.report.build import build_report
 from gpuwatch.report.csv_format import render_csv
 from gpuwatch.report.html import render_html
@@ -19,7 +20,6 @@ from gpuwatch.report.markdown import render_markdown
 from gpuwatch.report.model import GpuDay, RentVsBuyGpu, ReportData
 from gpuwatch.report.pdf import render_pdf
 from gpuwatch.report.slack import build_summary_message
-from gpuwatch.wording import with_article
 from tests.report.data import DAY1, DAY2, H100, PERIOD, gpu_day, seconds
 
 UUID_A = "GPU-2fc0195c-3848-d59d-2cca-b96e3887fa21"

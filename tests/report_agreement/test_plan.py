@@ -25,10 +25,11 @@ import pytest
 from gpuwatch.alerts import AlertsConfig, SlackConfig
 from gpuwatch.cli import _parser, main
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.history.store import HISTORY_FILE
 from gpuwatch.install import installed_from
 from gpuwatch.plan.command import make_plan, run_plan
-from gpuwatch.plan.model import HOURS_PER_MONTH, PlanOptions
+from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.report.prometheus import PrometheusOptions
 from gpuwatch.sizing import build_gpu_catalog

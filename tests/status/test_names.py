@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch.status.names import short_gpu_name, short_process_name, terminal_safe
+from gpuwatch.core.text import flatten as terminal_safe
+from gpuwatch.status.names import short_gpu_name, short_process_name
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
+from gpuwatch.core.text import counted, flatten, shorten, usd
+from gpuwatch.core.units import GIB
 from gpuwatch.snapshot import (
     GpuSample,
     ProcessSample,
@@ -36,7 +38,6 @@ MAX_PODS = 5
 MAX_NAME_CHARS = 80
 HEADER_MAX_CHARS = 150
 TEXT_MAX_CHARS = 3000
-GIB = 2**30
 
 _EMOJI = {
     "idle": ":zzz:",
@@ -63,25 +64,6 @@ _PLAIN_ANGLES = str.maketrans({"<": "\uff1c", ">": "\uff1e"})  # fullwidth < >
 def escape(text: str) -> str:
     """Escape the three characters Slack's mrkdwn treats as control characters."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _short(text: str, limit: int = MAX_NAME_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def flatten(text: str) -> str:
-    """`text` on one line: every non-printable character (newline, tab, line separator,
-    escape...) written as its Python escape (`\\n`, `\\x1b`), so that a name can add
-    no line and no terminal control to a message."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-
-
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """`count` and its noun in agreement: "1 GPU", "3 GPUs", "0 GPUs" (`plural`:
-    when not the noun + "s")."""
-    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
@@ -120,7 +102,7 @@ def plain_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
     """A name for a `plain_text` object (the header): one line, at most `limit`
     characters. Slack shows plain text as it is, but so that no `<!channel>` appears
     anywhere in a payload, `<` and `>` are shown as their fullwidth look-alikes."""
-    return _short(flatten(text), limit).translate(_PLAIN_ANGLES)
+    return shorten(flatten(text), limit).translate(_PLAIN_ANGLES)
 
 
 def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
@@ -195,10 +177,6 @@ def format_duration(seconds: float) -> str:
     return f"{secs} s"
 
 
-def _usd(value: float) -> str:
-    return f"${value:,.2f}"
-
-
 def _gpu_title(event: AlertEvent) -> str:
     name = name_text(event.gpu.identity.name) if event.gpu is not None else "unknown model"
     return f"*GPU {event.verdict.gpu_index}* {name}"
@@ -227,7 +205,7 @@ def _process_line(gpu: GpuSample | None) -> str | None:
 def pod_name(pod: PodOnGpu) -> str:
     """`` `namespace/pod` `` as one name (`name_text`): the namespace shortened to 60
     characters, the whole to 170."""
-    return name_text(f"{_short(flatten(pod.pod.namespace), 60)}/{flatten(pod.pod.pod)}", 170)
+    return name_text(f"{shorten(flatten(pod.pod.namespace), 60)}/{flatten(pod.pod.pod)}", 170)
 
 
 def _pods_line(pods: Sequence[PodOnGpu]) -> str | None:
@@ -249,9 +227,9 @@ def _cost_line(cost: GpuCost | None) -> str | None:
         return None
     parts = []
     if cost.cost_usd is not None:
-        parts.append(f"Cost so far: {_usd(cost.cost_usd)}")
+        parts.append(f"Cost so far: {usd(cost.cost_usd)}")
     if cost.price_usd_per_hour is not None:
-        parts.append(f"{_usd(cost.price_usd_per_hour)}/h")
+        parts.append(f"{usd(cost.price_usd_per_hour)}/h")
     return " · ".join(parts) or None
 
 
@@ -292,7 +270,7 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
         basis = need_basis_phrase(verdict.need_basis)
         lines.append(
             f"Overprovisioned: {name_text(rec.gpu_id)} would do, saving "
-            f"{_usd(rec.savings_usd_per_hour)}/h (rents at {_usd(rec.rent_usd_per_hour)}/h)"
+            f"{usd(rec.savings_usd_per_hour)}/h (rents at {usd(rec.rent_usd_per_hour)}/h)"
             + (f"; {escape(basis)}" if basis else "")
             + (f"; candidates: {escape(rule)}" if rule else "")
         )
@@ -318,7 +296,7 @@ def _fallback_line(event: AlertEvent, now_seconds: float) -> str:
         text += " (pods " + ", ".join(pod_name(p) for p in event.pods[:MAX_PODS]) + ")"
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
-        text += f", {name_text(rec.gpu_id)} would save {_usd(rec.savings_usd_per_hour)}/h"
+        text += f", {name_text(rec.gpu_id)} would save {usd(rec.savings_usd_per_hour)}/h"
     return text
 
 

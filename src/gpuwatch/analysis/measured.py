@@ -25,7 +25,7 @@ GPUs, is `implausible_need`, not a need; a GPU whose memory total is unknown, or
 servers' needs add up to more than it holds, gets no measured need.
 
 `MeasuredNeeds` resolves each token source's model once per (model name, cache dtype),
-logs one line per outage of a source's measured need (`gpuwatch.tokens.outage`), and
+logs one line per outage of a source's measured need (`gpuwatch.core.health`), and
 exports ``gpuwatch_token_source_need_info``. Pure but for logging: the readings come in, the
 per-GPU samples go out (`per_gpu`), the analysis engine keeps their lookback.
 """
@@ -42,12 +42,12 @@ from typing import Literal
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from gpuwatch.core.health import Outage
 from gpuwatch.sizing import ModelCatalog, ModelSpec, UnknownModelError, memory_requirement
 from gpuwatch.sizing.hf_config import ConfigJsonError, model_name_for
 from gpuwatch.sizing.models import match_served_model
 from gpuwatch.snapshot import GpuSample
 from gpuwatch.tokens import TokenReading, TokenSourceConfig
-from gpuwatch.tokens.outage import Outage
 from gpuwatch.workloads import config_json_workload, served_workload
 
 log = logging.getLogger(__name__)

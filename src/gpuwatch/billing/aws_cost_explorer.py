@@ -35,7 +35,7 @@ from gpuwatch.billing.quotes import (
     make_quote,
     normalize_lifecycle,
 )
-from gpuwatch.wording import counted
+from gpuwatch.core.text import counted
 
 EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
 USAGE_METRIC = "UsageQuantity"

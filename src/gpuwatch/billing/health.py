@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from gpuwatch.collectors.base import CollectorFailedError
+from gpuwatch.core.health import backoff_seconds
 
 log = logging.getLogger("gpuwatch.billing")
 
@@ -58,5 +59,5 @@ class SourceHealth:
             )
         self.up = False
         self.failures += 1
-        delay = min(self._initial * 2 ** min(self.failures - 1, 30), self._max)
+        delay = backoff_seconds(self.failures - 1, self._initial, self._max)
         self.retry_at = now + delay if backoff else now

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from gpuwatch.billing.config import StaticPrice
 from gpuwatch.billing.quotes import PriceQuote, make_quote, normalize_lifecycle
-from gpuwatch.wording import counted
+from gpuwatch.core.text import counted
 
 
 def _normalize(text: str) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuwatch.analysis.states import TIME_CLASSES
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, HourTotals, TimeWindow
 
@@ -39,7 +40,6 @@ RESOLUTION_SECONDS = {"1h": 60.0, "24h": 600.0, "30d": 3600.0}
 _COLUMNS = len(TIME_CLASSES) * 2
 _CLASS_INDEX = {name: i for i, name in enumerate(TIME_CLASSES)}
 
-HOUR_SECONDS = 3600
 HOURS_KEPT_OPEN = 2
 """Hours before the current one that `GpuCost.hours` always shows, so a reader that
 skips snapshots still sees each hour's final figures for at least this many hours."""

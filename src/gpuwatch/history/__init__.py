@@ -122,8 +122,9 @@ def _open_writer(
 ) -> HistoryWriter:
     """Open `path`, restore from it and return its writer (`open_history` less the
     damaged file's handling)."""
+    from gpuwatch.core.units import HOUR_SECONDS  # noqa: PLC0415
     from gpuwatch.history.restore import restore  # noqa: PLC0415 - sqlite3 only when on
-    from gpuwatch.history.rollup import HOUR_SECONDS, Rollup, hour_of  # noqa: PLC0415
+    from gpuwatch.history.rollup import Rollup, hour_of  # noqa: PLC0415
     from gpuwatch.history.store import HistoryStore, default_connect, store_error  # noqa: PLC0415
     from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415
 

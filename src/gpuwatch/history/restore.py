@@ -24,9 +24,9 @@ from itertools import groupby
 from typing import Any
 
 from gpuwatch.analysis.engine import AnalysisEngine, StoredPeaks
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.cost.ledger import WINDOWS
-from gpuwatch.history.rollup import HOUR_SECONDS
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS
 from gpuwatch.history.store import HistoryStore
 

@@ -34,10 +34,9 @@ from typing import Any
 
 from gpuwatch.analysis.activity import dram_bandwidth_ratio_of
 from gpuwatch.analysis.rolling import QuantileSketch
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
 from gpuwatch.snapshot import GPU_STATES, FleetSnapshot, GpuCost, GpuSample, HourTotals, PodRef
-
-HOUR_SECONDS = 3600
 
 _ADDITIVE_GPU = (
     "observed_seconds",

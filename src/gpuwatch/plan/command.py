@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from gpuwatch.alerts.messages import format_utc
 from gpuwatch.config import Config
+from gpuwatch.core.text import duration_adjective, plain_name
 from gpuwatch.flag_types import POSITIVE, number
 from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import (
@@ -37,7 +38,6 @@ from gpuwatch.plan.render import (
     render_text,
 )
 from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
-from gpuwatch.wording import duration_adjective, plain_name
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

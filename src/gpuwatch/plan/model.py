@@ -10,9 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-HOURS_PER_MONTH = 730.0
-"""Hours in the average month (8,760 / 12): every $/month figure is $/h x this."""
-
 NeedBasis = Literal["declared", "measured", "observed"]
 """Where a memory need comes from: a `[[workloads]]` declaration and the sizing model,
 the inference server's own KV-cache use plus the sizing model's weights, or NVML's peak
@@ -21,7 +18,7 @@ memory used (an upper bound: servers preallocate)."""
 Activity = Literal["busy", "underutilized", "idle", "held", "unknown"]
 """What the unit did over the lookback (the analysis states; unknown: pending only)."""
 
-Mode = Literal["whole", "shared", "mig"]
+PlacementMode = Literal["whole", "shared", "mig"]
 """How a planned GPU is used: one unit alone, several time-sliced, or MIG instances."""
 
 
@@ -84,7 +81,7 @@ class Placement:
     """One GPU of the plan and what runs on it."""
 
     gpu_id: str  # catalog id
-    mode: Mode
+    mode: PlacementMode
     usd_per_hour: float  # the GPU's rent price, $/h
     units: tuple[str, ...]  # WorkloadNeed.key of each unit on it
     mig_profiles: tuple[str, ...] = ()  # mode "mig": the profile of each unit, same order

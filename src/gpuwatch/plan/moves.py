@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuwatch.plan.model import HOURS_PER_MONTH, Placement, Plan, WorkloadNeed
-from gpuwatch.wording import duration, with_article
-
-GIB = 1024**3
+from gpuwatch.core.text import duration, with_article
+from gpuwatch.core.units import GIB, HOURS_PER_MONTH
+from gpuwatch.plan.model import Placement, Plan, WorkloadNeed
 
 
 @dataclass(frozen=True, slots=True)

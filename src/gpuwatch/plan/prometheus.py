@@ -45,7 +45,7 @@ def _gpu(labels: LabelKey) -> GpuKey | None:
     return None if not uuid else (host_of(labels), uuid)
 
 
-def _by_gpu(series: Mapping[LabelKey, float]) -> dict[GpuKey, float]:
+def _max_by_gpu(series: Mapping[LabelKey, float]) -> dict[GpuKey, float]:
     """The largest value per GPU (two jobs scraping one agent give the same value)."""
     out: dict[GpuKey, float] = {}
     for labels, value in series.items():
@@ -111,13 +111,13 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
         state = dict(labels).get("state", "")
         if (key := _gpu(labels)) is not None and state in _STATES:
             states[key][state] = states[key].get(state, 0.0) + value * interval
-    observed = _by_gpu(got["observed"])
-    activity = _by_gpu(got["activity"])
-    dram = _by_gpu(got["dram"])
+    observed = _max_by_gpu(got["observed"])
+    activity = _max_by_gpu(got["activity"])
+    dram = _max_by_gpu(got["dram"])
     needs: dict[str, dict[GpuKey, float]] = {}
     required = got["required"]
     for source in _SOURCES:
-        needs[source] = _by_gpu(
+        needs[source] = _max_by_gpu(
             {k: v for k, v in required.items() if dict(k).get("source") == source}
         )
     bases: dict[GpuKey, set[str]] = defaultdict(set)
@@ -129,7 +129,7 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
         pod = pod_of(labels)
         if (key := _gpu(labels)) is not None and pod is not None:
             pods[key].add(f"{pod[0]}/{pod[1]}")
-    price = _by_gpu(got["price"])
+    price = _max_by_gpu(got["price"])
     usages = []
     for key in sorted(info):
         name, gpu_index = info[key]

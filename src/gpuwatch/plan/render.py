@@ -12,17 +12,24 @@ never capped: no sentence of ours ends cut.
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwatch.alerts.messages import flatten, format_utc
-from gpuwatch.plan.model import HOURS_PER_MONTH, Plan, PlanOptions, WorkloadNeed
-from gpuwatch.plan.moves import GIB, Move, plan_moves
-from gpuwatch.wording import counted, duration, duration_adjective
-from gpuwatch.wording import plain_name as _name
-from gpuwatch.wording import usd as _usd
+from gpuwatch.alerts.messages import format_utc
+from gpuwatch.core.text import (
+    counted,
+    duration,
+    duration_adjective,
+    flatten,
+    html_escape,
+    md_escape,
+)
+from gpuwatch.core.text import plain_name as _name
+from gpuwatch.core.text import usd as _usd
+from gpuwatch.core.units import GIB, HOURS_PER_MONTH
+from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
+from gpuwatch.plan.moves import Move, plan_moves
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,20 +160,8 @@ def render_text(report: PlanReport) -> str:
     return "\n".join(out) + "\n"
 
 
-_MD_SPECIAL = set("\\`*_[]|~#<>&")
-
-
-def _md(text: str) -> str:
-    """Our own text as Markdown: on one line, every special character escaped, never cut."""
-    out = []
-    for char in flatten(text):
-        if char in "<>&":
-            out.append({"<": "&lt;", ">": "&gt;", "&": "&amp;"}[char])
-        elif char in _MD_SPECIAL:
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    return "".join(out)
+_md = md_escape
+"""Our own text as Markdown: on one line, every special character escaped, never cut."""
 
 
 def _md_name(text: str) -> str:
@@ -202,12 +197,12 @@ def render_markdown(report: PlanReport) -> str:
 
 def _e(text: str) -> str:
     """Our own text as HTML: on one line, escaped, never cut."""
-    return html.escape(flatten(text), quote=True)
+    return html_escape(flatten(text))
 
 
 def _e_name(text: str) -> str:
     """A name as HTML: capped with "…" (`plain_name`), then escaped."""
-    return html.escape(_name(text), quote=True)
+    return html_escape(_name(text))
 
 
 def html_section(report: PlanReport) -> str:

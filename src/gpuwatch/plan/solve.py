@@ -54,11 +54,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwatch.analysis.candidates import CandidateRules
+from gpuwatch.core.text import counted
 from gpuwatch.install import install_hint
 from gpuwatch.plan.mig import MigTable, mig_table
-from gpuwatch.plan.model import Mode, Placement, Plan, PlanOptions, WorkloadNeed
+from gpuwatch.plan.model import Placement, PlacementMode, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog, GpuSpec
-from gpuwatch.wording import counted
 
 MAX_PAIRS = 6000
 """Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
@@ -994,7 +994,7 @@ class _Collector:
         if profiles is not None and table is not None:
             profiles = _smallest_profiles(table, gpu, hosted, profiles, self.fit)
         if profiles is None or table is None:
-            mode: Mode = "whole" if len(members) == 1 else "shared"
+            mode: PlacementMode = "whole" if len(members) == 1 else "shared"
             names: tuple[str, ...] = ()
         else:
             mode, names = "mig", tuple(table.profiles[k].name for k in profiles)

@@ -21,9 +21,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gpuwatch.core.text import counted
 from gpuwatch.plan.model import Activity, NeedBasis, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog
-from gpuwatch.wording import counted
 
 HIGH_PERCENTILE = 0.95
 """The percentile of hourly activity means and hourly DRAM bandwidth peaks the plan sizes

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from gpuwatch.config import Config
+from gpuwatch.core.text import plain_name
 from gpuwatch.report.api_flags import (
     ReportUsageError,
     add_prometheus_arguments,
@@ -40,7 +41,6 @@ from gpuwatch.report.api_flags import (
 from gpuwatch.report.build import Report, build_report
 from gpuwatch.report.figures import period_text
 from gpuwatch.report.model import Period, ReportData
-from gpuwatch.wording import plain_name
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

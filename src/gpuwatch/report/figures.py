@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gpuwatch.alerts.messages import flatten
+from gpuwatch.core.text import ABSENT, MAX_NAME_CHARS, flatten, plain_name, usd
 from gpuwatch.report.build import Report
 from gpuwatch.report.model import Period
-from gpuwatch.wording import ABSENT, MAX_NAME_CHARS, plain_name, usd
 
 __all__ = [
     "ABSENT",
@@ -30,7 +29,7 @@ __all__ = [
     "usd",
     "utc",
 ]
-"""ABSENT, MAX_NAME_CHARS, usd and plain_name come from `gpuwatch.wording` (shared with
+"""ABSENT, MAX_NAME_CHARS, usd and plain_name come from `gpuwatch.core.text` (shared with
 the fleet plan); the rest are the report's own."""
 
 

@@ -1,7 +1,7 @@
 """The report as one self-contained HTML page: inline CSS and SVG, no JavaScript.
 
 Every text that comes from data (host, GPU and source names, notes, the source URL)
-goes through `_e` (html.escape, quotes included), in element text, in attributes and in
+goes through `_e` (`core.text.html_escape`, quotes included), in element text, in attributes and in
 SVG alike: a name holding `<script>` renders as text. A chart is drawn only when it has
 something to draw; otherwise the page says "no data" in its place. The same page is the
 PDF's input (`pdf.py`).
@@ -9,10 +9,10 @@ PDF's input (`pdf.py`).
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from gpuwatch.core.text import counted, html_escape
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
 from gpuwatch.report.build import (
@@ -30,7 +30,6 @@ from gpuwatch.report.build import (
     Report,
     WasteItem,
 )
-from gpuwatch.wording import counted
 
 COLORS = {"idle": "#e8a33d", "held": "#c4463a", "other": "#4a7fb5"}
 CLASS_LABELS = {"idle": "idle", "held": "held", "other": "busy, unknown, unsettled"}
@@ -69,7 +68,7 @@ _TEXT_HEADERS = frozenset(
 
 def _e(text: object) -> str:
     """Escape for HTML text and attribute values."""
-    return html.escape(str(text), quote=True)
+    return html_escape(str(text))
 
 
 def _name(text: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from gpuwatch.core.text import counted, md_escape
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
 from gpuwatch.report.build import (
@@ -26,26 +27,12 @@ from gpuwatch.report.build import (
     UNUSED_SHARE_MEANING,
     Report,
 )
-from gpuwatch.wording import counted
-
-_SPECIAL = set("\\`*_[]|~")
 
 
 def _md(text: object) -> str:
-    """Escape a text for Markdown inline content and table cells."""
-    out = []
-    for char in f.plain_text(str(text)):
-        if char in _SPECIAL:
-            out.append("\\" + char)
-        elif char == "<":
-            out.append("&lt;")
-        elif char == ">":
-            out.append("&gt;")
-        elif char == "&":
-            out.append("&amp;")
-        else:
-            out.append(char)
-    return "".join(out)
+    """Escape a text for Markdown inline content and table cells (`md_escape`: `#`
+    escaped too, as in the plan section of the same report)."""
+    return md_escape(str(text))
 
 
 def _prose(text: str) -> str:
@@ -59,7 +46,7 @@ def _name(text: str) -> str:
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(_md(h) for h in headers) + " |"]
+    lines = ["| " + " | ".join(_prose(h) for h in headers) + " |"]  # our own words
     lines.append("|" + "|".join(" --- " for _ in headers) + "|")
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return lines

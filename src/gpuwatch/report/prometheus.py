@@ -73,6 +73,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.core.text import counted
+from gpuwatch.core.units import DAY_SECONDS
 from gpuwatch.report import prometheus_rules as rules
 from gpuwatch.report.http_deadline import SocketWatch, watched_opener
 from gpuwatch.report.model import (
@@ -87,9 +89,7 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.model import monthly_delta_usd
-from gpuwatch.wording import counted
 
-DAY_SECONDS = 86400
 RENT_VS_BUY_DAYS = 30  # the agent's rent-vs-buy window (gpuwatch.cost.engine)
 LOOKBACK_MS = 300_000  # Prometheus's default lookback delta (5 minutes)
 RAW_BASE_MS = 7 * DAY_SECONDS * 1000  # how far back a raw fetch looks for a counter's base
@@ -642,7 +642,7 @@ def _gpu_key(labels: LabelKey) -> tuple[str, str] | None:
     return None if uuid is None else (host_of(labels), uuid)
 
 
-def _by_gpu(series: Mapping[LabelKey, float]) -> dict[tuple[str, str], float]:
+def _sum_by_gpu(series: Mapping[LabelKey, float]) -> dict[tuple[str, str], float]:
     """Sum series per (host, uuid) (several jobs scraping one agent would double: not merged)."""
     out: dict[tuple[str, str], float] = defaultdict(float)
     for labels, value in series.items():
@@ -749,12 +749,12 @@ def _rent_vs_buy_gpus(client: Client, at: float) -> tuple[RentVsBuyGpu, ...]:
         return client.vector(f"last_over_time({metric}[1d] @ {_at(at)})", at, signed=signed)
 
     rent_series = last("gpuwatch_rent_vs_buy_rent_usd_per_hour")
-    rent, indexes = _by_gpu(rent_series), _label_by_gpu(rent_series, "gpu")
-    breakeven = _by_gpu(last("gpuwatch_rent_vs_buy_breakeven_utilization_ratio"))
-    delta = _by_gpu(last("gpuwatch_rent_vs_buy_monthly_delta_usd", signed=True))
-    busy = _by_gpu(last('gpuwatch_gpu_busy_ratio{window="30d"}'))
+    rent, indexes = _sum_by_gpu(rent_series), _label_by_gpu(rent_series, "gpu")
+    breakeven = _sum_by_gpu(last("gpuwatch_rent_vs_buy_breakeven_utilization_ratio"))
+    delta = _sum_by_gpu(last("gpuwatch_rent_vs_buy_monthly_delta_usd", signed=True))
+    busy = _sum_by_gpu(last('gpuwatch_gpu_busy_ratio{window="30d"}'))
     window = f"[{RENT_VS_BUY_DAYS}d] @ {_at(at)}"
-    activity = _by_gpu(
+    activity = _sum_by_gpu(
         client.vector(f"avg_over_time(gpuwatch_gpu_activity_mean_ratio{window})", at)
     )
     inputs = _owned_inputs(last("gpuwatch_rent_vs_buy_inputs_info"))
@@ -849,23 +849,23 @@ def _gpu_rows(
     deltas: Mapping[tuple[str, int], dict[LabelKey, float]],
     intervals: Mapping[str, float],
 ) -> list[GpuDay]:
-    up_count = _by_gpu(results[f"up_count@{i}"])
-    up_sum = _by_gpu(results[f"up_sum@{i}"])
+    up_count = _sum_by_gpu(results[f"up_count@{i}"])
+    up_sum = _sum_by_gpu(results[f"up_sum@{i}"])
     states: dict[str, dict[tuple[str, str], float]] = defaultdict(lambda: defaultdict(float))
     for labels, value in (*results[f"states@{i}"].items(), *results[f"busy_states@{i}"].items()):
         if (gpu := _gpu_key(labels)) is not None:
             states[dict(labels).get("state", "")][gpu] += value
-    activity_sum = _by_gpu(results[f"activity_sum@{i}"])
-    activity_count = _by_gpu(results[f"activity_count@{i}"])
+    activity_sum = _sum_by_gpu(results[f"activity_sum@{i}"])
+    activity_count = _sum_by_gpu(results[f"activity_count@{i}"])
     names = _label_by_gpu(results[f"info@{i}"], "name")
     indexes = _label_by_gpu(results[f"info@{i}"], "gpu")
     price_sources = _label_by_gpu(results[f"price@{i}"], "source")
     recommended = _label_by_gpu(results[f"recommendation@{i}"], "recommended")
     recommended_rules = _label_by_gpu(results[f"recommendation@{i}"], "rule")
     need_bases = _label_by_gpu(results[f"need_basis@{i}"], "basis")
-    savings = _by_gpu(results[f"savings@{i}"])
+    savings = _sum_by_gpu(results[f"savings@{i}"])
     memory = _max_by_gpu(results[f"memory@{i}"])
-    role = {r: _by_gpu(deltas[(r, i)]) for r in GPU_ROLES}
+    role = {r: _sum_by_gpu(deltas[(r, i)]) for r in GPU_ROLES}
     gpus = set(up_count) | set(role["cost"])
     rows: list[GpuDay] = []
     for gpu in sorted(gpus):

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from gpuwatch.wording import counted
+from gpuwatch.core.text import counted
 
 HEARTBEAT = "gpuwatch:report_window:heartbeat"
 RULES_VERSION = "2"

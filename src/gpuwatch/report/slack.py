@@ -34,9 +34,9 @@ from gpuwatch.alerts.messages import (
 )
 from gpuwatch.alerts.outbox import Outbox
 from gpuwatch.alerts.secret import WebhookUrl
+from gpuwatch.core.text import with_article
 from gpuwatch.report import figures as f
 from gpuwatch.report.build import Report, WasteItem
-from gpuwatch.wording import with_article
 
 REPORT_OUTBOX_FILE = "reports.sqlite3"
 SLACK_WASTE_ITEMS = 5

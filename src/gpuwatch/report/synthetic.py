@@ -48,7 +48,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Literal, TextIO
 
-DAY_SECONDS = 86400
+from gpuwatch.core.units import DAY_SECONDS
+
 PENDING_SECONDS = 1800
 STATES = ("pending", "busy", "idle", "held", "underutilized")
 MEMORY_GIB = {"pending": 1, "busy": 60, "underutilized": 20, "idle": 0, "held": 30}

@@ -13,9 +13,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwatch.core.units import MIB
 from gpuwatch.simulate.faults import FaultPlan
 from gpuwatch.simulate.noise import hex_digits, prefix, signed_after, stable_seed, unit
-from gpuwatch.simulate.presets import MIB, DevicePreset
+from gpuwatch.simulate.presets import DevicePreset
 from gpuwatch.simulate.scenario import GpuConfig, MigInstanceConfig, ProcessConfig, Scenario
 from gpuwatch.simulate.timeline import (
     Act,

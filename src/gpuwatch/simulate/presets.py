@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuwatch.core.units import MIB
+
 Architecture = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell"]
 Brand = Literal["nvidia", "tesla", "geforce", "quadro"]
-
-MIB = 1024 * 1024
 
 
 class DevicePreset(BaseModel):

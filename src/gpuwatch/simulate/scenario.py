@@ -180,9 +180,10 @@ from pydantic import (
 )
 
 from gpuwatch.billing import StaticPrice
+from gpuwatch.core.units import MIB
 from gpuwatch.simulate.faults import Faults
 from gpuwatch.simulate.pods import NodeConfig, PodConfig
-from gpuwatch.simulate.presets import MIB, PRESETS, DevicePreset
+from gpuwatch.simulate.presets import PRESETS, DevicePreset
 from gpuwatch.simulate.timeline import Activity
 from gpuwatch.workloads import WorkloadDeclaration
 

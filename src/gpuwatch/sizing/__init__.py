@@ -10,6 +10,7 @@ NVML, touches the network or keeps global state beyond cached package data.
 
 from __future__ import annotations
 
+from gpuwatch.core.units import GIB
 from gpuwatch.sizing.cost import (
     Ownership,
     owned_usd_per_hour,
@@ -59,7 +60,6 @@ from gpuwatch.sizing.throughput import (
     training_tokens_per_second,
 )
 from gpuwatch.sizing.units import GB, parse_param_count
-from gpuwatch.units import GIB
 
 __all__ = [
     "DEFAULT_BANDWIDTH_EFFICIENCY",

@@ -1,33 +1,22 @@
 """Names as a terminal shows them: every control character visible, short, one line.
 
 Process, host and GPU names come from NVML, the config or a scenario and may hold any
-character, terminal escape sequences and newlines included. `terminal_safe` writes
-those as Python-style escapes (`\\x1b`, `\\n`, `\\u202e`) so that a name can neither
-move the cursor, recolour the terminal nor break a table line. Full names stay in
+character, terminal escape sequences and newlines included. `gpuwatch.core.text.flatten`
+(the one sanitiser every output uses) writes those as Python-style escapes (`\\x1b`,
+`\\n`, `\\u202e`) so that a name can neither move the cursor, recolour the terminal nor
+break a table line. Full names stay in
 `gpuwatch status --json` (JSON-escaped there).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _INTERPRETER = re.compile(
     r"(python|pypy|ruby|perl|node|nodejs|bun|deno|julia|Rscript|bash|sh|dash|zsh)[\d.]*"
 )
 _OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})  # python's options that take a value
 MAX_MODULE_CHARACTERS = 24
-
-
-def terminal_safe(text: str) -> str:
-    """`text` with control, format, surrogate, private-use and unassigned characters
-    (and line/paragraph separators) replaced by visible escapes."""
-    if text.isprintable() and text.isascii():
-        return text
-    return "".join(
-        ascii(ch)[1:-1] if unicodedata.category(ch) in _UNSAFE_CATEGORIES else ch for ch in text
-    )
 
 
 def _basename(word: str) -> str:

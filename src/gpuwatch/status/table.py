@@ -2,7 +2,7 @@
 
 Readable at 80 columns: one line per GPU (state, for how long, $/h, idle $ so far,
 activity, memory), one line per recommendation or problem, one line per process with
-a short name. Every name is escaped (`names.terminal_safe`) and rendered as plain
+a short name. Every name is escaped (`core.text.flatten`) and rendered as plain
 `rich.text.Text`, so neither rich markup nor terminal escape sequences in a name take
 effect; every cell is one line, cut with an ellipsis when the terminal is narrow.
 """
@@ -17,10 +17,11 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from gpuwatch.core.text import flatten, usd
+from gpuwatch.core.units import GIB
 from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
-from gpuwatch.status.names import short_gpu_name, short_process_name, terminal_safe
+from gpuwatch.status.names import short_gpu_name, short_process_name
 
-GIB = 1024**3
 NO_VALUE = "-"
 
 
@@ -37,7 +38,7 @@ def duration(seconds: float) -> str:
 
 
 def _usd(value: float | None) -> str:
-    return NO_VALUE if value is None else f"${value:,.2f}"
+    return NO_VALUE if value is None else usd(value)
 
 
 def _percent(value: float | None) -> str:
@@ -72,7 +73,7 @@ def _state(gpu: dict[str, Any], source: str) -> str:
     verdict = gpu.get("verdict")
     if verdict is None:
         return "no agent" if source == "local" else "unknown"
-    return terminal_safe(str(verdict.get("state", "unknown")))
+    return flatten(str(verdict.get("state", "unknown")))
 
 
 def _since(gpu: dict[str, Any], now: float) -> str:
@@ -132,7 +133,7 @@ def _gpu_table(gpus: Sequence[dict[str, Any]], source: str, now: float) -> Table
         up = bool(gpu.get("up"))
         table.add_row(
             _cell(str(gpu.get("index", "?"))),
-            _cell(terminal_safe(short_gpu_name(str(gpu.get("name") or "")))),
+            _cell(flatten(short_gpu_name(str(gpu.get("name") or "")))),
             _cell(state, "bold red" if state == "down" else ""),
             _cell(_since(gpu, now)),
             _cell(_usd(_price(gpu))),
@@ -154,7 +155,7 @@ def _notes(gpus: Sequence[dict[str, Any]]) -> list[Text]:
             for code, n in (gpu.get("xid_errors_total") or {}).items()
         )
         if not gpu.get("up"):
-            why = terminal_safe(str(gpu.get("error") or "no answer"))
+            why = flatten(str(gpu.get("error") or "no answer"))
             lines.append(Text(f"GPU {index}: down ({why})" + (f"; {xids}" if xids else "")))
             continue
         if xids:
@@ -166,13 +167,13 @@ def _notes(gpus: Sequence[dict[str, Any]]) -> list[Text]:
         recommendation = verdict.get("recommendation")
         if recommendation:
             workload = verdict.get("workload")
-            what = f" for {terminal_safe(str(workload))}" if workload else ""
-            target = terminal_safe(str(recommendation.get("gpu_id")))
+            what = f" for {flatten(str(workload))}" if workload else ""
+            target = flatten(str(recommendation.get("gpu_id")))
             saving = _usd(recommendation.get("savings_usd_per_hour"))
             rule = recommendation_rule_phrase(str(recommendation.get("rule") or ""))
-            chosen = f"; candidates: {terminal_safe(rule)}" if rule else ""
+            chosen = f"; candidates: {flatten(rule)}" if rule else ""
             basis = need_basis_phrase(verdict.get("need_basis"))
-            why = f" ({terminal_safe(basis)})" if basis else ""
+            why = f" ({flatten(basis)})" if basis else ""
             lines.append(
                 Text(
                     f"GPU {index}: overprovisioned{what}{why}; {target} would do, "
@@ -187,7 +188,7 @@ def _process_table(gpus: Sequence[dict[str, Any]]) -> Table | None:
     for gpu in gpus:
         for proc in gpu.get("processes") or ():
             name = proc.get("name")
-            short = "(hidden)" if name is None else terminal_safe(short_process_name(str(name)))
+            short = "(hidden)" if name is None else flatten(short_process_name(str(name)))
             memory = proc.get("memory_used_bytes")
             rows.append(
                 (
@@ -215,10 +216,10 @@ _ORIGINS = {
 
 def _header(document: dict[str, Any]) -> Text:
     driver = document.get("driver") or {}
-    host = terminal_safe(str(document.get("hostname") or "this host"))
+    host = flatten(str(document.get("hostname") or "this host"))
     versions = (
-        f"driver {terminal_safe(str(driver.get('driver_version') or '?'))}, "
-        f"CUDA {terminal_safe(str(driver.get('cuda_driver_version') or '?'))}"
+        f"driver {flatten(str(driver.get('driver_version') or '?'))}, "
+        f"CUDA {flatten(str(driver.get('cuda_driver_version') or '?'))}"
     )
     origin = _ORIGINS.get(str(document.get("source")), "")
     return Text(f"{host}: {versions}" + (f" ({origin})" if origin else ""), style="bold")

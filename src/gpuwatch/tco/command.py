@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.core.text import usd
 from gpuwatch.flag_types import NON_NEGATIVE, POSITIVE, number
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, UnknownGpuError, build_gpu_catalog
 from gpuwatch.sizing.units import HOURS_PER_YEAR
@@ -314,10 +315,6 @@ def tco_report(inputs: TcoInputs, result: TcoResult, gpu: GpuSpec | None = None)
     }
 
 
-def _usd(value: float) -> str:
-    return f"${value:,.2f}"
-
-
 def _per_million(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"  # seed 001 prints 4 decimals
 
@@ -345,17 +342,16 @@ def _render(inputs: TcoInputs, result: TcoResult, gpu: GpuSpec | None) -> None:
     )
     table.add_row(
         "price",
-        f"{_usd(inputs.rent_usd_per_hour)}/h",
-        f"{_usd(inputs.capex_usd)} at {_percent(inputs.cost_of_capital)}/year"
-        f" + {_usd(running)}/year",
+        f"{usd(inputs.rent_usd_per_hour)}/h",
+        f"{usd(inputs.capex_usd)} at {_percent(inputs.cost_of_capital)}/year + {usd(running)}/year",
     )
     table.add_row(
-        f"total, {inputs.years:g} years", _usd(result.rent_total_usd), _usd(result.own_total_usd)
+        f"total, {inputs.years:g} years", usd(result.rent_total_usd), usd(result.own_total_usd)
     )
     table.add_row(
         "per month",
-        _usd(result.rent_total_usd / (inputs.years * MONTHS_PER_YEAR)),
-        _usd(result.own_total_usd / (inputs.years * MONTHS_PER_YEAR)),
+        usd(result.rent_total_usd / (inputs.years * MONTHS_PER_YEAR)),
+        usd(result.own_total_usd / (inputs.years * MONTHS_PER_YEAR)),
     )
     if inputs.tokens_per_second is not None:
         table.add_row(
@@ -374,7 +370,7 @@ def _render(inputs: TcoInputs, result: TcoResult, gpu: GpuSpec | None) -> None:
     lines = (
         f"break-even utilization: {result.breakeven_utilization:.1%} (buying is cheaper above it)",
         f"months to break even: {months}",
-        f"verdict: {result.verdict} ({cheaper} saves {_usd(saving)} over {inputs.years:g} years)",
+        f"verdict: {result.verdict} ({cheaper} saves {usd(saving)} over {inputs.years:g} years)",
         *ownership_lines(inputs, result),
     )
     for line in lines:
@@ -389,7 +385,7 @@ def ownership_lines(inputs: TcoInputs, result: TcoResult) -> tuple[str, ...]:
     """The owned $/GPU-year and every input behind it, one part a line (docs/tco.md)."""
     kilowatts = inputs.it_power_watts / WATTS_PER_KILOWATT
     host = (
-        f" (GPU {_usd(inputs.purchase_usd)} + host {_usd(inputs.host_capex_usd)})"
+        f" (GPU {usd(inputs.purchase_usd)} + host {usd(inputs.host_capex_usd)})"
         if inputs.host_capex_usd
         else ""
     )
@@ -404,15 +400,15 @@ def ownership_lines(inputs: TcoInputs, result: TcoResult) -> tuple[str, ...]:
         else "owned facility: energy x PUE"
     )
     return (
-        f"owned: {_usd(result.owned_usd_per_gpu_year)}/GPU-year = capital "
-        f"{_usd(result.capital_usd_per_year)} + energy {_usd(result.energy_usd_per_year)}",
-        f"       + hosting {_usd(result.hosting_usd_per_year)} + ops "
-        f"{_usd(result.ops_usd_per_year)} (docs/tco.md)",
-        f"capital: {_usd(inputs.capex_usd)}{host}, {inputs.years:g} years at "
+        f"owned: {usd(result.owned_usd_per_gpu_year)}/GPU-year = capital "
+        f"{usd(result.capital_usd_per_year)} + energy {usd(result.energy_usd_per_year)}",
+        f"       + hosting {usd(result.hosting_usd_per_year)} + ops "
+        f"{usd(result.ops_usd_per_year)} (docs/tco.md)",
+        f"capital: {usd(inputs.capex_usd)}{host}, {inputs.years:g} years at "
         f"{_percent(inputs.cost_of_capital)}/year, paid monthly",
         f"energy: {inputs.it_power_watts:,.4g} W{host_watts} x PUE {result.pue_applied:g} x "
         f"8760 h x ${inputs.usd_per_kwh:g}/kWh",
-        f"hosting: {_usd(inputs.hosting_usd_per_kw_month)}/kW-month x {kilowatts:.4g} kW x 12 "
+        f"hosting: {usd(inputs.hosting_usd_per_kw_month)}/kW-month x {kilowatts:.4g} kW x 12 "
         f"({facility})",
-        f"ops: {_usd(inputs.ops_usd_per_year)}/GPU-year",
+        f"ops: {usd(inputs.ops_usd_per_year)}/GPU-year",
     )

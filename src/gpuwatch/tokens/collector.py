@@ -4,7 +4,7 @@ The agent calls `scrape_due()` every second or so; each source is fetched when i
 `interval_seconds` has elapsed, parsed (`gpuwatch.tokens.parse`) and its counters
 reset-corrected (`gpuwatch.tokens.counters`). A source that is down or serves garbage
 (a malformed page, or a KV pool out of bounds: `gpuwatch.tokens.kv`) becomes
-`up = False` with one WARNING per outage (`gpuwatch.tokens.outage`: a source that flaps
+`up = False` with one WARNING per outage (`gpuwatch.core.health`: a source that flaps
 stays in one); its totals are kept and the other sources go on. A counter increase no
 GPU could serve (`gpuwatch.tokens.plausible`) is refused the same way: the span is not
 counted, and the next scrape is a new baseline. The only I/O is the
@@ -34,10 +34,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.clock import Clock
+from gpuwatch.core.health import Outage
 from gpuwatch.tokens.config import TokenSourceConfig, check_unique_names
 from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter
 from gpuwatch.tokens.kv import KvCacheReading, kv_cache_reading
-from gpuwatch.tokens.outage import Outage
 from gpuwatch.tokens.parse import LabelSet, Sample, find_samples, select_counters
 from gpuwatch.tokens.plausible import implausible_increase
 

@@ -1,0 +1,8 @@
+"""The bottom layer: text, units and failure-episode helpers every other layer may use.
+
+Nothing here imports another gpuwatch module, so any module can import `core` without
+pulling in a feature. What belongs here: one home per shared concept (the money
+formatter, the name sanitisers per medium, byte and time units, one-log-line-per-outage
+bookkeeping). What does not: anything that knows a GPU, a config or an output format's
+transport.
+"""
