@@ -8,10 +8,15 @@ Run alone: `python bench/nvml_calls.py`.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support.counting import calls_per_tick
+
 from benchlib import format_table
-from gpuwatch.simulate.counting import calls_per_tick
 
 SCENARIOS = ("dgx-h100", "dgx-h100-mig", "legacy")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from gpuwatch.clock import ManualClock
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.simulate.counting import CountingNvml, calls_per_tick
+from tests.support.counting import CountingNvml, calls_per_tick
 
 H100_TICK = {
     "nvmlDeviceGetMemoryInfo": 1,

@@ -13,9 +13,9 @@ from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.errors import NvmlNotFoundError
 from gpuwatch.nvml.parse import PROCESS_UTILIZATION_HOLD_SECONDS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.simulate.counting import CountingNvml
 from gpuwatch.snapshot import GpuSample
 from tests.conftest import make_agent, simulated
+from tests.support.counting import CountingNvml
 
 GIB = 1024**3
 

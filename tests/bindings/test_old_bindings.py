@@ -17,8 +17,8 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.binding import FUNCTIONS, missing_functions
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.simulate.old_binding import OldBinding
 from tests.bindings.fetch import VERSIONS, fetch, load
+from tests.support.old_binding import OldBinding
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NVML_PACKAGE = Path(gpuwatch.nvml.__file__).parent

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwatch.clock import ManualClock
+from gpuwatch.nvml import NvmlSampler
+from gpuwatch.simulate import SimulatedNvml, load_scenario
 
 
 class CountingNvml:
@@ -64,9 +66,6 @@ def calls_per_tick(scenario: str, *, warmup_ticks: int = 3) -> TickCalls:
     Ticks are one simulated second apart (fresh GPM pairs and process samples); the
     warm-up lets NotSupported answers be remembered, as they are after the first tick.
     """
-    from gpuwatch.nvml import NvmlSampler  # noqa: PLC0415 - simulate must not need nvml
-    from gpuwatch.simulate import SimulatedNvml, load_scenario  # noqa: PLC0415
-
     clock = ManualClock()
     counting = CountingNvml(SimulatedNvml(load_scenario(scenario), clock=clock))
     sampler = NvmlSampler(counting, clock, watch_xid=False)
