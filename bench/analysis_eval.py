@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import deque
+from typing import Any
 
 from benchlib import format_table, verdict
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings
@@ -98,7 +99,7 @@ def run(quick: bool) -> list[dict[str, object]]:
     return results
 
 
-def report(results: list[dict[str, object]]) -> str:
+def report(results: list[dict[str, Any]]) -> str:
     """The printed table of one run, and how much the cost moves from the shortest
     window to the longest (flat: about 1x)."""
     table = format_table(

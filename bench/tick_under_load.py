@@ -206,7 +206,8 @@ def _agent(server: str, extra_series: int) -> tuple[Any, list[tuple[float, float
         agent.registry.register(ExtraSeries(extra_series))
     agent.open()
     agent.start()
-    httpd = agent._server._httpd
+    assert agent._server is not None, "open() starts the server"
+    httpd: Any = agent._server._httpd  # Any: "before" swaps in the duck-typed LegacyExposition
     if server == "before":
         httpd.exposition = LegacyExposition(agent.registry, agent.store.latest)
         httpd.active_requests = threading.BoundedSemaphore(MAX_CONNECTIONS)

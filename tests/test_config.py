@@ -376,7 +376,7 @@ def test_a_gpuwatch_variable_that_names_nothing_is_an_error(name: str, meant: st
 def test_kubernetes_service_link_variables_are_no_errors() -> None:
     """A Service called `gpuwatch` (the chart's, released as `gpuwatch`) or `gpuwatch-x`
     gives every pod of its namespace these variables (enableServiceLinks defaults on)."""
-    environ = {}
+    environ: dict[str, str] = {}
     for service in ("GPUWATCH", "GPUWATCH_CANARY"):
         environ |= {
             f"{service}_SERVICE_HOST": "10.96.0.12",
@@ -588,7 +588,7 @@ def test_default_port_clashes_with_no_other_gpu_exporter() -> None:
 def test_sections_are_frozen() -> None:
     config = Config()
     with pytest.raises(ValueError, match="frozen"):
-        config.exporter.listen = "127.0.0.1:1"  # type: ignore[misc]
+        config.exporter.listen = "127.0.0.1:1"
     assert ExporterConfig().listen == f"0.0.0.0:{DEFAULT_PORT}"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import email.message
 import gzip
 import http.client
 import shutil
@@ -56,7 +57,7 @@ class Readiness:
 @dataclass(frozen=True)
 class Response:
     status: int
-    headers: http.client.HTTPMessage
+    headers: email.message.Message[str, str]
     body: bytes
 
 

@@ -17,7 +17,7 @@ from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.snapshot import GpuSample
-from tests.test_nvml_sampler import CountingNvml
+from tests.support.counting import CountingNvml
 
 START = 1_767_225_600.0  # ManualClock's default start (epoch s)
 MIB = 1024**2

@@ -12,6 +12,7 @@ import pytest
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
 from gpuwatch.nvml.parse import MemoryReading, RawProcess
+from gpuwatch.snapshot import CLOCK_EVENT_REASONS
 
 NO_INSTANCE = 0xFFFFFFFF
 
@@ -50,7 +51,7 @@ def test_combined_reason_bits_in_bit_order() -> None:
 
 
 def test_all_reason_bits() -> None:
-    assert parse.decode_clock_event_reasons(0x1FF) == tuple(parse.CLOCK_EVENT_REASONS.values())
+    assert parse.decode_clock_event_reasons(0x1FF) == tuple(CLOCK_EVENT_REASONS.values())
 
 
 def test_unknown_reason_bits_are_ignored() -> None:
@@ -72,7 +73,7 @@ def test_unknown_reason_bits_are_ignored() -> None:
     ],
 )
 def test_reason_bits_match_pynvml(constant: str, name: str) -> None:
-    assert parse.CLOCK_EVENT_REASONS[getattr(pynvml, constant)] == name
+    assert CLOCK_EVENT_REASONS[getattr(pynvml, constant)] == name
 
 
 # --- ratios and unit conversions -------------------------------------------------------

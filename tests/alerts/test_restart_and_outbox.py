@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,7 +109,11 @@ def test_a_malformed_database_is_moved_aside(tmp_path: Path) -> None:
     path = tmp_path / OUTBOX_FILE
     outbox = Outbox(path, max_messages=10, now=lambda: START)
     for n in range(200):
-        outbox.enqueue(lambda i, n=n: {"text": f"message {i} {'x' * 500} {n}"}, START, {})
+
+        def build(i: int, n: int = n) -> dict[str, Any]:
+            return {"text": f"message {i} {'x' * 500} {n}"}
+
+        outbox.enqueue(build, START, {})
     outbox.close()
     with sqlite3.connect(path) as db:  # fold the WAL into the main file
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -17,6 +17,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.binding import FUNCTIONS, missing_functions
 from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.snapshot import GpuSample
 from tests.bindings.fetch import VERSIONS, fetch, load
 from tests.support.old_binding import OldBinding
 
@@ -79,7 +80,7 @@ def test_each_release_has_or_stubs_everything_the_adapter_reads(
     assert missing_functions(bindings["12.570.86"]) == ()
 
 
-def sample_through(module: ModuleType, scenario: str | Path, ticks: int = 3) -> Iterator[object]:
+def sample_through(module: ModuleType, scenario: str | Path, ticks: int = 3) -> Iterator[GpuSample]:
     clock = ManualClock()
     stand_in = SimulatedNvml(load_scenario(scenario), clock=clock, sleep=lambda s: None)
     sampler = NvmlSampler(OldBinding(stand_in, module), clock, watch_xid=False)

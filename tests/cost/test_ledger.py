@@ -6,7 +6,7 @@ import pytest
 
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
-from gpuwatch.snapshot import GpuCost, GpuPrice, TimeWindow
+from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
 from tests.cost.helpers import Gpu
 
 PRICE = GpuPrice(usd_per_hour=3600.0, source="static")  # $1 per second: easy arithmetic
@@ -141,7 +141,7 @@ def test_a_gpu_down_for_a_tick_keeps_its_cost_in_the_token_source_total() -> Non
     per_million = []
     for t in range(0, 600):
         tokens = [TokenTotals("server", (0, 1), 500.0 * t, 500.0 * t, float(t))]
-        verdicts = (a.verdict(float(t), 0.9), b.verdict(float(t), 0.9))
+        verdicts: tuple[GpuVerdict, ...] = (a.verdict(float(t), 0.9), b.verdict(float(t), 0.9))
         if t == 300:
             verdicts = verdicts[:1]  # GPU b down at t=300
         summary = engine.observe(float(t), (), verdicts, prices, tokens)

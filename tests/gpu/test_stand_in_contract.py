@@ -8,6 +8,7 @@ raises (or that both answer). Skipped where NVML is absent (see conftest.py).
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -341,7 +342,8 @@ def test_the_stand_in_meets_every_check_itself(check: str) -> None:
     CHECKS[check](fake, fake.nvmlDeviceGetHandleByIndex(0))
     pair = _gpm_pair(fake, fake.nvmlDeviceGetHandleByIndex(0), lambda: clock.advance(0.2))
     assert [
-        outcome(lambda c=c: GPM_SEMANTICS[c](fake, *pair), fake) for c in sorted(GPM_SEMANTICS)
+        outcome(functools.partial(GPM_SEMANTICS[c], fake, *pair), fake)
+        for c in sorted(GPM_SEMANTICS)
     ] == [
         "ok",
         "NVMLError_InvalidArgument",

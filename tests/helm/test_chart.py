@@ -29,6 +29,7 @@ def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent(rendered: Rendered) -> dict[str, Any]:
+    agent: dict[str, Any]
     (agent,) = [
         c for c in _pod_spec(rendered.one("DaemonSet"))["containers"] if c["name"] == "agent"
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ START = 1_767_225_600.0  # 2026-01-01 00:00 UTC
 WEIGHTS_AND_OVERHEAD = 16_060_522_496 + 3_212_104_499  # Llama-3.1-8B bf16, sizing model
 
 
-def _rows(state_dir: Path) -> dict[tuple[int, int], dict[str, object]]:
+def _rows(state_dir: Path) -> dict[tuple[int, int], dict[str, Any]]:
     store = HistoryStore(state_dir / HISTORY_FILE)
     try:
         return {(int(r["gpu_index"]), int(r["hour_start"])): r for r in store.gpu_hours(0.0)}
@@ -55,7 +56,7 @@ def test_each_hour_keeps_its_need_its_basis_and_its_pods(tmp_path: Path) -> None
     assert rows[0, hour]["need_bytes"] == rows[0, hour]["memory_peak_bytes"], "observed"
     measured = rows[3, hour]
     assert WEIGHTS_AND_OVERHEAD < measured["need_p95_bytes"] <= measured["need_bytes"]
-    assert measured["need_bytes"] < 0.4 * float(measured["memory_peak_bytes"])  # type: ignore[arg-type]
+    assert measured["need_bytes"] < 0.4 * float(measured["memory_peak_bytes"])
     pods = {index: json.loads(str(rows[index, hour]["pods"])) for index in range(4)}
     assert pods == {
         0: ["team-a/llama3-sft-0"],

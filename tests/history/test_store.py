@@ -74,7 +74,7 @@ def test_a_file_from_a_newer_gpuwatch_is_refused(tmp_path: Path) -> None:
         HistoryStore(path)
 
 
-def totals(path: Path) -> tuple[float, ...]:
+def totals(path: Path) -> tuple[float | None, ...]:
     with sqlite3.connect(path) as conn:
         row = conn.execute(
             "SELECT sum(observed_seconds), sum(busy_seconds + idle_seconds + held_seconds"

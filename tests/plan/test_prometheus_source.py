@@ -10,6 +10,7 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,11 @@ class _Handler(BaseHTTPRequestHandler):
         form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
         self.server.asked.append((form["query"], form["time"]))
         if FAILING in form["query"]:
-            body = {"status": "error", "errorType": "execution", "error": "query timed out"}
+            body: dict[str, Any] = {
+                "status": "error",
+                "errorType": "execution",
+                "error": "query timed out",
+            }
             self.send_response(422)
         else:
             body = {"status": "success", "data": {"resultType": "vector", "result": []}}

@@ -16,6 +16,7 @@ import random
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import pytest
 
@@ -306,7 +307,7 @@ def _fits(unit: WorkloadNeed, gpu: GpuSpec, compute: float, memory: float, bw: f
         bandwidth = current.memory_bandwidth_bytes_per_second
     scaled = activity * current.bf16_flops_per_second / gpu.bf16_flops_per_second
     return (
-        unit.memory_bytes * (1 + HEADROOM) <= memory * (1 + 1e-9)
+        cast(float, unit.memory_bytes) * (1 + HEADROOM) <= memory * (1 + 1e-9)
         and scaled <= compute * (1 - HEADROOM) * (1 + 1e-9)
         and bandwidth * (1 + HEADROOM) <= bw * (1 + 1e-9)
     )
@@ -350,7 +351,7 @@ def _fits_sum(group: Sequence[WorkloadNeed], gpu: GpuSpec) -> bool:
         _fits(u, gpu, 1.0, gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second) for u in group
     ):
         return False
-    total_memory = sum(u.memory_bytes for u in group) * (1 + HEADROOM)
+    total_memory = sum(cast(float, u.memory_bytes) for u in group) * (1 + HEADROOM)
     total_bw = sum(
         (
             u.bandwidth_bytes_per_second
@@ -485,7 +486,7 @@ def test_a_pool_too_large_for_one_model_is_solved_in_parts() -> None:
     assert any("planned in parts" in note for note in plan.notes)
     assert sorted(k for p in plan.placements for k in p.units) == sorted(u.key for u in units)
     assert_feasible(plan, units)
-    memory = sum(u.memory_bytes for u in units) * (1 + HEADROOM)
+    memory = sum(cast(float, u.memory_bytes) for u in units) * (1 + HEADROOM)
     per_byte = min(g.rent_usd_per_hour / g.memory_bytes for g in CATALOG if g.tier == "datacenter")
     assert memory * per_byte <= plan.lower_bound_usd_per_hour <= plan.usd_per_hour
     assert plan.usd_per_hour < plan.current_usd_per_hour

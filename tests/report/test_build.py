@@ -163,7 +163,7 @@ def test_most_wasteful_gpus_and_their_actions() -> None:
     report = build_report(sample_data())
     first, second = report.top_waste  # GPU-b wasted nothing and has no recommendation now
     month_factor = 730 * HOUR / (2 * 86400)  # GPU-a's waste rate over its 48 settled h
-    assert (first.gpu.uuid, first.waste_usd) == ("GPU-a", pytest.approx(60.0))
+    assert (first.gpu.uuid, first.waste_usd) == ("GPU-a", pytest.approx(60.0))  # type: ignore[comparison-overlap]
     # rightsizing ($1095/month) beats releasing its idle/held time (60 x 15.2 = $912.50)
     assert first.action == "rightsize"
     assert first.action_usd_per_month == pytest.approx(1095.0)

@@ -14,8 +14,8 @@ import pytest
 from gpuwatch.cli import _parser, main
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.install import installed_from
+from gpuwatch.report.api_flags import ReportUsageError
 from gpuwatch.report.command import (
-    ReportUsageError,
     SourceRequest,
     parse_formats,
     parse_period,

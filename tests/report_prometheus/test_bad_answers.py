@@ -59,8 +59,11 @@ def _answer(query: str, api: _Api) -> dict[str, Any]:
     if api.mode == "value" and api.metric in query:
         value = api.value
     if RANGE_SELECTOR.match(query):
-        series = {"metric": labels, "values": [[1759276800, value], [1759276860, value]]}
-        result = [series]
+        series: dict[str, object] = {
+            "metric": labels,
+            "values": [[1759276800, value], [1759276860, value]],
+        }
+        result: list[dict[str, object]] = [series]
         kind = "matrix"
     else:
         result, kind = [{"metric": labels, "value": [1759276800, value]}], "vector"

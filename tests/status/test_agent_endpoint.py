@@ -18,7 +18,7 @@ from gpuwatch.config import AgentConfig, Config
 from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import FORMAT
 from tests.conftest import scenario_agent, simulated
-from tests.test_nvml_sampler import CountingNvml
+from tests.support.counting import CountingNvml
 
 
 def counting_agent(*, per_process_metrics: bool = False) -> tuple[Agent, ManualClock, CountingNvml]:

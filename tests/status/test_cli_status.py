@@ -40,7 +40,7 @@ def gpuwatch(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
 
 def table_rows(stdout: str) -> dict[str, list[str]]:
     """GPU index -> the words of its row in the GPU table."""
-    rows = {}
+    rows: dict[str, list[str]] = {}
     for line in stdout.splitlines():
         words = line.split()
         if words and words[0].isdigit() and "GiB" in line and len(words) >= 6:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,9 @@ from gpuwatch.status.client import agent_url, fetch_status
     ],
 )
 def test_agent_url(listen: str, tls: bool, url: str, tmp_path: Path) -> None:
-    files = {"tls_cert_file": tmp_path / "c", "tls_key_file": tmp_path / "k"} if tls else {}
+    files: dict[str, Any] = (
+        {"tls_cert_file": tmp_path / "c", "tls_key_file": tmp_path / "k"} if tls else {}
+    )
     assert agent_url(ExporterConfig(listen=listen, **files)) == url
 
 

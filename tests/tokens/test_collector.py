@@ -298,7 +298,7 @@ class Families(Collector):
     def __init__(self, collector: TokenCollector) -> None:
         self.collector = collector
 
-    def collect(self) -> list[Metric]:  # type: ignore[override]
+    def collect(self) -> list[Metric]:
         return list(self.collector.families())
 
 

@@ -82,4 +82,4 @@ def test_names_must_be_unique() -> None:
 def test_frozen() -> None:
     source = TokenSourceConfig(name="s", url="http://127.0.0.1:1/metrics")
     with pytest.raises(ValidationError):
-        source.name = "t"  # type: ignore[misc]
+        source.name = "t"

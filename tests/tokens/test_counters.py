@@ -77,7 +77,7 @@ def test_grouped_counter_totals_increases_by_one_label() -> None:
 
 def test_grouped_counter_keeps_a_bounded_number_of_groups() -> None:
     counter = GroupedCounter("source", max_groups=2)
-    series = {(("source", f"s{i}"),): 1.0 for i in range(5)}
+    series: dict[LabelSet, float] = {(("source", f"s{i}"),): 1.0 for i in range(5)}
     counter.observe(series)
     counter.observe(dict.fromkeys(series, 2.0))
     assert counter.totals == {"s0": 1.0, "s1": 1.0}

@@ -12,6 +12,7 @@ import pytest
 
 from gpuwatch.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.tokens.config import ServerKind
 from gpuwatch.tokens.plausible import MAX_TOKENS_PER_SECOND_PER_GPU, ceiling
 from tests.tokens.conftest import PageServer, vllm_page
 
@@ -36,7 +37,7 @@ PAGES = {"vllm": vllm_page, "sglang": sglang_page}
 class Scraper:
     """A collector of one source on `page_server`, scraped an interval apart."""
 
-    def __init__(self, page_server: PageServer, kind: str = "vllm", gpus: int = 1) -> None:
+    def __init__(self, page_server: PageServer, kind: ServerKind = "vllm", gpus: int = 1) -> None:
         source = TokenSourceConfig(
             name="s", url=page_server.url, kind=kind, gpus=list(range(gpus)), interval_seconds=15
         )
@@ -65,7 +66,7 @@ class Scraper:
 def test_a_counter_jump_no_gpu_could_serve_is_refused(
     page_server: PageServer,
     caplog: pytest.LogCaptureFixture,
-    kind: str,
+    kind: ServerKind,
     prompt: float,
     generation: float,
 ) -> None:
