@@ -6,17 +6,18 @@ an argument, so the simulated stand-in (`gpuwatch.simulate`) runs the same code 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
+from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.nvml.errors import DriverError, NvmlNotFoundError
 from gpuwatch.nvml.sampler import NvmlSampler
 
 
-def load_nvml() -> Any:
+def load_nvml() -> NvmlApi:
     """The real NVML binding (`nvidia-ml-py`, imported as `pynvml`)."""
     import pynvml  # noqa: PLC0415 - imported only when the real GPU path is taken
 
-    return pynvml
+    return cast("NvmlApi", pynvml)  # the binding ships no types: the one cast
 
 
-__all__ = ["DriverError", "NvmlNotFoundError", "NvmlSampler", "load_nvml"]
+__all__ = ["DriverError", "NvmlApi", "NvmlNotFoundError", "NvmlSampler", "load_nvml"]

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from gpuwatch.clock import Clock
 from gpuwatch.nvml import parse, processes
+from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.nvml.errors import (
     DeviceLostError,
     DriverError,
@@ -89,7 +90,7 @@ class _GpmBuffers:
     comparison only sets its two samples.
     """
 
-    def __init__(self, nv: Any, metric_ids: tuple[int, ...]) -> None:
+    def __init__(self, nv: NvmlApi, metric_ids: tuple[int, ...]) -> None:
         self._nv = nv
         self.previous: Any = nv.nvmlGpmSampleAlloc()
         self.current: Any = nv.nvmlGpmSampleAlloc()
@@ -117,7 +118,7 @@ class _GpmBuffers:
 class NvmlDevice:
     """A GPU (by index) and its per-device sampling state."""
 
-    def __init__(self, nv: Any, index: int, clock: Clock) -> None:
+    def __init__(self, nv: NvmlApi, index: int, clock: Clock) -> None:
         self._nv = nv
         self._clock = clock
         self.index = index
@@ -350,11 +351,11 @@ class NvmlDevice:
             return self._read_counters()
         if {"nvlink_tx", "nvlink_rx"} <= self.unsupported:
             self.unsupported.add("nvlink")
-        energy = got.get("energy")
+        energy_field = got.get("energy")
         tx, rx = got.get("nvlink_tx"), got.get("nvlink_rx")
         memory_temperature = got.get("memory_temperature")
         return _Counters(
-            None if energy is None else int(energy),
+            None if energy_field is None else int(energy_field),
             None if tx is None else parse.kibibytes_to_bytes(tx),
             None if rx is None else parse.kibibytes_to_bytes(rx),
             None if memory_temperature is None else float(memory_temperature),

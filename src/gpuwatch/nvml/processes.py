@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwatch.nvml.api import Handle, NvmlApi
+
 log = logging.getLogger(__name__)
 
 _V3 = "_v3"
@@ -76,7 +78,7 @@ class ProcessCalls:
     entry_bytes: int  # bytes per entry the driver writes
     raw: bool  # True: the C function is called here, the binding's wrapper would misread
 
-    def reader(self, nv: Any, kind: str) -> Callable[[Any], Sequence[Any]]:
+    def reader(self, nv: NvmlApi, kind: str) -> Callable[[Any], Sequence[Any]]:
         """The call that lists `kind` ("Compute" or "Graphics") processes of a handle."""
         symbol = f"nvmlDeviceGet{kind}RunningProcesses{self.suffix}"
         if not self.raw:
@@ -86,7 +88,7 @@ class ProcessCalls:
         return lambda handle: read_raw(nv, symbol, struct, handle)
 
 
-def _exported(nv: Any, symbol: str) -> bool:
+def _exported(nv: NvmlApi, symbol: str) -> bool:
     try:
         nv._nvmlGetFunctionPointer(symbol)
     except nv.NVMLError:
@@ -94,7 +96,7 @@ def _exported(nv: Any, symbol: str) -> bool:
     return True
 
 
-def _binding_entry_bytes(nv: Any, suffix: str) -> int | None:
+def _binding_entry_bytes(nv: NvmlApi, suffix: str) -> int | None:
     """Bytes per entry the binding's own wrapper for `suffix` reads; None: no wrapper."""
     if not hasattr(nv, f"nvmlDeviceGetComputeRunningProcesses{suffix}"):
         return None
@@ -107,7 +109,7 @@ def _binding_entry_bytes(nv: Any, suffix: str) -> int | None:
     return None if struct is None else ctypes.sizeof(struct)
 
 
-def detect(nv: Any) -> ProcessCalls | None:
+def detect(nv: NvmlApi) -> ProcessCalls | None:
     """The running-process calls of this driver and binding (after nvmlInit).
 
     None when the binding cannot look symbols up or the driver has neither `_v3` nor
@@ -138,7 +140,7 @@ def detect(nv: Any) -> ProcessCalls | None:
 
 
 def read_raw(
-    nv: Any, symbol: str, struct: type[ctypes.Structure], handle: Any
+    nv: NvmlApi, symbol: str, struct: type[ctypes.Structure], handle: Handle
 ) -> list[ProcessEntry]:
     """Call the C function `symbol` with an array of `struct`; raises the NVML error."""
     fn = nv._nvmlGetFunctionPointer(symbol)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
 
 from gpuwatch.clock import Clock
 from gpuwatch.core.health import Outage, backoff_seconds
 from gpuwatch.nvml import parse
+from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.nvml.binding import surface
 from gpuwatch.nvml.device import NvmlDevice
 from gpuwatch.nvml.errors import (
@@ -48,7 +49,7 @@ class NvmlSampler:
 
     def __init__(
         self,
-        nv: Any,
+        nv: NvmlApi,
         clock: Clock,
         *,
         retry_initial_seconds: float = 1.0,
@@ -293,7 +294,7 @@ class NvmlSampler:
             self._teardown()
 
 
-def _optional_text(nv: Any, fn: Any) -> str | None:
+def _optional_text(nv: NvmlApi, fn: Callable[[], str | bytes]) -> str | None:
     try:
         return parse.text(fn())
     except nv.NVMLError as exc:
@@ -302,7 +303,7 @@ def _optional_text(nv: Any, fn: Any) -> str | None:
         return None
 
 
-def _optional_cuda(nv: Any) -> str | None:
+def _optional_cuda(nv: NvmlApi) -> str | None:
     try:
         return parse.format_cuda_version(int(nv.nvmlSystemGetCudaDriverVersion()))
     except nv.NVMLError as exc:
@@ -315,7 +316,7 @@ def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, DeviceLostError) else describe(exc)
 
 
-def _shutdown_quietly(nv: Any) -> None:
+def _shutdown_quietly(nv: NvmlApi) -> None:
     try:
         nv.nvmlShutdown()
     except nv.NVMLError as exc:

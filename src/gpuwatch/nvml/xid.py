@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from typing import Any
 
+from gpuwatch.nvml.api import Handle, NvmlApi
 from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class XidWatcher:
     """Counts XID critical errors per GPU uuid in a background thread."""
 
     def __init__(
-        self, nv: Any, handles_by_uuid: dict[str, Any], counts: XidCounts | None = None
+        self, nv: NvmlApi, handles_by_uuid: dict[str, Handle], counts: XidCounts | None = None
     ) -> None:
         """`counts` outlives the watcher, so counters survive an NVML re-initialisation."""
         self._nv = nv
