@@ -22,7 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwatch.clock import Clock
+from gpuwatch.nvml import parse
 from gpuwatch.nvml.api import Handle, NvmlApi
+from gpuwatch.nvml.calls import DeviceCalls
+from gpuwatch.nvml.errors import NvmlErrorKind, classify
+from gpuwatch.snapshot import ProcessSample
 
 log = logging.getLogger(__name__)
 
@@ -165,3 +170,108 @@ def read_raw(
         )
         for e in entries[: count.value]
     ]
+
+
+class ProcessReads(DeviceCalls):
+    """A device's running processes, their names (cached) and SM utilization (each
+    pid's last sample held up to `parse.PROCESS_UTILIZATION_HOLD_SECONDS`)."""
+
+    _clock: Clock
+    _process_util_last_us: int
+    _process_util: dict[int, tuple[float, float]]
+    _process_names: dict[int, str]
+    _process_calls: ProcessCalls | None
+    _process_calls_known: bool
+
+    def _process_lists(self) -> tuple[Any, Any]:
+        """(compute, graphics) running-process lists; None where the device cannot say."""
+        nv = self._nv
+        if not self._process_calls_known:  # probed once per device and NVML session
+            self._process_calls = detect(nv)
+            self._process_calls_known = True
+        calls = self._process_calls
+        if calls is None:
+            # the versioned calls: pynvml's unversioned ones raise a non-NVML exception on
+            # drivers without the _v3 symbol (before R510); fall back to _v2 there
+            compute = self._first_answer(
+                ("processes_compute_v3", nv.nvmlDeviceGetComputeRunningProcesses_v3),
+                ("processes_compute_v2", nv.nvmlDeviceGetComputeRunningProcesses_v2),
+            )
+            graphics = self._first_answer(
+                ("processes_graphics_v3", nv.nvmlDeviceGetGraphicsRunningProcesses_v3),
+                ("processes_graphics_v2", nv.nvmlDeviceGetGraphicsRunningProcesses_v2),
+            )
+            return compute, graphics
+        h = self.handle
+        compute = self._optional("processes_compute", calls.reader(nv, "Compute"), h)
+        graphics = self._optional("processes_graphics", calls.reader(nv, "Graphics"), h)
+        return compute, graphics
+
+    def _process_name(self, pid: int) -> str:
+        """The process's name; invalid UTF-8 bytes come back as `\\xNN` escapes, "" unknown.
+
+        pynvml decodes names strictly (UnicodeDecodeError, not an NVML error): only this
+        one name is affected, never the rest of the sample.
+        """
+        try:
+            found = self._optional("process_name", self._nv.nvmlSystemGetProcessName, pid)
+        except UnicodeDecodeError as exc:
+            raw = exc.object if isinstance(exc.object, bytes) else bytes(exc.object)
+            return parse.escaped_text(raw)
+        return "" if found is None else parse.text(found)
+
+    def _read_processes(self) -> tuple[ProcessSample, ...] | None:
+        compute, graphics = self._process_lists()
+        if compute is None and graphics is None:
+            return None
+        raw = parse.merge_processes(compute or (), graphics or ())
+        utilization = self._read_process_utilization(raw)
+        self._process_names = parse.pid_names(self._process_names, (p.pid for p in raw))
+        samples = []
+        for proc in raw:
+            name = self._process_names.get(proc.pid)
+            if name is None:
+                name = self._process_name(proc.pid)
+                self._process_names[proc.pid] = name
+            samples.append(
+                ProcessSample(
+                    pid=proc.pid,
+                    name=name,
+                    kind=proc.kind,
+                    memory_used_bytes=proc.memory_used_bytes,
+                    sm_utilization_ratio=None if utilization is None else utilization.get(proc.pid),
+                    gpu_instance_id=proc.gpu_instance_id,
+                    compute_instance_id=proc.compute_instance_id,
+                )
+            )
+        return tuple(samples)
+
+    def _read_process_utilization(
+        self, running_processes: Sequence[parse.RawProcess]
+    ) -> dict[int, float] | None:
+        """Per-pid SM utilization ratio; None when the device cannot say at all.
+
+        A pid without a sample newer than `parse.PROCESS_UTILIZATION_HOLD_SECONDS` is
+        left out (its value is unknown, not 0): NotFound only means that NVML has no
+        sample newer than the last one read.
+        """
+        nv = self._nv
+        key = "process_utilization"
+        if key in self.unsupported:
+            return None
+        fresh: dict[int, float] = {}
+        try:
+            samples = self._call(
+                key, nv.nvmlDeviceGetProcessUtilization, self.handle, self._process_util_last_us
+            )
+        except nv.NVMLError as exc:
+            if classify(exc) not in (NvmlErrorKind.NOT_FOUND, NvmlErrorKind.TRANSIENT):
+                return None
+        else:
+            fresh, self._process_util_last_us = parse.latest_process_utilization(
+                samples, self._process_util_last_us
+            )
+        running = {p.pid for p in running_processes}
+        held = parse.held_process_utilization(self._process_util, fresh, self._clock.monotonic())
+        self._process_util = {pid: entry for pid, entry in held.items() if pid in running}
+        return {pid: ratio for pid, (ratio, _) in self._process_util.items()}
