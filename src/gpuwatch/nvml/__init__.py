@@ -1,7 +1,15 @@
 """The NVML layer: the only package that talks to NVML.
 
 `load_nvml()` returns the real `pynvml` module; everything else takes the module as
-an argument, so the simulated stand-in (`gpuwatch.simulate`) runs the same code path.
+an argument (typed `api.NvmlApi`), so the simulated stand-in (`gpuwatch.simulate`) runs
+the same code path.
+
+Here: `api.py` (the protocol), `binding.py` (what an older binding lacks), `errors.py`
+(the error policy's classes), `calls.py` (the one call helper per device), `device.py`
+(one GPU: identity, tick, slow job) with its readers `gpm.py`, `mig.py`, `processes.py`,
+`reliability.py`, `parse.py` (pure parsing of NVML's structs), `xid.py` (XID events),
+`sampler.py` (NVML's lifetime and every GPU per tick). Not here: metrics, analysis, or
+anything that does not talk to NVML.
 """
 
 from __future__ import annotations
