@@ -69,7 +69,7 @@ class DeviceCalls:
                 log.debug("GPU %d: %s failed: %s", self.index, key, describe(exc))
             return None
 
-    def _first_answer(self, *calls: tuple[str, Callable[[Any], T]]) -> T | None:
+    def _first_answer(self, *calls: tuple[str, Callable[[Handle], T]]) -> T | None:
         """The first of several versions of a call that this device supports."""
         for key, fn in calls:
             value = self._optional(key, fn, self.handle)
@@ -80,7 +80,9 @@ class DeviceCalls:
     def _guard(self, key: str, fn: Callable[[], T]) -> T | None:
         return self._optional(key, fn)
 
-    def _read_memory(self, handle: Any = None, key_prefix: str = "") -> parse.MemoryReading | None:
+    def _read_memory(
+        self, handle: Handle = None, key_prefix: str = ""
+    ) -> parse.MemoryReading | None:
         nv = self._nv
         h = self.handle if handle is None else handle
         info = self._optional(

@@ -4,10 +4,9 @@ GPU or GPU instance, and the reading that compares them (`GpmReads._read_gpm`)."
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from gpuwatch.nvml import parse
-from gpuwatch.nvml.api import NvmlApi
+from gpuwatch.nvml.api import Handle, NvmlApi, NvmlStruct
 from gpuwatch.nvml.calls import DeviceCalls
 from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
 
@@ -35,8 +34,8 @@ class GpmBuffers:
 
     def __init__(self, nv: NvmlApi, metric_ids: tuple[int, ...]) -> None:
         self._nv = nv
-        self.previous: Any = nv.nvmlGpmSampleAlloc()
-        self.current: Any = nv.nvmlGpmSampleAlloc()
+        self.previous: Handle = nv.nvmlGpmSampleAlloc()
+        self.current: Handle = nv.nvmlGpmSampleAlloc()
         self.previous_time: float | None = None
         self.metric_ids = metric_ids
         request = nv.c_nvmlGpmMetricsGet_t()
@@ -44,7 +43,7 @@ class GpmBuffers:
         request.numMetrics = len(metric_ids)
         for i, metric_id in enumerate(metric_ids):
             request.metrics[i].metricId = metric_id
-        self.request: Any = request
+        self.request: NvmlStruct = request
 
     def free(self) -> None:
         for sample in (self.previous, self.current):

@@ -83,11 +83,11 @@ class ProcessCalls:
     entry_bytes: int  # bytes per entry the driver writes
     raw: bool  # True: the C function is called here, the binding's wrapper would misread
 
-    def reader(self, nv: NvmlApi, kind: str) -> Callable[[Any], Sequence[Any]]:
+    def reader(self, nv: NvmlApi, kind: str) -> Callable[[Handle], Sequence[Any]]:
         """The call that lists `kind` ("Compute" or "Graphics") processes of a handle."""
         symbol = f"nvmlDeviceGet{kind}RunningProcesses{self.suffix}"
         if not self.raw:
-            wrapper: Callable[[Any], Sequence[Any]] = getattr(nv, symbol)
+            wrapper: Callable[[Handle], Sequence[Any]] = getattr(nv, symbol)
             return wrapper
         struct = _STRUCTS[self.entry_bytes]
         return lambda handle: read_raw(nv, symbol, struct, handle)
@@ -183,7 +183,7 @@ class ProcessReads(DeviceCalls):
     _process_calls: ProcessCalls | None
     _process_calls_known: bool
 
-    def _process_lists(self) -> tuple[Any, Any]:
+    def _process_lists(self) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
         """(compute, graphics) running-process lists; None where the device cannot say."""
         nv = self._nv
         if not self._process_calls_known:  # probed once per device and NVML session
