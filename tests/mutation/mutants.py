@@ -25,47 +25,52 @@ class Mutant:
 
 
 DEVICE = "nvml/device.py"
+CALLS = "nvml/calls.py"
+GPM = "nvml/gpm.py"
+MIG = "nvml/mig.py"
+PROCESSES = "nvml/processes.py"
+RELIABILITY = "nvml/reliability.py"
 
 NAMED: tuple[Mutant, ...] = (
     # -- the survivors issue 8 lists: each must be killed ---------------------------------
     Mutant(
         "gpm_sample_swap",
-        DEVICE,
+        GPM,
         "request.sample1 = buffers.previous\n            request.sample2 = buffers.current",
         "request.sample1 = buffers.current\n            request.sample2 = buffers.previous",
         required=True,
     ),
     Mutant(
         "gpm_interval_guard_removed",
-        DEVICE,
+        GPM,
         "now - buffers.previous_time < GPM_MIN_INTERVAL_SECONDS",
         "now - buffers.previous_time < 0",
         required=True,
     ),
     Mutant(
         "last_seen_never_advances",
-        DEVICE,
+        PROCESSES,
         "fresh, self._process_util_last_us = parse.latest_process_utilization(",
         "fresh, _ = parse.latest_process_utilization(",
         required=True,
     ),
     Mutant(
         "mig_memory_from_parent",
-        DEVICE,
+        MIG,
         'memory = self._read_memory(mig.handle, key_prefix="mig_")',
         'memory = self._read_memory(None, key_prefix="mig_")',
         required=True,
     ),
     Mutant(
         "mig_gpm_from_whole_gpu",
-        DEVICE,
+        MIG,
         "gpm_by_instance[gi] = self._read_gpm(buffers, now, gi)",
         "gpm_by_instance[gi] = self._read_gpm(buffers, now, None)",
         required=True,
     ),
     Mutant(
         "remapped_pending_failure_swapped",
-        DEVICE,
+        RELIABILITY,
         'remapped_rows_pending=flag("remapped_pending"),\n'
         '            remapped_rows_failure=flag("remapped_failure"),',
         'remapped_rows_pending=flag("remapped_failure"),\n'
@@ -74,7 +79,7 @@ NAMED: tuple[Mutant, ...] = (
     ),
     Mutant(
         "remapped_pending_failure_swapped_in_fallback",
-        DEVICE,
+        RELIABILITY,
         "else bool(remapped[2]),\n            remapped_rows_failure=None if remapped is None "
         "else bool(remapped[3]),",
         "else bool(remapped[3]),\n            remapped_rows_failure=None if remapped is None "
@@ -82,14 +87,14 @@ NAMED: tuple[Mutant, ...] = (
     ),
     Mutant(
         "ecc_aggregate_read",
-        DEVICE,
+        RELIABILITY,
         '("ecc_uncorrected", nv.NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0)',
         '("ecc_uncorrected", nv.NVML_FI_DEV_ECC_DBE_AGG_TOTAL, 0)',
         required=True,
     ),
     Mutant(
         "ecc_aggregate_read_in_fallback",
-        DEVICE,
+        RELIABILITY,
         "nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,\n            nv.NVML_VOLATILE_ECC,",
         "nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,\n            nv.NVML_AGGREGATE_ECC,",
     ),
@@ -103,14 +108,14 @@ NAMED: tuple[Mutant, ...] = (
     # -- more adapter mistakes the strict stand-in makes visible ------------------------
     Mutant(
         "gpm_same_buffer",
-        DEVICE,
+        GPM,
         "request.sample1 = buffers.previous",
         "request.sample1 = buffers.current",
         required=True,
     ),
     Mutant(
         "gpm_buffers_never_swapped",
-        DEVICE,
+        GPM,
         "        buffers.swap(now)\n",
         "        buffers.previous_time = now\n",
         required=True,
@@ -124,14 +129,14 @@ NAMED: tuple[Mutant, ...] = (
     ),
     Mutant(
         "mig_change_keeps_unsupported",
-        DEVICE,
+        MIG,
         "        self.unsupported.clear()\n",
         "        pass\n",
         required=True,
     ),
     Mutant(
         "ecc_corrected_aggregate_read",
-        DEVICE,
+        RELIABILITY,
         '("ecc_corrected", nv.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0)',
         '("ecc_corrected", nv.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, 0)',
     ),
@@ -145,7 +150,7 @@ NAMED: tuple[Mutant, ...] = (
     # -- the habits of mature tools --------------------------------------------------------
     Mutant(
         "unsupported_never_remembered",
-        DEVICE,
+        CALLS,
         "                    self.unsupported.add(key)\n",
         "                    pass\n",
     ),
@@ -157,7 +162,7 @@ NAMED: tuple[Mutant, ...] = (
     ),
     Mutant(
         "memory_v1_fallback_removed",
-        DEVICE,
+        CALLS,
         '        if info is None:\n            info = self._optional(key_prefix + "memory_v1"',
         '        if False:\n            info = self._optional(key_prefix + "memory_v1"',
     ),
@@ -175,13 +180,13 @@ NAMED: tuple[Mutant, ...] = (
     ),
     Mutant(
         "processes_v2_fallback_removed",
-        DEVICE,
+        PROCESSES,
         '("processes_compute_v2", nv.nvmlDeviceGetComputeRunningProcesses_v2),',
         "",
     ),
     Mutant(
         "process_hold_ignored",
-        DEVICE,
+        PROCESSES,
         "held = parse.held_process_utilization(self._process_util, fresh, self._clock.monotonic())",
         "held = {pid: (ratio, 0.0) for pid, ratio in fresh.items()}",
     ),

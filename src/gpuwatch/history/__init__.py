@@ -4,7 +4,8 @@
 opens `agent.state_dir/history.sqlite3`, seeds the analysis and the cost engine from it
 (`restore.py`) and returns the writer the agent feeds its published snapshots to
 (`writer.py`). `gpuwatch.report.local` reads the same file. Never imported by the
-sampling path's modules (nvml, collectors, export).
+sampling path's modules (nvml, collectors, export). Each table's row is a typed record
+(`rows.py`), its columns and migrations `schema.py`'s, the hour sums `rollup.py`'s.
 
 Importing this package does not load sqlite3 or the store, writer and restore modules: a
 host with the history off decides so with `history_wanted` and loads nothing more. They

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
 
 from gpuwatch.analysis.engine import AnalysisEngine, StoredPeaks
 from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.cost.ledger import WINDOWS
+from gpuwatch.history.rows import GpuHourRow, TokenHourRow
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS
 from gpuwatch.history.store import HistoryStore
 
@@ -79,7 +79,7 @@ def restore(
         gpus += 1
     token_rows = [r for r in store.token_hours(since) if r["hour_start"] <= now]
     sources = 0
-    for source, rows in groupby(token_rows, key=lambda r: str(r["source"])):
+    for source, source_rows in groupby(token_rows, key=lambda r: str(r["source"])):
         marks = [
             (
                 float(r["hour_start"]),
@@ -90,7 +90,7 @@ def restore(
                     float(r["generation_tokens"] or 0.0),
                 ),
             )
-            for r in rows
+            for r in source_rows
         ]
         cost.restore_tokens(source, marks)
         sources += 1
@@ -112,7 +112,7 @@ def restore(
     return Restored(gpus, sources, states)
 
 
-def _end(row: dict[str, Any]) -> float:
+def _end(row: GpuHourRow | TokenHourRow) -> float:
     """When a stored hour's figures end: its newest tick, within the hour."""
     start = float(row["hour_start"])
     return min(max(float(row["last_seconds"]), start), start + HOUR_SECONDS)

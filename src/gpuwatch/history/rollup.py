@@ -28,13 +28,14 @@ writing it twice never counts anything twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from gpuwatch.analysis.activity import dram_bandwidth_ratio_of
 from gpuwatch.analysis.rolling import QuantileSketch
 from gpuwatch.core.units import HOUR_SECONDS
+from gpuwatch.history.rows import GpuHourRow, GpuStateRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
 from gpuwatch.snapshot import GPU_STATES, FleetSnapshot, GpuCost, GpuSample, HourTotals, PodRef
 
@@ -122,7 +123,7 @@ class _GpuHour:
         self.need_peak = need if self.need_peak is None else max(self.need_peak, need)
         self.need_sketch.add(float(need), dt)
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> GpuHourRow:
         row = dict(self.base)
         row.update((k, v) for k, v in self.latest.items() if v is not None or k not in row)
         for column in _ADDITIVE_GPU:
@@ -150,7 +151,7 @@ class _GpuHour:
         if self.pods or row.get("pods") is None:
             stored_pods = json.loads(row["pods"]) if row.get("pods") else []
             row["pods"] = json.dumps(sorted({*stored_pods, *self.pods}), ensure_ascii=False)
-        return row
+        return cast("GpuHourRow", row)  # the stored row, or a new hour's every column
 
     def _need_columns(self, row: dict[str, Any]) -> None:
         """need_basis, need_bytes and need_p95_bytes: this run's on top of the stored
@@ -179,7 +180,7 @@ class _TokenHour:
     host: str = ""
     last: float = 0.0
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> TokenHourRow:
         base = self.base
         charged = {
             column: (base.get(column) or 0.0) + value
@@ -190,7 +191,9 @@ class _TokenHour:
             )
         }
         return {
-            **charged,
+            "charged_prompt_tokens": charged["charged_prompt_tokens"],
+            "charged_generation_tokens": charged["charged_generation_tokens"],
+            "charged_cost_usd": charged["charged_cost_usd"],
             "source": base["source"],
             "hour_start": base["hour_start"],
             "host": self.host or base.get("host", ""),
@@ -209,7 +212,7 @@ class _PodHour:
     host: str = ""
     last: float = 0.0
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> PodHourRow:
         base = self.base
         return {
             "namespace": base["namespace"],
@@ -227,9 +230,9 @@ class Rollup:
 
     def __init__(
         self,
-        gpu_bases: Sequence[Mapping[str, Any]] = (),
-        token_bases: Sequence[Mapping[str, Any]] = (),
-        pod_bases: Sequence[Mapping[str, Any]] = (),
+        gpu_bases: Sequence[GpuHourRow] = (),
+        token_bases: Sequence[TokenHourRow] = (),
+        pod_bases: Sequence[PodHourRow] = (),
     ) -> None:
         self._gpu_bases = {(r["uuid"], int(r["hour_start"])): dict(r) for r in gpu_bases}
         self._token_bases = {(r["source"], int(r["hour_start"])): dict(r) for r in token_bases}
@@ -246,7 +249,7 @@ class Rollup:
         self._source_cost: dict[str, float] = {}
         # source: (prompt, generation, USD) counted over fully charged spans, last snapshot
         self._source_counted: dict[str, tuple[float, float, float]] = {}
-        self.states: dict[str, dict[str, Any]] = {}  # uuid: gpu_state row
+        self.states: dict[str, GpuStateRow] = {}  # uuid: gpu_state row
         self._floor: int | None = None  # oldest hour the last snapshot can still change
         self.dirty_gpus: set[tuple[str, int]] = set()
         self.dirty_tokens: set[tuple[str, int]] = set()
@@ -359,13 +362,13 @@ class Rollup:
             self.dirty_pods.add(hour_key)
         self._pod_totals = totals  # a pod gone is forgotten: back, it starts from 0
 
-    def take_dirty_pods(self) -> list[dict[str, Any]]:
+    def take_dirty_pods(self) -> list[PodHourRow]:
         """Pod-hour rows changed since the last call; `untake_pods` them on a failed write."""
         rows = [self._pods[k].row() for k in sorted(self.dirty_pods)]
         self.dirty_pods = set()
         return rows
 
-    def untake_pods(self, rows: Sequence[Row]) -> None:
+    def untake_pods(self, rows: Sequence[PodHourRow]) -> None:
         """Mark pod-hour rows of a failed write as changed again."""
         self.dirty_pods.update((r["namespace"], r["pod"], int(r["hour_start"])) for r in rows)
 
@@ -422,7 +425,7 @@ class Rollup:
         self.dirty_tokens.add(key)
         return hour
 
-    def take_dirty(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    def take_dirty(self) -> tuple[list[GpuHourRow], list[TokenHourRow], list[GpuStateRow]]:
         """(GPU rows, token rows, state rows) changed since the last `take_dirty`;
         hand them back with `untake` when the write fails."""
         gpu_rows = [self._gpus[k].row() for k in sorted(self.dirty_gpus)]
@@ -431,7 +434,7 @@ class Rollup:
         self.dirty_tokens = set()
         return gpu_rows, token_rows, list(self.states.values())
 
-    def untake(self, gpu_rows: Sequence[Row], token_rows: Sequence[Row]) -> None:
+    def untake(self, gpu_rows: Sequence[GpuHourRow], token_rows: Sequence[TokenHourRow]) -> None:
         """Mark rows of a failed write as changed again (their latest values are written)."""
         self.dirty_gpus.update((r["uuid"], int(r["hour_start"])) for r in gpu_rows)
         self.dirty_tokens.update((r["source"], int(r["hour_start"])) for r in token_rows)
@@ -459,6 +462,3 @@ class Rollup:
     def pending_rows(self) -> int:
         """Rows changed and not yet written."""
         return len(self.dirty_gpus) + len(self.dirty_tokens) + len(self.dirty_pods)
-
-
-Row = Mapping[str, Any]

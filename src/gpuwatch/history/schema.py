@@ -17,7 +17,30 @@ headroom, and its basis) and the pods that held or used the GPU in it.
 
 from __future__ import annotations
 
-GPU_CLASS_COLUMNS = (
+from typing import Literal
+
+GpuClassColumn = Literal[
+    "busy_seconds",
+    "idle_seconds",
+    "held_seconds",
+    "unknown_seconds",
+    "busy_cost_usd",
+    "idle_cost_usd",
+    "held_cost_usd",
+    "unknown_cost_usd",
+]
+"""A column of GPU_CLASS_COLUMNS (so a typed row can be read by it)."""
+
+StateColumn = Literal[
+    "pending_state_seconds",
+    "busy_state_seconds",
+    "idle_state_seconds",
+    "held_state_seconds",
+    "underutilized_state_seconds",
+]
+"""A column of STATE_COLUMNS."""
+
+GPU_CLASS_COLUMNS: tuple[GpuClassColumn, ...] = (
     "busy_seconds",
     "idle_seconds",
     "held_seconds",
@@ -29,7 +52,7 @@ GPU_CLASS_COLUMNS = (
 )
 """Settled seconds then settled cost by class (TIME_CLASSES order), per GPU-hour."""
 
-STATE_COLUMNS = (
+STATE_COLUMNS: tuple[StateColumn, ...] = (
     "pending_state_seconds",
     "busy_state_seconds",
     "idle_state_seconds",

@@ -16,8 +16,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from gpuwatch.history.rows import GpuHourRow, GpuStateRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import (
     GPU_COLUMNS,
     MIGRATIONS,
@@ -241,11 +242,11 @@ class HistoryStore:
 
     def write(
         self,
-        gpu_rows: Sequence[Row],
-        token_rows: Sequence[Row] = (),
-        states: Sequence[Row] = (),
+        gpu_rows: Sequence[GpuHourRow],
+        token_rows: Sequence[TokenHourRow] = (),
+        states: Sequence[GpuStateRow] = (),
         prune_before: float | None = None,
-        pod_rows: Sequence[Row] = (),
+        pod_rows: Sequence[PodHourRow] = (),
     ) -> None:
         """Upsert every row (absolute values) in one transaction; sqlite3.Error (or any
         other exception) on failure, nothing written then. Rows must be storable
@@ -286,21 +287,22 @@ class HistoryStore:
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
 
-    def gpu_hours(self, since: float, until: float = float("inf")) -> list[dict[str, Any]]:
+    def gpu_hours(self, since: float, until: float = float("inf")) -> list[GpuHourRow]:
         """Rows of gpu_hours with since <= hour_start < until, by uuid then hour."""
-        return self._select("gpu_hours", "uuid", since, until)
+        return cast("list[GpuHourRow]", self._select("gpu_hours", "uuid", since, until))
 
-    def token_hours(self, since: float, until: float = float("inf")) -> list[dict[str, Any]]:
+    def token_hours(self, since: float, until: float = float("inf")) -> list[TokenHourRow]:
         """Rows of token_hours with since <= hour_start < until, by source then hour."""
-        return self._select("token_hours", "source", since, until)
+        return cast("list[TokenHourRow]", self._select("token_hours", "source", since, until))
 
-    def pod_hours(self, since: float, until: float = float("inf")) -> list[dict[str, Any]]:
+    def pod_hours(self, since: float, until: float = float("inf")) -> list[PodHourRow]:
         """Rows of pod_hours with since <= hour_start < until, by namespace, pod, hour."""
-        return self._select("pod_hours", "namespace, pod", since, until)
+        rows = self._select("pod_hours", "namespace, pod", since, until)
+        return cast("list[PodHourRow]", rows)
 
-    def states(self) -> list[dict[str, Any]]:
+    def states(self) -> list[GpuStateRow]:
         """Every GPU's last stored analysis state."""
-        return self._read("SELECT * FROM gpu_state ORDER BY uuid", ())
+        return cast("list[GpuStateRow]", self._read("SELECT * FROM gpu_state ORDER BY uuid", ()))
 
     def _select(self, table: str, key: str, since: float, until: float) -> list[dict[str, Any]]:
         upper = min(until, 1e18)  # sqlite has no infinity literal for integer columns
@@ -312,7 +314,8 @@ class HistoryStore:
 
     def _read(self, sql: str, parameters: tuple[float, ...]) -> list[dict[str, Any]]:
         """The rows of a query; HistoryCorruptError or HistoryStoreError when SQLite fails
-        (a damaged page may only show when read)."""
+        (a damaged page may only show when read). Untyped: the readers above cast them to
+        their table's row (`gpuwatch.history.rows`)."""
         with self._lock:
             try:
                 return [dict(r) for r in self._conn.execute(sql, parameters)]

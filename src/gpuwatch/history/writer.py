@@ -19,9 +19,9 @@ import functools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -40,6 +40,9 @@ from gpuwatch.history.store import (
 from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
+
+RowT = TypeVar("RowT", bound=Mapping[str, Any])
+"""A row of one table (`gpuwatch.history.rows`)."""
 
 QUEUE_LIMIT = 3600
 """Snapshots waiting for the writer at most; beyond, the oldest are dropped (the ledger's
@@ -256,15 +259,15 @@ def _attempt(write: Callable[[], None]) -> Exception | None:
 
 
 def _storable(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[RowT],
     columns: Sequence[str],
     key: Sequence[str],
     required: frozenset[str],
     refused: list[str],
-) -> list[dict[str, Any]]:
+) -> list[RowT]:
     """The rows SQLite can hold: a value it cannot hold is stored as NULL where its column
     allows, else the row is refused; each such value described (escaped) in `refused`."""
-    kept: list[dict[str, Any]] = []
+    kept: list[RowT] = []
     for row in rows:
         problems = {c: why for c in columns if (why := unstorable(row.get(c))) is not None}
         if not problems:
@@ -281,7 +284,7 @@ def _storable(
             fate = "row refused" if whole else "stored as NULL"
             refused.append(f"{where}: {column} is {why} ({fate})")
         if not whole:
-            kept.append({**row, **dict.fromkeys(problems)})
+            kept.append(cast("RowT", {**row, **dict.fromkeys(problems)}))  # nullable columns
     return kept
 
 

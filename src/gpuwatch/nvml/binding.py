@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from gpuwatch.nvml.api import NvmlApi
+
 log = logging.getLogger(__name__)
 
 FUNCTIONS = (
@@ -71,7 +73,7 @@ FUNCTIONS = (
 """Every NVML function of the binding that `gpuwatch.nvml` calls (a test keeps it complete)."""
 
 
-def _function_not_found(nv: Any, name: str) -> Callable[..., NoReturn]:
+def _function_not_found(nv: NvmlApi, name: str) -> Callable[..., NoReturn]:
     def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
         raise nv.NVMLError(nv.NVML_ERROR_FUNCTION_NOT_FOUND)
 
@@ -79,7 +81,7 @@ def _function_not_found(nv: Any, name: str) -> Callable[..., NoReturn]:
     return missing
 
 
-def missing_functions(nv: Any) -> tuple[str, ...]:
+def missing_functions(nv: NvmlApi) -> tuple[str, ...]:
     """The functions of `FUNCTIONS` that the binding `nv` does not have."""
     return tuple(name for name in FUNCTIONS if not hasattr(nv, name))
 
@@ -90,7 +92,7 @@ class BindingSurface:
     Everything else is `nv`'s own attribute (looked up once, then cached).
     """
 
-    def __init__(self, nv: Any) -> None:
+    def __init__(self, nv: NvmlApi) -> None:
         self.binding = nv
         self.missing = missing_functions(nv)
         for name in self.missing:
@@ -109,7 +111,7 @@ class BindingSurface:
         return value
 
 
-def surface(nv: Any) -> Any:
+def surface(nv: NvmlApi) -> NvmlApi:
     """`nv` itself when it has every function the adapter calls, else a `BindingSurface`."""
     if isinstance(nv, BindingSurface) or not missing_functions(nv):
         return nv

@@ -22,6 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwatch.clock import Clock
+from gpuwatch.nvml import parse
+from gpuwatch.nvml.api import Handle, NvmlApi
+from gpuwatch.nvml.calls import DeviceCalls
+from gpuwatch.nvml.errors import NvmlErrorKind, classify
+from gpuwatch.snapshot import ProcessSample
+
 log = logging.getLogger(__name__)
 
 _V3 = "_v3"
@@ -76,17 +83,17 @@ class ProcessCalls:
     entry_bytes: int  # bytes per entry the driver writes
     raw: bool  # True: the C function is called here, the binding's wrapper would misread
 
-    def reader(self, nv: Any, kind: str) -> Callable[[Any], Sequence[Any]]:
+    def reader(self, nv: NvmlApi, kind: str) -> Callable[[Handle], Sequence[Any]]:
         """The call that lists `kind` ("Compute" or "Graphics") processes of a handle."""
         symbol = f"nvmlDeviceGet{kind}RunningProcesses{self.suffix}"
         if not self.raw:
-            wrapper: Callable[[Any], Sequence[Any]] = getattr(nv, symbol)
+            wrapper: Callable[[Handle], Sequence[Any]] = getattr(nv, symbol)
             return wrapper
         struct = _STRUCTS[self.entry_bytes]
         return lambda handle: read_raw(nv, symbol, struct, handle)
 
 
-def _exported(nv: Any, symbol: str) -> bool:
+def _exported(nv: NvmlApi, symbol: str) -> bool:
     try:
         nv._nvmlGetFunctionPointer(symbol)
     except nv.NVMLError:
@@ -94,7 +101,7 @@ def _exported(nv: Any, symbol: str) -> bool:
     return True
 
 
-def _binding_entry_bytes(nv: Any, suffix: str) -> int | None:
+def _binding_entry_bytes(nv: NvmlApi, suffix: str) -> int | None:
     """Bytes per entry the binding's own wrapper for `suffix` reads; None: no wrapper."""
     if not hasattr(nv, f"nvmlDeviceGetComputeRunningProcesses{suffix}"):
         return None
@@ -107,7 +114,7 @@ def _binding_entry_bytes(nv: Any, suffix: str) -> int | None:
     return None if struct is None else ctypes.sizeof(struct)
 
 
-def detect(nv: Any) -> ProcessCalls | None:
+def detect(nv: NvmlApi) -> ProcessCalls | None:
     """The running-process calls of this driver and binding (after nvmlInit).
 
     None when the binding cannot look symbols up or the driver has neither `_v3` nor
@@ -138,7 +145,7 @@ def detect(nv: Any) -> ProcessCalls | None:
 
 
 def read_raw(
-    nv: Any, symbol: str, struct: type[ctypes.Structure], handle: Any
+    nv: NvmlApi, symbol: str, struct: type[ctypes.Structure], handle: Handle
 ) -> list[ProcessEntry]:
     """Call the C function `symbol` with an array of `struct`; raises the NVML error."""
     fn = nv._nvmlGetFunctionPointer(symbol)
@@ -163,3 +170,108 @@ def read_raw(
         )
         for e in entries[: count.value]
     ]
+
+
+class ProcessReads(DeviceCalls):
+    """A device's running processes, their names (cached) and SM utilization (each
+    pid's last sample held up to `parse.PROCESS_UTILIZATION_HOLD_SECONDS`)."""
+
+    _clock: Clock
+    _process_util_last_us: int
+    _process_util: dict[int, tuple[float, float]]
+    _process_names: dict[int, str]
+    _process_calls: ProcessCalls | None
+    _process_calls_known: bool
+
+    def _process_lists(self) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
+        """(compute, graphics) running-process lists; None where the device cannot say."""
+        nv = self._nv
+        if not self._process_calls_known:  # probed once per device and NVML session
+            self._process_calls = detect(nv)
+            self._process_calls_known = True
+        calls = self._process_calls
+        if calls is None:
+            # the versioned calls: pynvml's unversioned ones raise a non-NVML exception on
+            # drivers without the _v3 symbol (before R510); fall back to _v2 there
+            compute = self._first_answer(
+                ("processes_compute_v3", nv.nvmlDeviceGetComputeRunningProcesses_v3),
+                ("processes_compute_v2", nv.nvmlDeviceGetComputeRunningProcesses_v2),
+            )
+            graphics = self._first_answer(
+                ("processes_graphics_v3", nv.nvmlDeviceGetGraphicsRunningProcesses_v3),
+                ("processes_graphics_v2", nv.nvmlDeviceGetGraphicsRunningProcesses_v2),
+            )
+            return compute, graphics
+        h = self.handle
+        compute = self._optional("processes_compute", calls.reader(nv, "Compute"), h)
+        graphics = self._optional("processes_graphics", calls.reader(nv, "Graphics"), h)
+        return compute, graphics
+
+    def _process_name(self, pid: int) -> str:
+        """The process's name; invalid UTF-8 bytes come back as `\\xNN` escapes, "" unknown.
+
+        pynvml decodes names strictly (UnicodeDecodeError, not an NVML error): only this
+        one name is affected, never the rest of the sample.
+        """
+        try:
+            found = self._optional("process_name", self._nv.nvmlSystemGetProcessName, pid)
+        except UnicodeDecodeError as exc:
+            raw = exc.object if isinstance(exc.object, bytes) else bytes(exc.object)
+            return parse.escaped_text(raw)
+        return "" if found is None else parse.text(found)
+
+    def _read_processes(self) -> tuple[ProcessSample, ...] | None:
+        compute, graphics = self._process_lists()
+        if compute is None and graphics is None:
+            return None
+        raw = parse.merge_processes(compute or (), graphics or ())
+        utilization = self._read_process_utilization(raw)
+        self._process_names = parse.pid_names(self._process_names, (p.pid for p in raw))
+        samples = []
+        for proc in raw:
+            name = self._process_names.get(proc.pid)
+            if name is None:
+                name = self._process_name(proc.pid)
+                self._process_names[proc.pid] = name
+            samples.append(
+                ProcessSample(
+                    pid=proc.pid,
+                    name=name,
+                    kind=proc.kind,
+                    memory_used_bytes=proc.memory_used_bytes,
+                    sm_utilization_ratio=None if utilization is None else utilization.get(proc.pid),
+                    gpu_instance_id=proc.gpu_instance_id,
+                    compute_instance_id=proc.compute_instance_id,
+                )
+            )
+        return tuple(samples)
+
+    def _read_process_utilization(
+        self, running_processes: Sequence[parse.RawProcess]
+    ) -> dict[int, float] | None:
+        """Per-pid SM utilization ratio; None when the device cannot say at all.
+
+        A pid without a sample newer than `parse.PROCESS_UTILIZATION_HOLD_SECONDS` is
+        left out (its value is unknown, not 0): NotFound only means that NVML has no
+        sample newer than the last one read.
+        """
+        nv = self._nv
+        key = "process_utilization"
+        if key in self.unsupported:
+            return None
+        fresh: dict[int, float] = {}
+        try:
+            samples = self._call(
+                key, nv.nvmlDeviceGetProcessUtilization, self.handle, self._process_util_last_us
+            )
+        except nv.NVMLError as exc:
+            if classify(exc) not in (NvmlErrorKind.NOT_FOUND, NvmlErrorKind.TRANSIENT):
+                return None
+        else:
+            fresh, self._process_util_last_us = parse.latest_process_utilization(
+                samples, self._process_util_last_us
+            )
+        running = {p.pid for p in running_processes}
+        held = parse.held_process_utilization(self._process_util, fresh, self._clock.monotonic())
+        self._process_util = {pid: entry for pid, entry in held.items() if pid in running}
+        return {pid: ratio for pid, (ratio, _) in self._process_util.items()}

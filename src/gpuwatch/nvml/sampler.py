@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
 
 from gpuwatch.clock import Clock
+from gpuwatch.core.health import Outage, backoff_seconds
 from gpuwatch.nvml import parse
+from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.nvml.binding import surface
 from gpuwatch.nvml.device import NvmlDevice
 from gpuwatch.nvml.errors import (
@@ -47,7 +49,7 @@ class NvmlSampler:
 
     def __init__(
         self,
-        nv: Any,
+        nv: NvmlApi,
         clock: Clock,
         *,
         retry_initial_seconds: float = 1.0,
@@ -67,7 +69,8 @@ class NvmlSampler:
         self._xid_unavailable = False  # no GPU here can deliver XID events
         self._xid_counts = XidCounts()
         self._initialized = False
-        self._retry_delay = retry_initial_seconds
+        self._outage = Outage(settle=1)  # one ERROR line per outage, one INFO at its end
+        self._failures = 0  # failed attempts in a row: the backoff's attempt
         self._next_retry = 0.0
         self.driver = DriverInfo(None, None, None)
         self.last_error: str | None = None
@@ -126,9 +129,9 @@ class NvmlSampler:
             if self._xid_unavailable:
                 self._xid = None
         self._initialized = True
-        self._retry_delay = self._retry_initial
+        self._failures = 0
         self._mismatches = 0
-        if self.last_error is not None:
+        if self._outage.succeed():
             log.info("NVML recovered")
         self.last_error = None
         log.info("NVML initialised: %d GPU(s), driver %s", len(devices), self.driver.driver_version)
@@ -150,9 +153,9 @@ class NvmlSampler:
 
     def _fail(self, reason: str, error_name: str = "") -> None:
         """Drop NVML after a driver-level error and schedule a retry (or give up)."""
-        first = self.last_error is None  # one error line per outage, not one per retry
-        (log.error if first else log.debug)(
-            "NVML failed, retrying in %.0f s: %s", self._retry_delay, reason
+        delay = backoff_seconds(self._failures, self._retry_initial, self._retry_max)
+        (log.error if self._outage.fail() else log.debug)(
+            "NVML failed, retrying in %.0f s: %s", delay, reason
         )
         self.last_error = reason
         self._mismatches = self._mismatches + 1 if error_name == VERSION_MISMATCH else 0
@@ -164,8 +167,8 @@ class NvmlSampler:
             )
             log.error("%s", self.fatal)
         self._teardown()
-        self._next_retry = self._clock.monotonic() + self._retry_delay
-        self._retry_delay = min(self._retry_delay * 2, self._retry_max)
+        self._next_retry = self._clock.monotonic() + delay
+        self._failures += 1
 
     def _teardown(self) -> None:
         if self._xid is not None:
@@ -291,7 +294,7 @@ class NvmlSampler:
             self._teardown()
 
 
-def _optional_text(nv: Any, fn: Any) -> str | None:
+def _optional_text(nv: NvmlApi, fn: Callable[[], str | bytes]) -> str | None:
     try:
         return parse.text(fn())
     except nv.NVMLError as exc:
@@ -300,7 +303,7 @@ def _optional_text(nv: Any, fn: Any) -> str | None:
         return None
 
 
-def _optional_cuda(nv: Any) -> str | None:
+def _optional_cuda(nv: NvmlApi) -> str | None:
     try:
         return parse.format_cuda_version(int(nv.nvmlSystemGetCudaDriverVersion()))
     except nv.NVMLError as exc:
@@ -313,7 +316,7 @@ def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, DeviceLostError) else describe(exc)
 
 
-def _shutdown_quietly(nv: Any) -> None:
+def _shutdown_quietly(nv: NvmlApi) -> None:
     try:
         nv.nvmlShutdown()
     except nv.NVMLError as exc:

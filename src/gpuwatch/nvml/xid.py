@@ -11,8 +11,8 @@ import ctypes
 import logging
 import threading
 from collections import Counter
-from typing import Any
 
+from gpuwatch.nvml.api import Handle, NvmlApi
 from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class XidCounts:
             return tuple(sorted((xid, n) for (u, xid), n in self._counts.items() if u == uuid))
 
 
-def handle_address(handle: Any) -> int | None:
+def handle_address(handle: Handle) -> int | None:
     """The address a `c_nvmlDevice_t` points to: stable for the life of the NVML session."""
     return ctypes.cast(handle, ctypes.c_void_p).value
 
@@ -54,14 +54,14 @@ class XidWatcher:
     """Counts XID critical errors per GPU uuid in a background thread."""
 
     def __init__(
-        self, nv: Any, handles_by_uuid: dict[str, Any], counts: XidCounts | None = None
+        self, nv: NvmlApi, handles_by_uuid: dict[str, Handle], counts: XidCounts | None = None
     ) -> None:
         """`counts` outlives the watcher, so counters survive an NVML re-initialisation."""
         self._nv = nv
         self._counts = counts if counts is not None else XidCounts()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._event_set: Any = None
+        self._event_set: Handle = None
         self.healthy = True
         self._handles_by_uuid = handles_by_uuid
         # by handle address: asking NVML for the uuid fails once the GPU is lost (XID 79)
@@ -95,7 +95,7 @@ class XidWatcher:
         self._thread.start()
         return True
 
-    def add_device(self, uuid: str, handle: Any) -> None:
+    def add_device(self, uuid: str, handle: Handle) -> None:
         """Watch a GPU that came back after NVML was initialised (best effort)."""
         nv = self._nv
         if self._event_set is None:

@@ -7,7 +7,7 @@
 
 Reads each GPU's use over the last `--days` (default 30) from this host's history or a
 Prometheus-compatible API (the report's `--prometheus*` flags), turns it into units
-(`plan/usage.py`), solves for the cheapest set of GPUs that holds them (`plan/solve.py`,
+(`plan/usage.py`), solves for the cheapest set of GPUs that holds them (`plan/solve/`,
 HiGHS: the `plan` extra) and writes the plan: text on stdout without `--out`, else the
 formats asked for (`gpuwatch-plan.<fmt>`). Exit codes: 0 written, 1 the source, the
 solver or Slack failed, or the lookback holds no GPU data (one line, no plan), 2 bad

@@ -11,10 +11,11 @@ schema 8 have no need or pods: those GPUs are judged on observed memory.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.store import HISTORY_FILE, open_reader
 from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile
 
@@ -35,13 +36,13 @@ def load_usage(state_dir: Path, since: float, until: float) -> list[GpuUsage]:
         rows = store.gpu_hours(since, until)
     finally:
         store.close()
-    by_gpu: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_gpu: dict[tuple[str, str], list[GpuHourRow]] = {}
     for row in rows:
         by_gpu.setdefault((str(row["host"]), str(row["uuid"])), []).append(row)
     return [usage_of(host, uuid, hours) for (host, uuid), hours in sorted(by_gpu.items())]
 
 
-def _pods(hours: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+def _pods(hours: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:  # GpuHourRow
     found: set[str] = set()
     for hour in hours:
         text = hour.get("pods")
@@ -55,12 +56,12 @@ def _pods(hours: Iterable[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _known(hours: Iterable[dict[str, Any]], column: str) -> list[float]:
+def _known(hours: Iterable[Mapping[str, Any]], column: str) -> list[float]:  # GpuHourRow
     return [float(h[column]) for h in hours if h.get(column) is not None]
 
 
-def usage_of(host: str, uuid: str, hours: list[dict[str, Any]]) -> GpuUsage:
-    """One GPU's `GpuUsage` from its stored hours (oldest first)."""
+def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsage:
+    """One GPU's `GpuUsage` from its stored hours (`GpuHourRow`s, oldest first)."""
     last = hours[-1]
     hourly_activity = [
         float(h["activity_seconds"]) / float(h["activity_sampled_seconds"])

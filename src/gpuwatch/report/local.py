@@ -21,7 +21,7 @@ method notes say how many).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from gpuwatch.config import Config
 from gpuwatch.core.text import counted
 from gpuwatch.cost.engine import RENT_VS_BUY_WINDOW, rent_vs_buy_position
 from gpuwatch.cost.ledger import WINDOWS
+from gpuwatch.history.rows import GpuHourRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import STATE_COLUMNS
 from gpuwatch.history.store import HISTORY_FILE, open_reader
 from gpuwatch.report.model import (
@@ -104,13 +105,13 @@ def load(config: Config, period: Period) -> ReportData:
 
 
 def rent_vs_buy_positions(
-    config: Config, rows: Iterable[dict[str, Any]]
+    config: Config, rows: Iterable[GpuHourRow]
 ) -> list[tuple[RentVsBuyPosition, float | None]]:
     """Each GPU's rent-vs-buy position over `rows` (its hours of the 30 days before the
     period's end), as the agent computes it (`gpuwatch.cost.engine.rent_vs_buy_position`):
     at busy / (busy + idle + held) seconds and the latest stored price, with the mean
     activity (activity seconds / seconds with activity) beside it; None without any."""
-    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    by_gpu: dict[str, list[GpuHourRow]] = {}
     for row in rows:
         by_gpu.setdefault(row["uuid"], []).append(row)
     catalog = build_gpu_catalog(config.sizing.gpus)
@@ -191,7 +192,7 @@ def activity_monthly_delta_usd(position: RentVsBuyPosition, activity_ratio: floa
     )
 
 
-def _first_sample(row: dict[str, Any]) -> float:
+def _first_sample(row: GpuHourRow) -> float:
     """Where a GPU's first stored hour starts being sampled: its recorded first span
     start; before schema 6 its last sample less its observed seconds (within the hour)."""
     if row["first_seconds"] is not None:
@@ -200,7 +201,7 @@ def _first_sample(row: dict[str, Any]) -> float:
     return max(float(row["hour_start"]), estimate)
 
 
-def _charged(row: dict[str, Any], column: str) -> float:
+def _charged(row: Mapping[str, Any], column: str) -> float:  # a TokenHourRow
     """`charged_<column>` of a token hour; the raw `column` in a row stored before it."""
     value = row[f"charged_{column}"]
     return float(row[column] if value is None else value)
@@ -224,8 +225,8 @@ def _day(hour_start: float) -> date:
     return datetime.fromtimestamp(hour_start, UTC).date()
 
 
-def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
-    days: dict[tuple[str, date], list[dict[str, Any]]] = {}
+def _gpu_days(rows: Iterable[GpuHourRow]) -> list[GpuDay]:
+    days: dict[tuple[str, date], list[GpuHourRow]] = {}
     for row in rows:  # by uuid, then hour
         days.setdefault((row["uuid"], _day(row["hour_start"])), []).append(row)
     out = []
@@ -261,14 +262,14 @@ def _gpu_days(rows: Iterable[dict[str, Any]]) -> list[GpuDay]:
     return out
 
 
-def state_seconds(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
+def state_seconds(rows: Iterable[GpuHourRow]) -> dict[str, float]:
     """Seconds by analysis state (pending, busy, idle, held, underutilized) over rows."""
     rows = list(rows)
     return {c.removesuffix("_state_seconds"): _sum(rows, c) for c in STATE_COLUMNS}
 
 
-def _token_days(rows: Iterable[dict[str, Any]]) -> list[TokenDay]:
-    days: dict[tuple[str, date], list[dict[str, Any]]] = {}
+def _token_days(rows: Iterable[TokenHourRow]) -> list[TokenDay]:
+    days: dict[tuple[str, date], list[TokenHourRow]] = {}
     for row in rows:
         days.setdefault((row["source"], _day(row["hour_start"])), []).append(row)
     return [
@@ -286,8 +287,8 @@ def _token_days(rows: Iterable[dict[str, Any]]) -> list[TokenDay]:
     ]
 
 
-def _pod_days(rows: Iterable[dict[str, Any]]) -> list[PodDay]:
-    days: dict[tuple[str, str, date], list[dict[str, Any]]] = {}
+def _pod_days(rows: Iterable[PodHourRow]) -> list[PodDay]:
+    days: dict[tuple[str, str, date], list[PodHourRow]] = {}
     for row in rows:
         days.setdefault((row["namespace"], row["pod"], _day(row["hour_start"])), []).append(row)
     return [
@@ -303,5 +304,5 @@ def _pod_days(rows: Iterable[dict[str, Any]]) -> list[PodDay]:
     ]
 
 
-def _sum(rows: Iterable[dict[str, Any]], column: str) -> float:
+def _sum(rows: Iterable[Mapping[str, Any]], column: str) -> float:  # rows of one table
     return float(sum(row[column] or 0.0 for row in rows))

@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 import pynvml
 
 from gpuwatch.clock import Clock, SystemClock
+from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.simulate.device import (
     PROCESS_SAMPLE_PERIOD_S,
     GpuDevice,
@@ -1142,3 +1143,10 @@ def _version_checked(call: Callable[[Any], list[Any]], handle: Any) -> list[Any]
             "lib version. Either use matching pyNVML and NVML lib versions or use a "
             "versioned function such as " + call.__name__
         ) from None
+
+
+def as_nvml_api(nv: SimulatedNvml) -> NvmlApi:
+    """`nv` as the NVML surface gpuwatch calls. Also mypy's check that the stand-in
+    satisfies `NvmlApi`: every function it defines has the protocol's signature (the
+    rest it answers from pynvml, as `__getattr__` says)."""
+    return nv

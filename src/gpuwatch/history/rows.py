@@ -1,0 +1,95 @@
+"""The history file's rows as typed records: one `TypedDict` per table, keyed exactly by
+the table's columns at `schema.SCHEMA_VERSION` (a test keeps the two the same).
+
+A row is what `HistoryStore` reads and what `Rollup` hands the writer: an hour's absolute
+totals. Columns added by a later migration are None in rows written before it. Nothing
+here reads or writes SQLite.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class GpuHourRow(TypedDict):
+    """One GPU-hour of `gpu_hours`."""
+
+    uuid: str
+    hour_start: int
+    host: str
+    gpu_index: int | None
+    name: str
+    observed_seconds: float
+    cost_usd: float
+    busy_seconds: float
+    idle_seconds: float
+    held_seconds: float
+    unknown_seconds: float
+    busy_cost_usd: float
+    idle_cost_usd: float
+    held_cost_usd: float
+    unknown_cost_usd: float
+    last_seconds: float
+    pending_state_seconds: float
+    busy_state_seconds: float
+    idle_state_seconds: float
+    held_state_seconds: float
+    underutilized_state_seconds: float
+    energy_joules: float | None
+    memory_peak_bytes: float | None
+    dram_peak_ratio: float | None
+    memory_byte_seconds: float
+    memory_seconds: float
+    activity_seconds: float
+    activity_sampled_seconds: float
+    price_usd_per_hour: float | None
+    price_source: str | None
+    recommended_gpu: str | None
+    savings_usd_per_hour: float | None
+    first_seconds: float | None
+    recommended_rule: str | None
+    need_bytes: float | None
+    need_p95_bytes: float | None
+    need_basis: str | None
+    pods: str | None  # a JSON list of "namespace/pod", sorted
+
+
+class TokenHourRow(TypedDict):
+    """One token source's hour of `token_hours`."""
+
+    source: str
+    hour_start: int
+    host: str
+    prompt_tokens: float
+    generation_tokens: float
+    cost_usd: float
+    last_seconds: float
+    charged_prompt_tokens: float | None
+    charged_generation_tokens: float | None
+    charged_cost_usd: float | None
+
+
+class PodHourRow(TypedDict):
+    """One Kubernetes pod's hour of `pod_hours`."""
+
+    namespace: str
+    pod: str
+    hour_start: int
+    host: str
+    cost_usd: float
+    idle_cost_usd: float
+    last_seconds: float
+
+
+class GpuStateRow(TypedDict):
+    """One GPU's last analysis state, `gpu_state`."""
+
+    uuid: str
+    gpu_index: int | None
+    name: str
+    state: str
+    state_since_seconds: float
+    inactive_since_seconds: float | None
+    inactive_seconds: float
+    activity_mean_ratio: float | None
+    last_seconds: float

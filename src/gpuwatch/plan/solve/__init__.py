@@ -1,0 +1,289 @@
+"""The cheapest set of GPUs that holds every workload with headroom: a MILP per pool.
+
+Rules (docs/plan.md says them to users):
+
+- Idle and held units get no GPU (`Plan.reclaimed`).
+- A unit fits a part when, per GPU, ``memory x (1 + headroom) <= part memory``,
+  ``activity x bf16(current) / bf16(part) <= capacity x (1 - headroom)`` and
+  ``bandwidth x (1 + headroom) <= part bandwidth``. A whole GPU has capacity 1; a MIG
+  instance ``compute_slices / 7`` of the compute and ``memory_slices / 8`` of the
+  bandwidth, with the profile's memory (`gpuwatch.plan.mig`). An unknown activity or
+  bandwidth counts as all of the current GPU's (a note says how many units that was).
+- A unit alone on a whole GPU of its current model always fits: it runs there today, so
+  the plan never asks more of it than the present does.
+- Time-slicing: several single-GPU units on one whole GPU when their summed memory,
+  scaled activity and bandwidth fit with headroom (an exact assignment to GPUs).
+- MIG: a GPU split into one valid profile configuration (`MigTable`), one unit per
+  instance. Instances of a profile are interchangeable, so the model counts GPUs per
+  (model, configuration) and units per (model, profile): exact, and without symmetry.
+- A multi-GPU unit takes `gpu_count` whole GPUs of one model, never shared (a `group`).
+  It shares with nothing, so its cheapest model is chosen directly.
+- Candidates: `PlanOptions.candidate_gpu_ids`, else right-sizing's rule
+  (`CandidateRules`: the current GPU's class). A unit no candidate holds keeps its GPU
+  at its current price (`Plan.unplaced`).
+- Pools: units of different namespaces never share a GPU unless
+  `share_across_namespaces`; units without a namespace form one pool of their own.
+
+Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
+keeps `time_limit_seconds` (`clock.Clock`): pools share what is left in proportion to their
+units, less the time building the later pools is expected to take; building stops at the
+limit, and a pool reached after it keeps each unit alone on its cheapest candidate.
+Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
+among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
+GPU cannot pay for itself are left out, and so are models that another as cheap and as
+large makes redundant (`fit.prefer_current` then moves a GPU back to its units' current
+model where that costs the same). A greedy plan starts the search. The proved bound of a
+pool is the larger of HiGHS's dual bound and a fractional bound (each unit's cheapest
+share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds to the
+fixed costs (multi-GPU and unplaced units). A pool whose MILP would exceed `MAX_PAIRS`
+is solved in parts, and its bound comes from a relaxation of the whole pool
+(`bounds.relaxation`).
+
+HiGHS runs with presolve off: on some of these models HiGHS 1.16's presolve neither
+stops at the time limit nor keeps the optimum (a start of cost 2.51 became 5.94 in the
+reduced space, and 4.24 was reported optimal).
+
+The package: `solve` here (pools, parts, notes); `fit.py` the fit rules, `columns.py`
+the MILP's columns, `greedy.py` its start, `milp.py` HiGHS and placements, `bounds.py`
+the lower bounds, `clock.py` the time limit. Nothing here reads Prometheus or renders.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from gpuwatch.analysis.candidates import CandidateRules
+from gpuwatch.core.text import counted
+from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
+from gpuwatch.plan.solve.bounds import fractional_bound, relaxation
+from gpuwatch.plan.solve.clock import Clock, OutOfTimeError
+from gpuwatch.plan.solve.columns import shared_options, undominated
+from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit
+from gpuwatch.plan.solve.milp import (
+    Result,
+    SolverMissingError,
+    alone_result,
+    import_highspy,
+    solve_pool,
+)
+from gpuwatch.sizing import GpuCatalog
+
+__all__ = ["MAX_PAIRS", "SolverMissingError", "solve"]
+
+
+MAX_PAIRS = 6000
+"""Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
+cut into parts (HiGHS would spend its time on the root of a model that large)."""
+
+
+_GAP_ZERO = 1e-6
+"""A plan within this relative distance of its bound reports a gap of 0."""
+
+
+def solve(
+    needs: Sequence[WorkloadNeed], catalog: GpuCatalog, options: PlanOptions | None = None
+) -> Plan:
+    """The cheapest plan for `needs` under `options` (see the module docstring).
+
+    Raises `SolverMissingError` without highspy, ValueError on duplicate keys or options
+    out of range.
+    """
+    options = options or PlanOptions()
+    started = time.perf_counter()
+    highspy = import_highspy()
+    _check(needs, options)
+    fit = Fit(options.headroom_ratio)
+    rules = CandidateRules(catalog, options.candidate_gpu_ids)
+
+    unplaced: list[WorkloadNeed] = []
+    unknown_models = unknown_needs = 0
+    single: list[Unit] = []
+    multi: list[Unit] = []
+    for order, need in enumerate(needs):
+        if need.reclaimable:
+            continue
+        if need.memory_bytes is None:  # sized from nothing it would claim any saving
+            unknown_needs += 1
+            unplaced.append(need)
+            continue
+        unit = make_unit(need, order, catalog, rules, options.headroom_ratio)
+        unknown_models += unit is None
+        if unit is None or not any(fit.alone(unit, gpu) for gpu in unit.candidates):
+            unplaced.append(need)
+        elif need.gpu_count > 1:
+            multi.append(unit)
+        else:
+            single.append(unit)
+
+    placements: list[tuple[int, Placement]] = []
+    fixed = sum(need.current_usd_per_hour for need in unplaced)
+    for group, unit in enumerate(multi, start=1):
+        gpu = cheapest_alone(unit, fit)
+        fixed += gpu.rent_usd_per_hour * unit.need.gpu_count
+        one = Placement(gpu.id, "whole", gpu.rent_usd_per_hour, (unit.need.key,), group=group)
+        placements.extend((unit.order, one) for _ in range(unit.need.gpu_count))
+
+    pools = _pools(single, options.share_across_namespaces)
+    clock = Clock(started, options.time_limit_seconds, len(single))
+    cost = bound = fixed
+    timed_out = chunked = 0
+    for pool in pools:
+        pieces, pool_bound = [pool], 0.0  # past the time limit: no bound but 0
+        try:
+            pieces = _chunks(pool, fit, options)
+            pool_bound = fractional_bound(pool, fit, options, clock)
+        except OutOfTimeError:
+            pass
+        relaxed: Result | None = None
+        if len(pieces) > 1:  # the whole pool relaxed first, with a third of its time
+            chunked += 1
+            try:
+                relaxed_bound, relaxed = relaxation(pool, fit, options, clock, highspy)
+                pool_bound = max(pool_bound, relaxed_bound)
+            except OutOfTimeError:
+                pass
+        results = []
+        for piece in pieces:
+            try:
+                results.append(solve_pool(piece, fit, options, clock, highspy))
+            except OutOfTimeError:  # each unit alone on its cheapest GPU
+                results.append(alone_result(piece, fit))
+            clock.remaining -= len(piece)
+        if len(pieces) == 1:
+            pool_bound = max(pool_bound, results[0].bound)
+        pool_cost = sum(result.cost for result in results)
+        if relaxed is not None and relaxed.cost < pool_cost:
+            results, pool_cost = [relaxed], relaxed.cost
+        for result in results:
+            placements.extend(result.placements)
+            timed_out += result.timed_out
+        cost += pool_cost
+        bound += min(pool_bound, pool_cost)
+
+    gap: float | None = None
+    if placements:
+        gap = 0.0 if cost - bound <= _GAP_ZERO * cost else (cost - bound) / cost
+    placements.sort(key=lambda item: item[0])
+    return Plan(
+        placements=tuple(placement for _, placement in placements),
+        current_usd_per_hour=sum(need.current_usd_per_hour for need in needs),
+        usd_per_hour=cost,
+        lower_bound_usd_per_hour=min(bound, cost),
+        gap_ratio=gap,
+        reclaimed=tuple(need.key for need in needs if need.reclaimable),
+        unplaced=tuple(need.key for need in unplaced),
+        solver="highs",
+        solve_seconds=time.perf_counter() - started,
+        notes=_notes(
+            single=single,
+            multi=multi,
+            unplaced=unplaced,
+            unknown_models=unknown_models,
+            unknown_needs=unknown_needs,
+            chunked=chunked,
+            timed_out=timed_out,
+            fit=fit,
+        ),
+    )
+
+
+def _check(needs: Sequence[WorkloadNeed], options: PlanOptions) -> None:
+    keys = [need.key for need in needs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("two units have the same key")
+    if not 0 <= options.headroom_ratio < 1:
+        raise ValueError(f"headroom_ratio must be in [0, 1), not {options.headroom_ratio}")
+    if not options.time_limit_seconds > 0:
+        raise ValueError(f"time_limit_seconds must be > 0, not {options.time_limit_seconds}")
+    if not options.relative_gap >= 0:
+        raise ValueError(f"relative_gap must be >= 0, not {options.relative_gap}")
+
+
+def _pools(units: list[Unit], across: bool) -> list[list[Unit]]:
+    """Units that may share GPUs, by namespace (None is a pool of its own), in order."""
+    if across:
+        return [units] if units else []
+    by_namespace: dict[str | None, list[Unit]] = {}
+    for unit in units:
+        by_namespace.setdefault(unit.need.namespace, []).append(unit)
+    return [by_namespace[ns] for ns in sorted(by_namespace, key=lambda ns: (ns is None, ns or ""))]
+
+
+def _chunks(pool: list[Unit], fit: Fit, options: PlanOptions) -> list[list[Unit]]:
+    """The pool in parts whose MILPs have at most about MAX_PAIRS time-sliced (leader,
+    member) pairs, alike units together; one part where it is small enough."""
+    pairs = 0
+    if options.time_slicing:
+        for option in undominated(shared_options(pool, fit)):
+            pairs += len(option.eligible[0]) * (len(option.eligible[0]) - 1) // 2
+    parts = max(1, math.ceil(math.sqrt(pairs / MAX_PAIRS)))
+    if parts == 1:
+        return [pool]
+    ordered = sorted(pool, key=lambda u: (u.need.namespace or "", u.current.id, -u.memory, u.order))
+    size = math.ceil(len(ordered) / parts)
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def _notes(
+    *,
+    single: list[Unit],
+    multi: list[Unit],
+    unplaced: list[WorkloadNeed],
+    unknown_models: int,
+    unknown_needs: int,
+    chunked: int,
+    timed_out: int,
+    fit: Fit,
+) -> tuple[str, ...]:
+    notes = []
+    placed = [*single, *multi]
+    unknown_activity = sum(unit.need.activity_ratio is None for unit in placed)
+    unknown_bandwidth = sum(unit.need.bandwidth_bytes_per_second is None for unit in placed)
+    if unknown_activity:
+        notes.append(
+            f"{counted(unknown_activity, 'unit')} without SM activity: assumed to use all of "
+            "their current GPU's compute"
+        )
+    if unknown_bandwidth:
+        notes.append(
+            f"{counted(unknown_bandwidth, 'unit')} without DRAM bandwidth: assumed to use all of "
+            "their current GPU's bandwidth"
+        )
+    stay = sum(not any(fit.whole(u, gpu) for gpu in u.candidates) for u in placed)
+    if stay:
+        notes.append(
+            f"{counted(stay, 'unit')} {'fits' if stay == 1 else 'fit'} no candidate with "
+            f"{fit.headroom:.0%} headroom: each stays "
+            "alone on a GPU of its current model"
+        )
+    if unknown_needs:
+        notes.append(
+            f"{counted(unknown_needs, 'unit')} "
+            + (
+                "keeps its current GPU: need unknown"
+                if unknown_needs == 1
+                else "keep their current GPU: need unknown"
+            )
+            + " (no memory need or memory used in the lookback)"
+        )
+    if len(unplaced) > unknown_needs:
+        no_home = len(unplaced) - unknown_needs
+        notes.append(
+            f"{counted(no_home, 'unit')} "
+            + (
+                "keeps its current GPU: no candidate holds it"
+                if no_home == 1
+                else "keep their current GPU: no candidate holds them"
+            )
+            + (f" ({unknown_models} on a GPU the catalog lacks)" if unknown_models else "")
+        )
+    if chunked:
+        notes.append(
+            f"{counted(chunked, 'pool')} too large for one exact model: planned in parts, or "
+            "from a relaxation that pools each GPU model's capacity (also their bound)"
+        )
+    if timed_out:
+        notes.append(f"the solver stopped at its time limit in {counted(timed_out, 'pool')}")
+    return tuple(notes)

@@ -1,0 +1,206 @@
+"""The fit rules of a plan: a unit's needs with headroom, and the tests of whether it
+fits a whole GPU, a share of one, or a MIG instance (the module docstring of
+`gpuwatch.plan.solve` states them). Also the packing helpers those tests make exact
+(first-fit-decreasing, the most items that fit) and the choice of an equally priced model
+a GPU's units already run on. No MILP and no HiGHS here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwatch.analysis.candidates import CandidateRules
+from gpuwatch.plan.mig import MigTable, mig_table
+from gpuwatch.plan.model import WorkloadNeed
+from gpuwatch.sizing import GpuCatalog, GpuSpec
+
+TOLERANCE = 1e-9
+"""Relative slack on every capacity test, so that a need computed to fit exactly fits."""
+
+
+PREFER = 1e-7
+"""Relative premium in the objective on a MIG GPU (once) and a time-sliced GPU (twice):
+at equal price a unit stays alone, then gets a MIG instance (isolated), then a share of
+a time-sliced GPU. Every bound HiGHS proves is divided by (1 + 2 x this): still a bound.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A unit to place and what it needs per GPU, headroom included."""
+
+    need: WorkloadNeed
+    order: int  # position in the input
+    current: GpuSpec
+    candidates: tuple[GpuSpec, ...]
+    memory: float  # bytes, x (1 + headroom)
+    bandwidth: float  # bytes/s, x (1 + headroom)
+    activity: float  # on the current GPU, 0-1, before headroom
+
+    def activity_on(self, gpu: GpuSpec) -> float:
+        """The share of `gpu`'s dense BF16 FLOP/s this unit uses."""
+        return self.activity * self.current.bf16_flops_per_second / gpu.bf16_flops_per_second
+
+
+def within(value: float, limit: float) -> bool:
+    return value <= limit * (1 + TOLERANCE) + 1e-12
+
+
+class Fit:
+    """The fit tests of one headroom."""
+
+    def __init__(self, headroom: float) -> None:
+        self.headroom = headroom
+        self.compute = 1.0 - headroom
+
+    def whole(self, unit: Unit, gpu: GpuSpec) -> bool:
+        """`unit` fits a whole `gpu` with headroom (alone or sharing it)."""
+        return (
+            within(unit.memory, gpu.memory_bytes)
+            and within(unit.activity_on(gpu), self.compute)
+            and within(unit.bandwidth, gpu.memory_bandwidth_bytes_per_second)
+        )
+
+    def alone(self, unit: Unit, gpu: GpuSpec) -> bool:
+        """`unit` may have `gpu` to itself: it fits, or it is the model it runs on."""
+        return gpu.id == unit.current.id or self.whole(unit, gpu)
+
+    def profile(self, unit: Unit, gpu: GpuSpec, table: MigTable, index: int) -> bool:
+        """`unit` fits one instance of `table.profiles[index]` on `gpu`."""
+        profile = table.profiles[index]
+        return (
+            within(unit.memory, profile.memory_bytes)
+            and within(unit.activity_on(gpu), profile.compute_fraction * self.compute)
+            and within(
+                unit.bandwidth, gpu.memory_bandwidth_bytes_per_second * profile.memory_fraction
+            )
+        )
+
+    def sizes(self, unit: Unit, gpu: GpuSpec) -> tuple[float, float, float]:
+        """Memory, compute and bandwidth shares of `gpu` that `unit` takes when sharing."""
+        return (
+            unit.memory / gpu.memory_bytes,
+            unit.activity_on(gpu) / self.compute,
+            unit.bandwidth / gpu.memory_bandwidth_bytes_per_second,
+        )
+
+
+def make_unit(
+    need: WorkloadNeed, order: int, catalog: GpuCatalog, rules: CandidateRules, headroom: float
+) -> Unit | None:
+    """The unit's needs with headroom; None where its current GPU is not in the catalog."""
+    if (
+        need.current_gpu_id is None
+        or need.current_gpu_id not in catalog
+        or need.memory_bytes is None
+    ):
+        return None
+    current = catalog.get(need.current_gpu_id)
+    candidates, _rule = rules.candidates(current)
+    bandwidth = need.bandwidth_bytes_per_second
+    if bandwidth is None:
+        bandwidth = current.memory_bandwidth_bytes_per_second
+    return Unit(
+        need=need,
+        order=order,
+        current=current,
+        candidates=tuple(candidates),
+        memory=need.memory_bytes * (1 + headroom),
+        bandwidth=bandwidth * (1 + headroom),
+        activity=1.0 if need.activity_ratio is None else need.activity_ratio,
+    )
+
+
+def cheapest_alone(unit: Unit, fit: Fit) -> GpuSpec:
+    """The cheapest candidate `unit` may have to itself; ties keep its current model."""
+    allowed = [gpu for gpu in unit.candidates if fit.alone(unit, gpu)]
+    return min(allowed, key=lambda gpu: (gpu.rent_usd_per_hour, gpu.id != unit.current.id))
+
+
+def first_fit_decreasing(sizes: dict[int, tuple[float, float, float]]) -> list[list[int]]:
+    """Items (memory, compute, bandwidth shares) packed first-fit-decreasing: the GPUs."""
+    loads: list[list[float]] = []
+    gpus: list[list[int]] = []
+    for i in sorted(sizes, key=lambda i: (-max(sizes[i]), i)):
+        size = sizes[i]
+        for load, gpu in zip(loads, gpus, strict=True):
+            if all(within(a + b, 1.0) for a, b in zip(load, size, strict=True)):
+                for k in range(3):
+                    load[k] += size[k]
+                gpu.append(i)
+                break
+        else:
+            loads.append(list(size))
+            gpus.append([i])
+    return gpus
+
+
+def most_items(sizes: list[float], room: float) -> int:
+    """How many of these items fit in `room` at most (the smallest first)."""
+    count = 0
+    for size in sorted(sizes):
+        if not within(size, room):
+            break
+        room -= size
+        count += 1
+    return count
+
+
+def mig_layout(table: MigTable) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    return tuple((p.compute_slices, p.memory_slices, p.placements) for p in table.profiles)
+
+
+def prefer_current(
+    gpu: GpuSpec, hosted: list[Unit], profiles: list[int] | None, fit: Fit
+) -> tuple[GpuSpec, MigTable | None]:
+    """`gpu`, or a model at the same price that holds the same units the same way and
+    that more of them run on now (fewer moves), with its MIG table."""
+    table = mig_table(gpu.id)
+    layout = None if table is None else mig_layout(table)
+
+    def holds(other: GpuSpec) -> bool:
+        if not all(other in unit.candidates for unit in hosted):
+            return False
+        if profiles is None:
+            if len(hosted) == 1:
+                return fit.alone(hosted[0], other)
+            sizes = [fit.sizes(unit, other) for unit in hosted]
+            return all(fit.whole(unit, other) for unit in hosted) and all(
+                within(sum(size[k] for size in sizes), 1.0) for k in range(3)
+            )
+        other_table = mig_table(other.id)
+        if other_table is None or mig_layout(other_table) != layout:
+            return False
+        return all(
+            fit.profile(unit, other, other_table, k)
+            for unit, k in zip(hosted, profiles, strict=True)
+        )
+
+    def moves(model: GpuSpec) -> int:
+        return sum(unit.current.id != model.id for unit in hosted)
+
+    best, best_table = gpu, table
+    for unit in hosted:
+        other = unit.current
+        if (
+            other.id != best.id
+            and abs(other.rent_usd_per_hour - gpu.rent_usd_per_hour) <= TOLERANCE
+            and moves(other) < moves(best)
+            and holds(other)
+        ):
+            best, best_table = other, mig_table(other.id)
+    return best, best_table
+
+
+def smallest_profiles(
+    table: MigTable, gpu: GpuSpec, hosted: list[Unit], profiles: list[int], fit: Fit
+) -> list[int]:
+    """Each unit on the smallest profile that holds it, where that is a valid
+    configuration (it leaves the most of the GPU free); else `profiles` as they are."""
+    smallest = []
+    for unit, given in zip(hosted, profiles, strict=True):
+        smallest.append(next(k for k in range(given + 1) if fit.profile(unit, gpu, table, k)))
+    counts: dict[str, int] = {}
+    for k in smallest:
+        counts[table.profiles[k].name] = counts.get(table.profiles[k].name, 0) + 1
+    return smallest if table.is_valid(counts) else profiles
