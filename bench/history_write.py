@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,6 +34,7 @@ from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
 from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.rollup import Rollup
+from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.schema import GPU_COLUMNS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.snapshot import FleetSnapshot
@@ -121,7 +122,7 @@ def size_per_gpu_month(path: Path, template: dict[str, Any], gpus: int, days: in
             row = dict(template)
             row.update(uuid=f"GPU-{gpu:08d}-0000-0000-0000-000000000000", hour_start=hour * 3600)
             rows.append(row)
-    store.write(rows)
+    store.write(cast("list[GpuHourRow]", rows))
     store.close()  # folds the WAL into the file
     return path.stat().st_size / gpus * (30.44 / days)
 

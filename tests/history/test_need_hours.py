@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -21,9 +21,13 @@ WEIGHTS_AND_OVERHEAD = 16_060_522_496 + 3_212_104_499  # Llama-3.1-8B bf16, sizi
 
 
 def _rows(state_dir: Path) -> dict[tuple[int, int], dict[str, Any]]:
+    """The rows by (GPU index, hour), read as plain mappings: the test compares columns freely."""
     store = HistoryStore(state_dir / HISTORY_FILE)
     try:
-        return {(int(r["gpu_index"]), int(r["hour_start"])): r for r in store.gpu_hours(0.0)}
+        rows = store.gpu_hours(0.0)
+        return {
+            (cast(int, r["gpu_index"]), r["hour_start"]): cast("dict[str, Any]", r) for r in rows
+        }
     finally:
         store.close()
 
