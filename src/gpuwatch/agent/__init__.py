@@ -1,39 +1,36 @@
 """The agent: sample on a schedule, publish snapshots, serve them.
 
-`Agent.tick()` is one sampling pass (used directly by tests and `gpuwatch status`);
-`Agent.start()` starts the periodic jobs (`IntervalJob`, a thread each; APScheduler only
-for `[report]`'s monthly cron job) and the HTTP server for `gpuwatch run`.
-Under `--simulate --speed X` the jobs fire every `interval / X` real seconds
-(at least 50 ms apart) so that each sample covers one simulated interval.
+What lives here is the lifecycle: `Agent` opens NVML, billing and the history, starts
+the periodic jobs (`IntervalJob`, a thread each; APScheduler only for `[report]`'s
+monthly cron job) and the HTTP server for `gpuwatch run`, and stops them all.
+`Agent.tick()` is one sampling pass (used directly by tests and `gpuwatch status`).
+Under `--simulate --speed X` the jobs fire every `interval / X` real seconds (at least
+50 ms apart) so that each sample covers one simulated interval.
+
+The parts are built in `wiring` (from the config) and the tick is `pipeline`'s table of
+stages; `periodic` holds the job threads. What must not live here: sampling, analysis
+or rendering code (they belong to the collectors, the engines and `gpuwatch.export`),
+and anything heavy at import time (tests/test_plain_imports.py: grpc, sqlite3 and the
+reports load only where their part is on).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-import socket
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.metrics_core import Metric
 
 import gpuwatch.alerts as alerting
-from gpuwatch.agent_setup import (
-    MIN_REAL_INTERVAL_SECONDS,
-    check_token_source_gpus,
-    with_gap_limit,
-)
-from gpuwatch.analysis.changes import StateChanges
-from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
-from gpuwatch.analysis.measured import MeasuredNeeds
+from gpuwatch.agent.periodic import IntervalJob, PeriodicThread
+from gpuwatch.agent.pipeline import Pipeline
+from gpuwatch.agent.wiring import build, build_billing, check_token_source_gpus
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
-from gpuwatch.collectors.base import CollectorFailedError, timed
-from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config
-from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
@@ -42,33 +39,17 @@ from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted, open_history
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.nvml import NvmlSampler
-from gpuwatch.periodic import IntervalJob, PeriodicThread
-from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
-from gpuwatch.snapshot import (
-    Attribution,
-    CollectorResult,
-    CostSummary,
-    FleetSnapshot,
-    GpuPrice,
-    GpuSample,
-    GpuVerdict,
-)
-from gpuwatch.store import SnapshotStore
-from gpuwatch.tokens import TokenCollector, TokenSourceConfig
+from gpuwatch.snapshot import FleetSnapshot, GpuPrice, GpuSample
+from gpuwatch.tokens import TokenSourceConfig
 from gpuwatch.tokens.collector import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from gpuwatch.alerts.dispatcher import AlertDispatcher
-    from gpuwatch.collectors.attribution import AttributionCollector
-    from gpuwatch.history import HistoryWriter, TokenReadingTotals
+    from gpuwatch.history import HistoryWriter
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 BILLING_REFRESH_SECONDS = 60.0
 """How often the price tiers are asked whether they are due (each has its own TTL)."""
@@ -100,63 +81,36 @@ class Agent:
         be read. An unusable alert outbox turns alerting off (one ERROR line,
         `gpuwatch_alert_outbox_up 0`); monitoring goes on.
         """
+        self.parts = build(
+            config,
+            nv,
+            clock,
+            speed=speed,
+            extra_workloads=extra_workloads,
+            extra_token_sources=extra_token_sources,
+            extra_static_prices=extra_static_prices,
+            environ=environ,
+            kubernetes=kubernetes,
+            token_fetch=token_fetch,
+            alert_costs=self._alert_costs,
+        )
+        parts = self.parts
         self.config = config
         self.clock = clock
         self.speed = speed
-        self.store = SnapshotStore()
-        self.sampler = NvmlSampler(nv, clock, retry_max_seconds=config.agent.nvml_retry_max_seconds)
-        self.nvml = NvmlCollector(self.sampler, clock)
-        self.hostname = config.agent.hostname or socket.gethostname()
-        self.catalog = build_gpu_catalog(config.sizing.gpus)
-        models = build_model_catalog(config.sizing.models)
-        self.analysis = AnalysisEngine(
-            with_gap_limit(analysis_settings(config.analysis), config, speed),
-            (*config.workloads, *extra_workloads),
-            self.catalog,
-            models,
-        )
-        self.cost = CostEngine(self.catalog, config.rent_vs_buy)
-        kube = config.kubernetes if kubernetes is None else kubernetes
-        self.kubernetes = kube
-        # under --speed X a scheduled job fires at most every 50 ms of real time
-        list_every = max(kube.list_interval_seconds, MIN_REAL_INTERVAL_SECONDS * speed)
-        self.attribution: AttributionCollector | None = None
-        if kube.enabled:  # grpc and protobuf only where attribution is on
-            from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
-
-            self.attribution = AttributionCollector(
-                kube,
-                clock,
-                list_interval_seconds=list_every,
-                noise_floor_ratio=config.analysis.noise_floor_ratio,
-            )
-        self.tokens = TokenCollector(
-            (*config.token_sources, *extra_token_sources), clock, fetch=token_fetch
-        )
-        self._token_source_gpus = {s.name: tuple(s.gpus) for s in self.tokens.sources}
-        self.needs = MeasuredNeeds(
-            self.tokens.sources, models, scrape_floor_seconds=self._real(1.0) * speed
-        )
-        self._billing_config = config.billing.model_copy(
-            update={"static": [*config.billing.static, *extra_static_prices]}
-        )
-        self.billing: BillingCollector | None = None  # built by open(), once the GPUs are known
-        self._environ = os.environ if environ is None else environ
-        self.alerts: AlertDispatcher | None = None
-        self._alerts_broken = False
-        try:
-            self.alerts = alerting.build_dispatcher(
-                config.alerts.slack,
-                self._environ,
-                state_dir=config.agent.state_dir,
-                clock=clock,
-                hostname=self.hostname,
-                costs=self._alert_costs,
-            )
-        # (read only when something is raised: the outbox module loads with the dispatcher)
-        except alerting.OutboxError as exc:  # a broken outbox costs alerting, never monitoring
-            log.error("Slack alerting is off: %s; GPU monitoring goes on", exc)
-            self._alerts_broken = True
+        self.hostname = parts.hostname
+        self.store = parts.store
+        self.sampler = parts.sampler
+        self.nvml = parts.nvml
+        self.catalog = parts.catalog
+        self.analysis = parts.analysis
+        self.cost = parts.cost
+        self.kubernetes = parts.kubernetes
+        self.attribution = parts.attribution
+        self.tokens = parts.tokens
+        self.needs = parts.needs
+        self.alerts = parts.alerts
+        self.pipeline = Pipeline(parts)
         self.collector = SnapshotCollector(
             self.store,
             ExportOptions(per_process_metrics=config.agent.per_process_metrics),
@@ -173,14 +127,25 @@ class Agent:
             ],
         )
         self.registry = build_registry(self.collector)
-        self._state_changes = StateChanges()
-        self._failed_stages: set[str] = set()
         self._jobs: list[IntervalJob] = []
         self._report_scheduler: BackgroundScheduler | None = None  # with [report] only
         self._threads: list[PeriodicThread] = []
         self._server: MetricsServer | None = None
-        self.history: HistoryWriter | None = None
         self._history_broken = False
+
+    @property
+    def billing(self) -> BillingCollector | None:
+        """The price tiers, built by `open()` once the GPUs are known."""
+        return self.parts.billing
+
+    @property
+    def history(self) -> HistoryWriter | None:
+        """The history writer, once `open_history()` opened it."""
+        return self.parts.history
+
+    @history.setter
+    def history(self, writer: HistoryWriter | None) -> None:
+        self.parts.history = writer
 
     def open_history(self, *, simulated: bool = False) -> bool:
         """Open the history store and restore the windows and states from it, before the
@@ -212,20 +177,8 @@ class Agent:
     def open(self) -> None:
         """Initialise NVML (raises NvmlNotFoundError when there is no driver) and billing."""
         self.sampler.open()
-        identities = self.sampler.identities
-        check_token_source_gpus(self.tokens.sources, identities)
-        name = identities[0].name if identities else ""
-        spec = self.catalog.match_nvml_name(name)
-        self.billing = BillingCollector(
-            self._billing_config,
-            state_dir=self.config.agent.state_dir,
-            clock=self.clock,
-            hostname=self.hostname,
-            gpu_count=len(identities),
-            gpu_name=name,
-            catalog_price_usd_per_gpu_hour=None if spec is None else spec.rent_usd_per_hour,
-            list_rented_gpus=self.config.analysis.candidate_gpus is None,
-        )
+        check_token_source_gpus(self.tokens.sources, self.sampler.identities)
+        self.parts.billing = build_billing(self.parts)
 
     def _billing_families(self) -> Iterator[Metric]:
         if self.billing is not None:
@@ -238,7 +191,7 @@ class Agent:
     def _alert_families(self) -> Iterator[Metric]:
         if self.alerts is not None:
             yield from self.alerts.families()
-        elif self._alerts_broken:
+        elif self.parts.alerts_broken:
             from gpuwatch.alerts.dispatcher import outbox_up_family  # noqa: PLC0415
 
             yield outbox_up_family(False)
@@ -250,124 +203,16 @@ class Agent:
 
     def tick(self) -> FleetSnapshot:
         """Sample every GPU once, analyse the sample and publish the snapshot."""
-        gpus, results = self.nvml.collect()
-        attribution = None
-        if self.attribution is not None:
-            gpus, attribution, kube_result = self._attribute(gpus)
-            results.append(kube_result)
-        now = self.clock.time()
-        verdicts, analysis_result = self._stage(
-            "analysis", lambda: self._analyse(now, gpus), _no_verdicts
-        )
-        for line in self._state_changes.lines(verdicts):
-            log.info("%s", line)
-        cost, cost_result = self._stage(
-            "cost",
-            lambda: self.cost.observe(
-                now,
-                gpus,
-                verdicts,
-                self.prices(gpus),
-                self._token_totals(),
-                attribution=attribution,
-                kubernetes=self.attribution is not None,
-            ),
-            CostSummary,
-        )
-        snapshot = FleetSnapshot(
-            timestamp_seconds=now,
-            driver=self.sampler.driver,
-            gpus=gpus,
-            collectors=(*results, analysis_result, cost_result),
-            verdicts=verdicts,
-            hostname=self.hostname,
-            cost=cost,
-            attribution=attribution,
-        )
-        self.store.publish(snapshot)
-        if self.history is not None:
-            self.history.offer(snapshot, self._history_readings())
-        return snapshot
-
-    def _analyse(self, now: float, gpus: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
-        """The verdicts of this tick, with the need the token sources measure."""
-        measured = (
-            self.needs.per_gpu(now, gpus, self.tokens.readings()) if self.needs.enabled else None
-        )
-        return self.analysis.observe(now, gpus, measured)
-
-    def _attribute(
-        self, gpus: tuple[GpuSample, ...]
-    ) -> tuple[tuple[GpuSample, ...], Attribution | None, CollectorResult]:
-        """Pods joined into the GPU samples; a bug in the join is a failed attribution
-        (logged once), never a lost tick."""
-        attribution = self.attribution
-        assert attribution is not None
-        joined, stage = self._stage(
-            "attribution", lambda: attribution.attribute(gpus), lambda: (gpus, None, None)
-        )
-        out_gpus, snapshot_part, refresh = joined
-        if refresh is None or not stage.success:
-            return out_gpus, snapshot_part, stage
-        return out_gpus, snapshot_part, refresh
+        return self.pipeline.run()
 
     def refresh_attribution(self) -> None:
         """List the kubelet's pods (scheduler job; blocking I/O, never the tick's)."""
         if self.attribution is not None:
             self.attribution.refresh()
 
-    def _history_readings(self) -> list[TokenReadingTotals]:
-        from gpuwatch.history import TokenReadingTotals  # noqa: PLC0415 - history on
-
-        return [
-            TokenReadingTotals(r.source, r.prompt_tokens_total, r.generation_tokens_total)
-            for r in self.tokens.readings()
-        ]
-
-    def _stage(
-        self, name: str, run: Callable[[], T], fallback: Callable[[], T]
-    ) -> tuple[T, CollectorResult]:
-        """Run a derived stage (analysis, cost) as a collector: a bug there is logged
-        once, reported as `gpuwatch_collector_success{collector=name} 0`, and never stops
-        sampling or export."""
-
-        def guarded() -> T:
-            try:
-                return run()
-            except Exception as exc:
-                if name not in self._failed_stages:
-                    log.exception("%s failed; sampling and export go on", name)
-                    self._failed_stages.add(name)
-                raise CollectorFailedError(type(exc).__name__) from exc
-
-        return timed(name, self.clock, guarded, failed=fallback)
-
     def prices(self, gpus: tuple[GpuSample, ...]) -> dict[str, GpuPrice]:
-        """$/GPU-hour of each GPU by uuid: billing's effective price (the whole instance
-        charged to its GPUs), else each GPU's own sizing-catalog reference price."""
-        effective = None if self.billing is None else self.billing.latest().effective
-        if effective is not None and effective.source != "catalog":
-            price = GpuPrice(effective.gpu_usd_per_hour, effective.source)
-            return {gpu.identity.uuid: price for gpu in gpus}
-        prices = {}
-        for gpu in gpus:
-            spec = self.catalog.match_nvml_name(gpu.identity.name)
-            if spec is not None:
-                prices[gpu.identity.uuid] = GpuPrice(spec.rent_usd_per_hour, "catalog")
-        return prices
-
-    def _token_totals(self) -> list[TokenTotals]:
-        return [
-            TokenTotals(
-                source=reading.source,
-                gpus=self._token_source_gpus.get(reading.source, ()),
-                prompt_tokens_total=reading.prompt_tokens_total,
-                generation_tokens_total=reading.generation_tokens_total,
-                scraped_at_seconds=reading.last_scrape_seconds,
-                baseline_seconds=reading.baseline_seconds,
-            )
-            for reading in self.tokens.readings()
-        ]
+        """$/GPU-hour of each GPU by uuid (see `Pipeline.prices`)."""
+        return self.pipeline.prices(gpus)
 
     def _alert_costs(self, uuid: str) -> tuple[float | None, float | None]:
         """(cost of the GPU's current condition so far, its $/h) for Slack messages."""
@@ -490,7 +335,7 @@ class Agent:
         return self._server.port
 
     def _real(self, simulated_seconds: float) -> float:
-        return max(simulated_seconds / self.speed, MIN_REAL_INTERVAL_SECONDS)
+        return self.parts.real(simulated_seconds)
 
     def stop(self) -> None:
         """Stop serving and sampling, then close the kubelet channel and shut NVML down.
@@ -534,7 +379,3 @@ class Agent:
             log.error("stopping %s failed: %s: %s", what, type(exc).__name__, str(exc)[:200])
             return False
         return True
-
-
-def _no_verdicts() -> tuple[GpuVerdict, ...]:
-    return ()
