@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-
-from prometheus_client.metrics_core import Metric
 
 import gpuwatch.alerts as alerting
 from gpuwatch.agent.periodic import IntervalJob, PeriodicThread
@@ -31,7 +29,6 @@ from gpuwatch.agent.wiring import build, build_billing, check_token_source_gpus
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.config import Config
-from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.serve import metrics_server
@@ -92,7 +89,6 @@ class Agent:
             environ=environ,
             kubernetes=kubernetes,
             token_fetch=token_fetch,
-            alert_costs=self._alert_costs,
         )
         parts = self.parts
         self.config = config
@@ -117,21 +113,13 @@ class Agent:
             dcgm_compat=config.exporter.dcgm_compat,
             dcgm_naming=config.exporter.dcgm_naming,
             hostname=self.hostname,
-            extra=[
-                self.tokens.families,
-                self.needs.families,
-                self._billing_families,
-                self._alert_families,
-                self._history_families,
-                self._attribution_families,
-            ],
         )
         self.registry = build_registry(self.collector)
+        self._publish_health()
         self._jobs: list[IntervalJob] = []
         self._report_scheduler: BackgroundScheduler | None = None  # with [report] only
         self._threads: list[PeriodicThread] = []
         self._server: MetricsServer | None = None
-        self._history_broken = False
 
     @property
     def billing(self) -> BillingCollector | None:
@@ -162,39 +150,24 @@ class Agent:
             self.history = open_history(self.config, self.clock, self.analysis, self.cost)
         except HistoryStoreError as exc:
             log.error("history is off: %s; GPU monitoring goes on", exc)
-            self._history_broken = True
+            self.parts.history_broken = True
             return False
+        finally:
+            self._publish_health()
         return True
 
-    def _history_families(self) -> Iterator[Metric]:
-        if self.history is not None:
-            yield from self.history.families()
-        elif self._history_broken:
-            from gpuwatch.history import HistoryWriter  # noqa: PLC0415
-
-            yield from HistoryWriter.down_families()
+    def _publish_health(self) -> None:
+        """Before the first tick, the parts' health as built or opened (a tick publishes
+        it with its snapshot from then on)."""
+        if self.store.latest() is None:
+            self.store.publish_families(self.pipeline.health_families())
 
     def open(self) -> None:
         """Initialise NVML (raises NvmlNotFoundError when there is no driver) and billing."""
         self.sampler.open()
         check_token_source_gpus(self.tokens.sources, self.sampler.identities)
         self.parts.billing = build_billing(self.parts)
-
-    def _billing_families(self) -> Iterator[Metric]:
-        if self.billing is not None:
-            yield from self.billing.families()
-
-    def _attribution_families(self) -> Iterator[Metric]:
-        reason = "disabled" if self.attribution is None else self.attribution.reason
-        yield from attribution_health_families(reason)
-
-    def _alert_families(self) -> Iterator[Metric]:
-        if self.alerts is not None:
-            yield from self.alerts.families()
-        elif self.parts.alerts_broken:
-            from gpuwatch.alerts.dispatcher import outbox_up_family  # noqa: PLC0415
-
-            yield outbox_up_family(False)
+        self._publish_health()
 
     def refresh_billing(self) -> None:
         """Ask the price tiers that are due (network I/O: never on the sampling path)."""
@@ -213,18 +186,6 @@ class Agent:
     def prices(self, gpus: tuple[GpuSample, ...]) -> dict[str, GpuPrice]:
         """$/GPU-hour of each GPU by uuid (see `Pipeline.prices`)."""
         return self.pipeline.prices(gpus)
-
-    def _alert_costs(self, uuid: str) -> tuple[float | None, float | None]:
-        """(cost of the GPU's current condition so far, its $/h) for Slack messages."""
-        snapshot = self.store.latest()
-        if snapshot is None:
-            return None, None
-        cost = next((c for c in snapshot.cost.gpus if c.uuid == uuid), None)
-        verdict = next((v for v in snapshot.verdicts if v.uuid == uuid), None)
-        if cost is None or cost.price is None or verdict is None:
-            return None, None
-        hours = max(snapshot.timestamp_seconds - verdict.state_since_seconds, 0.0) / 3600.0
-        return cost.price.usd_per_hour * hours, cost.price.usd_per_hour
 
     def evaluate_alerts(self) -> None:
         """Let the alert dispatcher look at the newest snapshot (no network here)."""

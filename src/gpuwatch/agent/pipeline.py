@@ -3,8 +3,11 @@
     sources -> attribution -> analysis -> cost -> consumers
 
 Each `Stage` names its phase and reads and fills one `Tick` (what the stages before it
-made). A new source or enricher joins the tick by one entry in `Pipeline.stages`; the
-derived stages (attribution, analysis, cost) run guarded, so a bug there is one
+made). The token readings are read once, by the `tokens` source, and every later stage
+shares them; the families of the parts that report their own health are rendered at
+the end of the tick and published with its snapshot, so a scrape reads one tick.
+A new source or enricher joins the tick by one entry in `Pipeline.stages`; the derived
+stages (attribution, analysis, cost) run guarded, so a bug there is one
 `gpuwatch_collector_success{collector=name} 0` and one log line, never a lost tick.
 Nothing here samples on a schedule or serves: `gpuwatch.agent` does.
 """
@@ -12,14 +15,17 @@ Nothing here samples on a schedule or serves: `gpuwatch.agent` does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
+
+from prometheus_client.metrics_core import Metric
 
 from gpuwatch.agent.wiring import Parts
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.collectors.base import CollectorFailedError, timed
 from gpuwatch.cost.engine import TokenTotals
+from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.snapshot import (
     Attribution,
     CollectorResult,
@@ -29,6 +35,7 @@ from gpuwatch.snapshot import (
     GpuSample,
     GpuVerdict,
 )
+from gpuwatch.tokens.collector import TokenReading
 
 log = logging.getLogger("gpuwatch.agent")  # its lines are the agent's
 
@@ -42,6 +49,7 @@ class Tick:
     """What the stages of one tick have made so far."""
 
     gpus: tuple[GpuSample, ...] = ()
+    readings: tuple[TokenReading, ...] = ()
     results: list[CollectorResult] = field(default_factory=list)
     attribution: Attribution | None = None
     now: float = 0.0
@@ -68,6 +76,7 @@ class Pipeline:
         self._failed_stages: set[str] = set()
         self.stages: tuple[Stage, ...] = (
             Stage("nvml", "sources", self._sample),
+            Stage("tokens", "sources", self._read_tokens),
             *(
                 ()
                 if parts.attribution is None
@@ -76,8 +85,9 @@ class Pipeline:
             Stage("clock", "analysis", self._read_clock),
             Stage("analysis", "analysis", self._analyse),
             Stage("cost", "cost", self._cost),
-            Stage("publish", "consumers", self._publish),
+            Stage("snapshot", "consumers", self._snapshot),
             Stage("history", "consumers", self._offer_history),
+            Stage("publish", "consumers", self._publish),
         )
 
     def run(self) -> FleetSnapshot:
@@ -94,6 +104,10 @@ class Pipeline:
         gpus, results = self.parts.nvml.collect()
         tick.gpus = gpus
         tick.results.extend(results)
+
+    def _read_tokens(self, tick: Tick) -> None:
+        """The token sources' latest readings (their scrapes run on their own thread)."""
+        tick.readings = self.parts.tokens.readings()
 
     # -- attribution -------------------------------------------------------------------
 
@@ -117,16 +131,16 @@ class Pipeline:
 
     def _analyse(self, tick: Tick) -> None:
         tick.verdicts, result = self._guarded(
-            "analysis", lambda: self._verdicts(tick.now, tick.gpus), _no_verdicts
+            "analysis", lambda: self._verdicts(tick), _no_verdicts
         )
         tick.results.append(result)
         for line in self._state_changes.lines(tick.verdicts):
             log.info("%s", line)
 
-    def _verdicts(self, now: float, gpus: tuple[GpuSample, ...]) -> tuple[GpuVerdict, ...]:
+    def _verdicts(self, tick: Tick) -> tuple[GpuVerdict, ...]:
         """The verdicts of this tick, with the need the token sources measure."""
-        needs, tokens = self.parts.needs, self.parts.tokens
-        measured = needs.per_gpu(now, gpus, tokens.readings()) if needs.enabled else None
+        needs, now, gpus = self.parts.needs, tick.now, tick.gpus
+        measured = needs.per_gpu(now, gpus, tick.readings) if needs.enabled else None
         return self.parts.analysis.observe(now, gpus, measured)
 
     # -- cost --------------------------------------------------------------------------
@@ -140,7 +154,7 @@ class Pipeline:
                 tick.gpus,
                 tick.verdicts,
                 self.prices(tick.gpus),
-                self._token_totals(),
+                self._token_totals(tick.readings),
                 attribution=tick.attribution,
                 kubernetes=parts.attribution is not None,
             ),
@@ -163,7 +177,7 @@ class Pipeline:
                 prices[gpu.identity.uuid] = GpuPrice(spec.rent_usd_per_hour, "catalog")
         return prices
 
-    def _token_totals(self) -> list[TokenTotals]:
+    def _token_totals(self, readings: tuple[TokenReading, ...]) -> list[TokenTotals]:
         source_gpus = {s.name: tuple(s.gpus) for s in self.parts.tokens.sources}
         return [
             TokenTotals(
@@ -174,12 +188,12 @@ class Pipeline:
                 scraped_at_seconds=reading.last_scrape_seconds,
                 baseline_seconds=reading.baseline_seconds,
             )
-            for reading in self.parts.tokens.readings()
+            for reading in readings
         ]
 
     # -- consumers ---------------------------------------------------------------------
 
-    def _publish(self, tick: Tick) -> None:
+    def _snapshot(self, tick: Tick) -> None:
         parts = self.parts
         tick.snapshot = FleetSnapshot(
             timestamp_seconds=tick.now,
@@ -191,7 +205,6 @@ class Pipeline:
             cost=tick.cost,
             attribution=tick.attribution,
         )
-        parts.store.publish(tick.snapshot)
 
     def _offer_history(self, tick: Tick) -> None:
         history = self.parts.history
@@ -200,9 +213,37 @@ class Pipeline:
 
             readings = [
                 TokenReadingTotals(r.source, r.prompt_tokens_total, r.generation_tokens_total)
-                for r in self.parts.tokens.readings()
+                for r in tick.readings
             ]
             history.offer(tick.snapshot, readings)
+
+    def _publish(self, tick: Tick) -> None:
+        """The snapshot and the families rendered from this tick, for every reader."""
+        assert tick.snapshot is not None
+        self.parts.store.publish(tick.snapshot, self.health_families())
+
+    def health_families(self) -> Iterator[Metric]:
+        """The families of the parts that report their own health, as of now (the end
+        of a tick, or the agent's start before its first)."""
+        parts = self.parts
+        yield from parts.tokens.families()
+        yield from parts.needs.families()
+        if parts.billing is not None:
+            yield from parts.billing.families()
+        if parts.alerts is not None:
+            yield from parts.alerts.families()
+        elif parts.alerts_broken:
+            from gpuwatch.alerts.dispatcher import outbox_up_family  # noqa: PLC0415
+
+            yield outbox_up_family(False)
+        if parts.history is not None:
+            yield from parts.history.families()
+        elif parts.history_broken:
+            from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415 - sqlite3
+
+            yield from HistoryWriter.down_families()
+        reason = "disabled" if parts.attribution is None else parts.attribution.reason
+        yield from attribution_health_families(reason)
 
     # -- the guard ---------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from gpuwatch.cost.engine import CostEngine
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog, build_model_catalog
-from gpuwatch.snapshot import GpuIdentity
+from gpuwatch.snapshot import FleetSnapshot, GpuIdentity
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.tokens.collector import Fetch
@@ -34,7 +34,6 @@ from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
     from gpuwatch.alerts.dispatcher import AlertDispatcher
-    from gpuwatch.alerts.messages import CostHook
     from gpuwatch.collectors.attribution import AttributionCollector
     from gpuwatch.history.writer import HistoryWriter
 
@@ -71,6 +70,7 @@ class Parts:
     alerts_broken: bool
     billing: BillingCollector | None = None
     history: HistoryWriter | None = None  # set by the agent's `open_history()`
+    history_broken: bool = False  # the history could not be opened
 
     def real(self, simulated_seconds: float) -> float:
         """Real seconds between two runs of a job every `simulated_seconds`."""
@@ -94,7 +94,6 @@ def build(
     environ: Mapping[str, str] | None = None,
     kubernetes: KubernetesConfig | None = None,
     token_fetch: Fetch | None = None,
-    alert_costs: CostHook | None = None,
 ) -> Parts:
     """The agent's parts (see `gpuwatch.agent.Agent` for the arguments).
 
@@ -114,7 +113,7 @@ def build(
     )
     kube = config.kubernetes if kubernetes is None else kubernetes
     tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock, fetch=token_fetch)
-    alerts, alerts_broken = _alerts(config, environ, clock, hostname, alert_costs)
+    alerts, alerts_broken = _alerts(config, environ, clock, hostname)
     return Parts(
         config=config,
         clock=clock,
@@ -164,7 +163,6 @@ def _alerts(
     environ: Mapping[str, str] | None,
     clock: Clock,
     hostname: str,
-    costs: CostHook | None,
 ) -> tuple[AlertDispatcher | None, bool]:
     """(the Slack alert dispatcher or None, whether its outbox is broken)."""
     try:
@@ -174,13 +172,24 @@ def _alerts(
             state_dir=config.agent.state_dir,
             clock=clock,
             hostname=hostname,
-            costs=costs,
+            costs=alert_costs,
         )
     # (read only when something is raised: the outbox module loads with the dispatcher)
     except alerting.OutboxError as exc:  # a broken outbox costs alerting, never monitoring
         log.error("Slack alerting is off: %s; GPU monitoring goes on", exc)
         return None, True
     return dispatcher, False
+
+
+def alert_costs(snapshot: FleetSnapshot, uuid: str) -> tuple[float | None, float | None]:
+    """(cost of the GPU's current condition so far, its $/h) in the snapshot the alert
+    dispatcher evaluates, for Slack messages; (None, None) where it has no price."""
+    cost = next((c for c in snapshot.cost.gpus if c.uuid == uuid), None)
+    verdict = next((v for v in snapshot.verdicts if v.uuid == uuid), None)
+    if cost is None or cost.price is None or verdict is None:
+        return None, None
+    hours = max(snapshot.timestamp_seconds - verdict.state_since_seconds, 0.0) / 3600.0
+    return cost.price.usd_per_hour * hours, cost.price.usd_per_hour
 
 
 def build_billing(parts: Parts) -> BillingCollector:
