@@ -234,7 +234,7 @@ class Agent:
         self._threads = [
             PeriodicThread("billing", self._real(BILLING_REFRESH_SECONDS), self.refresh_billing)
         ]
-        if self.tokens.sources:
+        if "tokens" in self.parts.sources:
             scrape = functools.partial(self.tokens.scrape_due, wait=False)
             self._threads.append(PeriodicThread("tokens", self._real(1.0), scrape))
         for thread in self._threads:

@@ -21,6 +21,7 @@ from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig, StaticPrice
 from gpuwatch.clock import Clock
 from gpuwatch.collectors.nvml import NvmlCollector
+from gpuwatch.collectors.registry import Switches, sources_on
 from gpuwatch.config import Config
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.kube.config import KubernetesConfig
@@ -68,6 +69,7 @@ class Parts:
     billing_config: BillingConfig
     alerts: AlertDispatcher | None
     alerts_broken: bool
+    sources: frozenset[str]  # the names of the sources on (gpuwatch.collectors.registry)
     billing: BillingCollector | None = None
     history: HistoryWriter | None = None  # set by the agent's `open_history()`
     history_broken: bool = False  # the history could not be opened
@@ -113,6 +115,7 @@ def build(
     )
     kube = config.kubernetes if kubernetes is None else kubernetes
     tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock, fetch=token_fetch)
+    sources = sources_on(Switches(kube.enabled, len(tokens.sources)))
     alerts, alerts_broken = _alerts(config, environ, clock, hostname)
     return Parts(
         config=config,
@@ -126,7 +129,7 @@ def build(
         analysis=analysis,
         cost=CostEngine(catalog, config.rent_vs_buy),
         kubernetes=kube,
-        attribution=_attribution(config, kube, clock, speed),
+        attribution=_attribution(config, kube, clock, speed) if "attribution" in sources else None,
         tokens=tokens,
         needs=MeasuredNeeds(
             tokens.sources, models, scrape_floor_seconds=real_seconds(1.0, speed) * speed
@@ -136,15 +139,14 @@ def build(
         ),
         alerts=alerts,
         alerts_broken=alerts_broken,
+        sources=sources,
     )
 
 
 def _attribution(
     config: Config, kube: KubernetesConfig, clock: Clock, speed: float
-) -> AttributionCollector | None:
-    """The pod attribution collector, when `[kubernetes]` is on."""
-    if not kube.enabled:
-        return None
+) -> AttributionCollector:
+    """The pod attribution collector (grpc: built only when the source is on)."""
     # grpc and protobuf only where attribution is on
     from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
 
