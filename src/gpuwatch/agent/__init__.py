@@ -36,7 +36,7 @@ from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted, open_history
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.snapshot import FleetSnapshot, GpuPrice, GpuSample
+from gpuwatch.snapshot import FleetSnapshot
 from gpuwatch.tokens import TokenSourceConfig
 from gpuwatch.tokens.collector import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
@@ -182,10 +182,6 @@ class Agent:
         """List the kubelet's pods (scheduler job; blocking I/O, never the tick's)."""
         if self.attribution is not None:
             self.attribution.refresh()
-
-    def prices(self, gpus: tuple[GpuSample, ...]) -> dict[str, GpuPrice]:
-        """$/GPU-hour of each GPU by uuid (see `Pipeline.prices`)."""
-        return self.pipeline.prices(gpus)
 
     def evaluate_alerts(self) -> None:
         """Let the alert dispatcher look at the newest snapshot (no network here)."""
