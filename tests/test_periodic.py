@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gpuwatch.periodic import IntervalJob
+from gpuwatch.agent.periodic import IntervalJob
 
 
 def test_first_call_after_one_interval_then_at_a_fixed_rate() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.alerts import SlackConfig
-from gpuwatch.snapshot import Recommendation
+from gpuwatch.snapshot import FleetSnapshot, Recommendation
 from tests.alerts.conftest import (
     ARCHIVED,
     FAST,
@@ -131,14 +131,14 @@ def test_two_gpus_in_one_evaluation_are_one_message(harness: Harness, slack: Fak
 
 
 def test_cost_hook_values_are_shown(harness: Harness, slack: FakeSlack) -> None:
-    dispatcher = harness.dispatcher(costs=lambda uuid: (12.5, 4.0))
+    dispatcher = harness.dispatcher(costs=lambda snapshot, uuid: (12.5, 4.0))
     dispatcher.evaluate(snapshot(harness.clock, [verdict(0, "idle", START)]))
     dispatcher.deliver_pending()
     assert "Cost so far: $12.50 · $4.00/h" in slack.all_posts()[0].body["blocks"][3]["text"]["text"]
 
 
 def test_a_failing_cost_hook_does_not_stop_alerts(harness: Harness, slack: FakeSlack) -> None:
-    def broken(uuid: str) -> tuple[float | None, float | None]:
+    def broken(snapshot: FleetSnapshot, uuid: str) -> tuple[float | None, float | None]:
         raise KeyError(uuid)
 
     dispatcher = harness.dispatcher(costs=broken)

@@ -59,8 +59,8 @@ class AlertDispatcher:
     """Slack alerts for one host: policy, outbox, delivery thread and metrics.
 
     `sleep` is used for retry waits and pacing; by default it is an interruptible wait
-    that `stop()` cuts short. `costs` is the optional pricing hook: GPU uuid ->
-    (cost so far in USD, USD per hour).
+    that `stop()` cuts short. `costs` is the optional pricing hook: (the snapshot
+    being evaluated, GPU uuid) -> (cost so far in USD, USD per hour).
     """
 
     def __init__(
@@ -135,7 +135,7 @@ class AlertDispatcher:
                 return
             try:
                 if decision.events:
-                    costs = self._costs_for(decision.events)
+                    costs = self._costs_for(snapshot, decision.events)
 
                     def build(message_id: int) -> dict[str, Any]:
                         return build_alert_message(
@@ -193,7 +193,9 @@ class AlertDispatcher:
             )
         self._clock_back = True
 
-    def _costs_for(self, events: tuple[AlertEvent, ...]) -> Mapping[str, GpuCost]:
+    def _costs_for(
+        self, snapshot: FleetSnapshot, events: tuple[AlertEvent, ...]
+    ) -> Mapping[str, GpuCost]:
         if self._costs is None:
             return {}
         costs: dict[str, GpuCost] = {}
@@ -201,7 +203,7 @@ class AlertDispatcher:
             if event.kind == "resolved":
                 continue
             try:
-                cost_usd, price = self._costs(event.verdict.uuid)
+                cost_usd, price = self._costs(snapshot, event.verdict.uuid)
             except Exception as exc:  # noqa: BLE001 - a pricing bug must not stop alerts
                 if not self._cost_failing:
                     log.warning("alert cost hook failed, sending without cost: %r", exc)

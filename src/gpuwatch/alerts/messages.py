@@ -23,14 +23,16 @@ from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
 from gpuwatch.core.text import counted, flatten, shorten, usd
 from gpuwatch.core.units import GIB
 from gpuwatch.snapshot import (
+    FleetSnapshot,
     GpuSample,
     ProcessSample,
     need_basis_phrase,
     recommendation_rule_phrase,
 )
 
-CostHook = Callable[[str], tuple[float | None, float | None]]
-"""GPU uuid -> (cost so far in USD, price in USD per hour); either may be None."""
+CostHook = Callable[[FleetSnapshot, str], tuple[float | None, float | None]]
+"""(the snapshot being evaluated, GPU uuid) -> (cost so far in USD, price in USD per
+hour); either may be None."""
 
 MAX_GPU_SECTIONS = 20  # Slack allows 50 blocks: header, summary, 2 per GPU, "more", context
 MAX_PROCESSES = 5

@@ -1,18 +1,15 @@
-"""Data sources, one per module, run on the agent's scheduler.
+"""Data sources, one per module, run on the agent's scheduler; `registry.SOURCES` is
+their table (name, class, on by default, what turns it on), which the agent's wiring
+reads. What must not live here: analysis, cost or rendering (the engines and
+`gpuwatch.export` do that), and any import of grpc outside `attribution`.
 
 Each source runs inside `timed()`, which turns its outcome into a `CollectorResult`
 (exported as `gpuwatch_collector_success` and `..._duration_seconds`), so one failing
 source never breaks a scrape or the other sources.
 
-| name      | module                         | on by default | schedule                    |
-|-----------|--------------------------------|---------------|-----------------------------|
-| nvml      | gpuwatch.collectors.nvml       | yes           | every `agent.interval_seconds` |
-| nvml_slow | gpuwatch.collectors.nvml       | yes           | every `agent.slow_interval_seconds` |
-| xid       | gpuwatch.nvml.xid (a thread)   | yes           | event-driven                |
-| analysis  | gpuwatch.analysis.engine       | yes           | in every tick, after nvml   |
-| cost      | gpuwatch.cost.engine           | yes           | in every tick, after analysis |
-| billing   | gpuwatch.billing (own metrics) | AWS opt-in    | 60 s thread, per-tier TTLs  |
-| tokens    | gpuwatch.tokens (own metrics)  | if configured | 1 s thread, per-source      |
+Which sources exist, their classes, whether each is on by default and when it runs:
+`registry.SOURCES`. The tick's derived stages (attribution's join, analysis, cost) are
+reported the same way, by `gpuwatch.agent.pipeline`.
 
 billing and tokens report their own health (`gpuwatch_billing_up{source}`,
 `gpuwatch_token_source_up{source}`) because each has several independent sources.

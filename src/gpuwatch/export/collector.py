@@ -1,12 +1,14 @@
 """The prometheus-client collector: renders the latest snapshot, never calls NVML.
 
 Registered on the agent's own `CollectorRegistry` (no global registry, no global
-gauges). Each scrape yields fresh families from whatever snapshot is newest.
+gauges). Each scrape yields fresh families from whatever snapshot is newest, and the
+families its tick published with it (the sources that report their own health): one
+tick, nothing live.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -30,26 +32,22 @@ class SnapshotCollector(Collector):
         dcgm_compat: bool = False,
         dcgm_naming: DcgmNaming = "classic",
         hostname: str = "",
-        extra: Sequence[Callable[[], Iterable[Metric]]] = (),
     ) -> None:
-        """`extra` are further family sources (e.g. the alert dispatcher's metrics);
-        `dcgm_naming`: which of dcgm-exporter's naming sets the DCGM families use."""
+        """`dcgm_naming`: which of dcgm-exporter's naming sets the DCGM families use."""
         self._store = store
         self._options = options
         self._dcgm_compat = dcgm_compat
         self._dcgm_naming: DcgmNaming = dcgm_naming
         self._hostname = hostname
-        self._extra = tuple(extra)
 
     def collect(self) -> Iterator[Metric]:
-        snapshot = self._store.latest()
+        snapshot, published = self._store.published()
         yield from gpuwatch_families(snapshot, self._options)
         if snapshot is not None:
             yield from analysis_families(snapshot)
             yield from cost_families(snapshot)
             yield from attribution_families(snapshot)
-        for source in self._extra:
-            yield from source()
+        yield from published
         if self._dcgm_compat:
             yield from dcgm_families(snapshot, self._hostname, self._dcgm_naming)
 

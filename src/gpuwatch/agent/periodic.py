@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gpuwatch.periodic")  # the name its log lines have always had
 
 
 class PeriodicThread:
