@@ -30,9 +30,10 @@ from gpuwatch.analysis.engine import AnalysisEngine, analysis_settings
 from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.clock import Clock
-from gpuwatch.collectors.base import CollectorFailedError, timed
+from gpuwatch.collectors.base import timed
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.config import Config
+from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.export.collector import SnapshotCollector, build_registry

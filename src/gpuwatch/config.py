@@ -26,20 +26,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.alerts.secret import ENV_WEBHOOK_URL
-from gpuwatch.billing import BillingConfig
+from gpuwatch.analysis.config import AnalysisConfig
+from gpuwatch.billing.config import BillingConfig
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing import (
     CatalogError,
     GpuCatalog,
-    GpuCatalogEntry,
     ModelCatalog,
-    ModelCatalogEntry,
     UnknownModelError,
     build_gpu_catalog,
     build_model_catalog,
 )
-from gpuwatch.sizing.hf_config import catalog_entry_data
-from gpuwatch.tco import RentVsBuyConfig
+from gpuwatch.sizing.config import SizingConfig
+from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
 from gpuwatch.values import ConfigPath, Text, parse_listen_address
 from gpuwatch.workloads import (
@@ -142,53 +141,6 @@ class ExporterConfig(_Section):
                 "basic_auth_username and basic_auth_password_file must be set together"
             )
         return self
-
-
-class AnalysisConfig(_Section):
-    """[analysis]: when a GPU counts as idle, held, underutilized or overprovisioned."""
-
-    window_seconds: float = Field(default=1800.0, ge=60.0, le=7 * 86400.0)
-    noise_floor_ratio: float = Field(default=0.01, ge=0.0, le=1.0)
-    underutilized_below_ratio: float = Field(default=0.25, ge=0.0, le=1.0)
-    underutilized_hysteresis_ratio: float = Field(default=0.05, ge=0.0, le=1.0)
-    resolve_after_seconds: float = Field(default=60.0, ge=0.0, le=7 * 86400.0)
-    power_veto_watts: float | None = Field(default=None, gt=0.0)
-    lookback_seconds: float = Field(default=86400.0, ge=60.0, le=90 * 86400.0)
-    headroom_ratio: float = Field(default=0.1, ge=0.0, le=2.0)
-    evaluation_interval_seconds: float = Field(default=10.0, ge=1.0, le=3600.0)
-    # the GPUs a recommendation may name (catalog ids); unset: the GPUs AWS rents in the
-    # region when billing asks the Pricing API, else the current GPU's class
-    candidate_gpus: list[str] | None = Field(default=None, min_length=1, max_length=256)
-
-    @model_validator(mode="after")
-    def _band_fits(self) -> AnalysisConfig:
-        if self.underutilized_below_ratio + self.underutilized_hysteresis_ratio > 1.0:
-            raise ValueError(
-                "underutilized_below_ratio + underutilized_hysteresis_ratio must not exceed 1 "
-                "(an underutilized GPU could never be busy again)"
-            )
-        return self
-
-
-class SizingConfig(_Section):
-    """[sizing]: your own GPUs (negotiated prices, on-prem parts) and models."""
-
-    gpus: list[GpuCatalogEntry] = []
-    models: list[ModelCatalogEntry] = []
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _expand_config_json(cls, value: object) -> object:
-        """Entries giving ``config_json`` take their keys from that config.json."""
-        if not isinstance(value, list):
-            return value
-        expanded = []
-        for i, item in enumerate(value):
-            try:
-                expanded.append(catalog_entry_data(item))
-            except ValueError as exc:
-                raise ValueError(f"entry {i}: {exc}") from None
-        return expanded
 
 
 class LoggingConfig(_Section):

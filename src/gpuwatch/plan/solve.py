@@ -53,12 +53,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwatch.analysis.candidates import CandidateRules
 from gpuwatch.core.text import counted
 from gpuwatch.install import install_hint
 from gpuwatch.plan.mig import MigTable, mig_table
 from gpuwatch.plan.model import Placement, PlacementMode, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog, GpuSpec
+from gpuwatch.sizing.candidates import CandidateRules
 
 MAX_PAIRS = 6000
 """Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
