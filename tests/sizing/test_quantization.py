@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from gpuwatch.commands.size import add_size_parser, run_size
 from gpuwatch.sizing import (
     Mode,
     ModelSpec,
@@ -19,7 +20,6 @@ from gpuwatch.sizing import (
     build_model_catalog,
     memory_requirement,
 )
-from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.sizing.quantization import (
     AWQ_INT4,
     BNB_INT8,

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.core.text import usd
+from gpuwatch.core.units import HOURS_PER_YEAR
 from gpuwatch.flag_types import NON_NEGATIVE, POSITIVE, number
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, UnknownGpuError, build_gpu_catalog
-from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.config import DEFAULT_LIFE_YEARS, RentVsBuyConfig
 from gpuwatch.tco.model import (
     DEFAULT_COST_OF_CAPITAL,

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gpuwatch.sizing.cost import Ownership
-from gpuwatch.sizing.fit import RankedGpu
 from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
@@ -22,9 +20,8 @@ from gpuwatch.sizing.throughput import (
     decode_weight_bytes,
 )
 from gpuwatch.sizing.units import to_gb, to_gib
-
-if TYPE_CHECKING:
-    from gpuwatch.tco.config import RentVsBuyConfig
+from gpuwatch.tco.config import RentVsBuyConfig
+from gpuwatch.tco.per_token import Ownership, RankedGpu
 
 BREAKDOWN_KEYS = (
     "weights_bytes",
