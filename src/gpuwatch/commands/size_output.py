@@ -11,6 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
+from gpuwatch.console import stdout_console
 from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
@@ -330,10 +334,6 @@ def assumptions_line(run: SizeRun) -> str:
 
 def render_text(run: SizeRun) -> None:
     """Print the breakdown, the architecture and assumptions, notes and the GPU table."""
-    from rich.table import Table  # noqa: PLC0415 - keep CLI startup light
-
-    from gpuwatch.console import stdout_console  # noqa: PLC0415
-
     console = stdout_console()
     workload, breakdown = run.workload, run.breakdown
     name = "model" if workload.architecture is None else workload.architecture.name
@@ -362,9 +362,7 @@ def render_text(run: SizeRun) -> None:
     _render_gpus(console, run)
 
 
-def _render_gpus(console: Any, run: SizeRun) -> None:
-    from rich.table import Table  # noqa: PLC0415
-
+def _render_gpus(console: Console, run: SizeRun) -> None:
     speed = "training" if run.training else "decode"
     gpus = Table(
         title=(

@@ -26,6 +26,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from gpuwatch.console import stdout_console
 from gpuwatch.core.text import usd
 from gpuwatch.core.units import HOURS_PER_YEAR
 from gpuwatch.flag_types import NON_NEGATIVE, POSITIVE, number
@@ -320,10 +323,6 @@ def _per_million(value: float | None) -> str:
 
 
 def _render(inputs: TcoInputs, result: TcoResult, gpu: GpuSpec | None) -> None:
-    from rich.table import Table  # noqa: PLC0415 - keep CLI startup light
-
-    from gpuwatch.console import stdout_console  # noqa: PLC0415
-
     console = stdout_console()
     name = "one GPU" if gpu is None else gpu.id
     table = Table(
