@@ -29,18 +29,7 @@ from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM
 from gpuwatch.sizing.gpus import GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json
-from gpuwatch.sizing.memory import (
-    ADAPTER_PRECISIONS,
-    DEFAULT_ASSUMPTIONS,
-    DEFAULT_BATCH,
-    DEFAULT_CONTEXT_TOKENS,
-    MemoryAssumptions,
-    Mode,
-    Precision,
-    TrainingSetup,
-    Workload,
-    memory_requirement,
-)
+from gpuwatch.sizing.memory import memory_requirement
 from gpuwatch.sizing.models import (
     ModelCatalogEntry,
     ModelSpec,
@@ -50,6 +39,17 @@ from gpuwatch.sizing.models import (
 from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
 from gpuwatch.sizing.units import parse_param_count
+from gpuwatch.sizing.workload import (
+    ADAPTER_PRECISIONS,
+    DEFAULT_ASSUMPTIONS,
+    DEFAULT_BATCH,
+    DEFAULT_CONTEXT_TOKENS,
+    MemoryAssumptions,
+    Mode,
+    Precision,
+    TrainingSetup,
+    Workload,
+)
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tco.per_token import Ownership, rank_gpus
 

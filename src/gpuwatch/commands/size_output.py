@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuwatch.console import stdout_console
-from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
+from gpuwatch.sizing.memory import MemoryBreakdown
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
 from gpuwatch.sizing.throughput import (
@@ -24,6 +24,7 @@ from gpuwatch.sizing.throughput import (
     decode_weight_bytes,
 )
 from gpuwatch.sizing.units import to_gb, to_gib
+from gpuwatch.sizing.workload import MemoryAssumptions, Mode, Workload
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tco.per_token import Ownership, RankedGpu
 

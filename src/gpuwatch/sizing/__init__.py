@@ -2,10 +2,11 @@
 
 The arithmetic of the seeds as a library, in base units (bytes, bytes/s, FLOP/s, USD):
 `gpus` and `models` are the catalogs (package data, overridable from the agent config),
-`memory` the VRAM breakdown, `throughput` tokens/s from the roofline, `fit` which GPUs
-hold a workload, how many and how fast, `candidates` which catalog GPUs a team can get
-(billing, the analysis and the plan use it), `config` the ``[sizing]`` section; `doc`
-renders the catalogs for docs/sizing.md. No module here reads NVML, touches the network
+`workload` what is sized (`Workload`, `Precision`, `Mode`), `memory` the VRAM breakdown,
+`throughput` tokens/s from the roofline, `fit` which GPUs hold a workload, how many and
+how fast, `candidates` which catalog GPUs a team can get (billing, the analysis and the
+plan use it), `config` the ``[sizing]`` section; `doc` renders the catalogs for
+docs/sizing.md. No module here reads NVML, touches the network
 or keeps global state beyond cached package data.
 
 What must not live here: dollars beyond the catalog's prices (cost per token, owning,
@@ -32,15 +33,7 @@ from gpuwatch.sizing.gpus import (
     UnknownGpuError,
     build_gpu_catalog,
 )
-from gpuwatch.sizing.memory import (
-    MemoryAssumptions,
-    MemoryBreakdown,
-    Mode,
-    Precision,
-    Workload,
-    kv_cache_bytes,
-    memory_requirement,
-)
+from gpuwatch.sizing.memory import MemoryBreakdown, kv_cache_bytes, memory_requirement
 from gpuwatch.sizing.models import (
     ModelCatalog,
     ModelCatalogEntry,
@@ -59,6 +52,7 @@ from gpuwatch.sizing.throughput import (
     training_tokens_per_second,
 )
 from gpuwatch.sizing.units import GB, parse_param_count
+from gpuwatch.sizing.workload import MemoryAssumptions, Mode, Precision, Workload
 
 __all__ = [
     "DEFAULT_BANDWIDTH_EFFICIENCY",

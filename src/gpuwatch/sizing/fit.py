@@ -13,14 +13,9 @@ import math
 from dataclasses import dataclass
 
 from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
-from gpuwatch.sizing.memory import (
-    DEFAULT_ASSUMPTIONS,
-    MemoryAssumptions,
-    MemoryBreakdown,
-    Workload,
-    memory_requirement,
-)
+from gpuwatch.sizing.memory import MemoryBreakdown, memory_requirement
 from gpuwatch.sizing.throughput import tokens_per_second
+from gpuwatch.sizing.workload import DEFAULT_ASSUMPTIONS, MemoryAssumptions, Workload
 
 DEFAULT_HEADROOM = 0.1
 

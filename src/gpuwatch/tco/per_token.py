@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from gpuwatch.core.units import HOURS_PER_YEAR
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM, fit_gpus
 from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
-from gpuwatch.sizing.memory import DEFAULT_ASSUMPTIONS, MemoryAssumptions, Workload
+from gpuwatch.sizing.workload import DEFAULT_ASSUMPTIONS, MemoryAssumptions, Workload
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tco.model import (
     DEFAULT_PUE,
