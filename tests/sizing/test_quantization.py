@@ -32,9 +32,9 @@ from gpuwatch.sizing.quantization import (
     QuantizationConfigError,
     QuantizationScheme,
     parameter_split,
-    scheme_from_quantization_config,
     weight_bytes_by_component,
 )
+from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
 from gpuwatch.sizing.throughput import (
     compute_bound_tokens_per_second,
     decode_tokens_per_second,
