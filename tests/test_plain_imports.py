@@ -37,8 +37,8 @@ ALSO_OFF = (
     "gpuwatch.alerts.dispatcher",
     "gpuwatch.alerts.outbox",
     "gpuwatch.alerts.command",
-    "gpuwatch.sizing.command",
-    "gpuwatch.tco.command",
+    "gpuwatch.commands.size",
+    "gpuwatch.commands.tco",
 )
 """gpuwatch's own modules for those parts (and the other commands), off as well."""
 

@@ -106,10 +106,10 @@ def _parser(*, daemon_only: bool = False) -> argparse.ArgumentParser:
     if daemon_only:
         return parser
     from gpuwatch.alerts.command import add_alert_parser  # noqa: PLC0415 - keep run light
+    from gpuwatch.commands.size import add_size_parser  # noqa: PLC0415
+    from gpuwatch.commands.tco import add_tco_parser  # noqa: PLC0415
     from gpuwatch.plan.command import add_plan_parser  # noqa: PLC0415
     from gpuwatch.report.command import add_report_parser  # noqa: PLC0415
-    from gpuwatch.sizing.command import add_size_parser  # noqa: PLC0415
-    from gpuwatch.tco import add_tco_parser  # noqa: PLC0415
 
     add_size_parser(commands)
     add_tco_parser(commands)
@@ -143,7 +143,7 @@ def _main(argv: list[str]) -> int:
         if args.command == "status":
             return _status(args)
         if args.command == "size":
-            from gpuwatch.sizing.command import run_size  # noqa: PLC0415
+            from gpuwatch.commands.size import run_size  # noqa: PLC0415
 
             config = load_config(args.config)
             return run_size(
@@ -153,7 +153,7 @@ def _main(argv: list[str]) -> int:
                 rent_vs_buy=config.rent_vs_buy,
             )
         if args.command == "tco":
-            from gpuwatch.tco import run_tco  # noqa: PLC0415
+            from gpuwatch.commands.tco import run_tco  # noqa: PLC0415
 
             config = load_config(args.config)
             return run_tco(args, gpu_overrides=config.sizing.gpus, rent_vs_buy=config.rent_vs_buy)

@@ -14,8 +14,9 @@ from gpuwatch.agent import Agent
 from gpuwatch.alerts import SlackConfig
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox
+from gpuwatch.analysis.config import AnalysisConfig
 from gpuwatch.clock import ManualClock
-from gpuwatch.config import AgentConfig, AnalysisConfig, Config
+from gpuwatch.config import AgentConfig, Config
 from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
 from tests.conftest import scenario_agent, simulated
 

@@ -20,8 +20,9 @@ import pytest
 
 from gpuwatch.agent import Agent
 from gpuwatch.clock import ManualClock
-from gpuwatch.config import AgentConfig, Config, ExporterConfig, SizingConfig
+from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.sizing import ModelCatalogEntry, build_gpu_catalog, build_model_catalog
+from gpuwatch.sizing.config import SizingConfig
 from gpuwatch.sizing.memory import memory_requirement
 from gpuwatch.snapshot import FleetSnapshot, GpuVerdict
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload

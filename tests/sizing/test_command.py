@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from gpuwatch.commands.size import add_size_parser, run_size
 from gpuwatch.sizing import (
     GpuCatalogEntry,
     ModelCatalogEntry,
     build_gpu_catalog,
     parse_param_count,
 )
-from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.tco import RentVsBuyConfig
 
 BREAKDOWN_KEYS = (

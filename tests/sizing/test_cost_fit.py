@@ -10,7 +10,6 @@ from gpuwatch.sizing import (
     GpuCatalog,
     GpuCatalogEntry,
     Mode,
-    Ownership,
     Precision,
     Workload,
     build_gpu_catalog,
@@ -19,12 +18,15 @@ from gpuwatch.sizing import (
     fits,
     gpus_needed,
     memory_requirement,
+)
+from gpuwatch.sizing.units import HOURS_PER_YEAR
+from gpuwatch.tco import (
+    Ownership,
     owned_usd_per_hour,
     rank_gpus,
     usd_per_million_tokens_owned,
     usd_per_million_tokens_rented,
 )
-from gpuwatch.sizing.units import HOURS_PER_YEAR
 
 B = 10**9
 GB = 10**9

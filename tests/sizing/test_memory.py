@@ -20,7 +20,7 @@ from gpuwatch.sizing import (
     kv_cache_bytes,
     memory_requirement,
 )
-from gpuwatch.sizing.memory import SEED_001, TrainingSetup
+from gpuwatch.sizing.workload import SEED_001, TrainingSetup
 
 B = 10**9
 GB = 10**9

@@ -46,7 +46,6 @@ from gpuwatch.sizing import (
     build_gpu_catalog,
     build_model_catalog,
 )
-from gpuwatch.sizing.memory import Mode, Precision, Workload
 from gpuwatch.sizing.moe import activation_factor, expected_distinct_experts
 from gpuwatch.sizing.quantization import MXFP4
 from gpuwatch.sizing.throughput import (
@@ -55,6 +54,7 @@ from gpuwatch.sizing.throughput import (
     decode_weight_bytes,
     training_tokens_per_second,
 )
+from gpuwatch.sizing.workload import Mode, Precision, Workload
 
 GPT_OSS_LAYER_TYPES = ["sliding_attention", "full_attention"]
 

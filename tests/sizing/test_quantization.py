@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from gpuwatch.commands.size import add_size_parser, run_size
 from gpuwatch.sizing import (
     Mode,
     ModelSpec,
@@ -19,7 +20,6 @@ from gpuwatch.sizing import (
     build_model_catalog,
     memory_requirement,
 )
-from gpuwatch.sizing.command import add_size_parser, run_size
 from gpuwatch.sizing.quantization import (
     AWQ_INT4,
     BNB_INT8,
@@ -32,9 +32,9 @@ from gpuwatch.sizing.quantization import (
     QuantizationConfigError,
     QuantizationScheme,
     parameter_split,
-    scheme_from_quantization_config,
     weight_bytes_by_component,
 )
+from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
 from gpuwatch.sizing.throughput import (
     compute_bound_tokens_per_second,
     decode_tokens_per_second,

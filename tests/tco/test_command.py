@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from gpuwatch.commands.tco import add_tco_parser, parse_utilization, run_tco
 from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
-from gpuwatch.tco import RentVsBuyConfig, add_tco_parser, parse_utilization, run_tco
+from gpuwatch.tco import RentVsBuyConfig
 
 A100_SEED = (
     "--purchase-usd",

@@ -7,22 +7,20 @@ from dataclasses import replace
 
 import pytest
 
-from gpuwatch.sizing import (
-    Ownership,
-    usd_per_million_tokens_owned,
-    usd_per_million_tokens_rented,
-)
+from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.tco import (
     DEFAULT_COST_OF_CAPITAL,
     DEFAULT_OPS_USD_PER_YEAR,
     DEFAULT_PUE,
-    HOURS_PER_MONTH,
+    Ownership,
     TcoInputs,
     breakeven_utilization,
     evaluate_tco,
     monthly_delta_usd,
     owned_usd_per_gpu_year,
     running_usd_per_gpu_year,
+    usd_per_million_tokens_owned,
+    usd_per_million_tokens_rented,
 )
 from gpuwatch.tco.model import capital_usd_per_year
 

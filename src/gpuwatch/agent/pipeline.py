@@ -23,7 +23,8 @@ from prometheus_client.metrics_core import Metric
 
 from gpuwatch.agent.wiring import Parts
 from gpuwatch.analysis.changes import StateChanges
-from gpuwatch.collectors.base import CollectorFailedError, timed
+from gpuwatch.collectors.base import timed
+from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.cost.engine import TokenTotals
 from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.snapshot import (

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuwatch.analysis.activity import activity_of, dram_bandwidth_ratio_of
-from gpuwatch.analysis.candidates import CandidateRules, RentedGpus
 from gpuwatch.analysis.measured import MeasuredSample
 from gpuwatch.analysis.rolling import BucketedQuantiles, BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
@@ -38,11 +37,12 @@ from gpuwatch.sizing import (
     decode_tokens_per_second,
     memory_requirement,
 )
+from gpuwatch.sizing.candidates import CandidateRules, RentedGpus
 from gpuwatch.snapshot import GpuSample, GpuVerdict, Recommendation
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload, find_declaration
 
 if TYPE_CHECKING:
-    from gpuwatch.config import AnalysisConfig
+    from gpuwatch.analysis.config import AnalysisConfig
 
 NEED_QUANTILE = 0.95
 """The high percentile of the measured need kept beside its maximum (time-weighted)."""

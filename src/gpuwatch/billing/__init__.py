@@ -6,6 +6,11 @@ the `[billing]` section, `identity` reads IMDSv2, `static` matches configured pr
 `aws_pricing` and `aws_cost_explorer` are the AWS tiers (the only modules, with
 `aws_session`, that import boto3, lazily), `collector` puts them together. Importing
 this package never imports boto3.
+
+A source package: it may import `gpuwatch.core` (a failing tier raises
+`core.failures.CollectorFailedError`) and the sizing catalog (`sizing.candidates` for a
+region's GPUs), never the analysis, the collectors, the agent or `gpuwatch.config`
+(which embeds `[billing]` from `billing.config`).
 """
 
 from __future__ import annotations

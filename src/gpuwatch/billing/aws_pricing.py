@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.analysis.candidates import RentedGpus
 from gpuwatch.billing.aws_session import SessionFactory, call_aws, client_config, make_client
 from gpuwatch.billing.config import BillingConfig
 from gpuwatch.billing.health import SourceError, SourceHealth
 from gpuwatch.billing.quotes import API_GET_PRODUCTS, InstanceIdentity, PriceQuote, make_quote
+from gpuwatch.sizing.candidates import RentedGpus
 
 log = logging.getLogger("gpuwatch.billing")
 

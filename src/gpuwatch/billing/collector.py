@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.analysis.candidates import RentedGpus
 from gpuwatch.billing.aws_session import SessionFactory, default_session
 from gpuwatch.billing.config import BillingConfig
 from gpuwatch.billing.families import billing_families
@@ -35,6 +34,7 @@ from gpuwatch.billing.quotes import (
 from gpuwatch.billing.static import static_quote
 from gpuwatch.clock import Clock
 from gpuwatch.sizing import build_gpu_catalog
+from gpuwatch.sizing.candidates import RentedGpus
 
 if TYPE_CHECKING:  # the AWS tiers' modules are imported only when configured
     from gpuwatch.billing.aws_cost_explorer import CostExplorerSource

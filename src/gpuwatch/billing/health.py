@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from gpuwatch.collectors.base import CollectorFailedError
+from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.core.health import backoff_seconds
 
 log = logging.getLogger("gpuwatch.billing")

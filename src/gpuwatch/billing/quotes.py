@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gpuwatch.analysis.candidates import RentedGpus
+from gpuwatch.sizing.candidates import RentedGpus
 
 Source = Literal["cost_explorer", "static", "pricing_api", "catalog"]
 

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from gpuwatch.analysis.activity import activity_of
 from gpuwatch.clock import Clock
-from gpuwatch.collectors.base import CollectorFailedError, timed
+from gpuwatch.collectors.base import timed
+from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.kube.cgroup import PodCgroup, parse_cgroup
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.kube.device_ids import DeviceRef, is_gpu_resource, parse_device_id

@@ -7,15 +7,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gpuwatch.clock import Clock
+from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.snapshot import CollectorResult
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class CollectorFailedError(Exception):
-    """A collector failed; the message is already log-safe (no secrets)."""
 
 
 def timed(

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 
 from gpuwatch.clock import Clock
-from gpuwatch.collectors.base import CollectorFailedError, timed
+from gpuwatch.collectors.base import timed
+from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.nvml import DriverError, NvmlSampler
 from gpuwatch.snapshot import CollectorResult, GpuSample
 

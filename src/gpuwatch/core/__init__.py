@@ -3,6 +3,6 @@
 Nothing here imports another gpuwatch module, so any module can import `core` without
 pulling in a feature. What belongs here: one home per shared concept (the money
 formatter, the name sanitisers per medium, byte and time units, one-log-line-per-outage
-bookkeeping). What does not: anything that knows a GPU, a config or an output format's
-transport.
+bookkeeping, the error a failing data source raises). What does not: anything that
+knows a GPU, a config or an output format's transport.
 """

@@ -18,6 +18,7 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from gpuwatch.core.text import counted, with_article
+from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.report.model import (
     GPU_STATES,
     TIME_CLASSES,
@@ -28,7 +29,6 @@ from gpuwatch.report.model import (
     ReportData,
 )
 from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
-from gpuwatch.tco import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from gpuwatch.plan.render import PlanReport

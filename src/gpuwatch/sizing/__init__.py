@@ -2,28 +2,28 @@
 
 The arithmetic of the seeds as a library, in base units (bytes, bytes/s, FLOP/s, USD):
 `gpus` and `models` are the catalogs (package data, overridable from the agent config),
-`memory` the VRAM breakdown, `throughput` tokens/s from the roofline, `cost` $/1M tokens
-rented and owned, `fit` which GPUs hold a workload and the cheapest that does. `command`
-is ``gpuwatch size``; `doc` renders the catalogs for docs/sizing.md. No module here reads
-NVML, touches the network or keeps global state beyond cached package data.
+`workload` what is sized (`Workload`, `Precision`, `Mode`), `memory` the VRAM breakdown,
+`throughput` tokens/s from the roofline, `fit` which GPUs hold a workload, how many and
+how fast, `candidates` which catalog GPUs a team can get (billing, the analysis and the
+plan use it), `config` the ``[sizing]`` section; `doc` renders the catalogs for
+docs/sizing.md. No module here reads NVML, touches the network
+or keeps global state beyond cached package data.
+
+What must not live here: dollars beyond the catalog's prices (cost per token, owning,
+ranking by price are `gpuwatch.tco`'s, which sits above sizing), a command or its output
+(``gpuwatch size`` is `gpuwatch.commands.size`), an import of `gpuwatch.config`.
 """
 
 from __future__ import annotations
 
 from gpuwatch.core.units import GIB
-from gpuwatch.sizing.cost import (
-    Ownership,
-    owned_usd_per_hour,
-    usd_per_million_tokens_owned,
-    usd_per_million_tokens_rented,
-)
 from gpuwatch.sizing.fit import (
     DEFAULT_HEADROOM,
-    RankedGpu,
+    GpuFit,
     cheapest_fitting,
+    fit_gpus,
     fits,
     gpus_needed,
-    rank_gpus,
 )
 from gpuwatch.sizing.gpus import (
     CatalogError,
@@ -33,15 +33,7 @@ from gpuwatch.sizing.gpus import (
     UnknownGpuError,
     build_gpu_catalog,
 )
-from gpuwatch.sizing.memory import (
-    MemoryAssumptions,
-    MemoryBreakdown,
-    Mode,
-    Precision,
-    Workload,
-    kv_cache_bytes,
-    memory_requirement,
-)
+from gpuwatch.sizing.memory import MemoryBreakdown, kv_cache_bytes, memory_requirement
 from gpuwatch.sizing.models import (
     ModelCatalog,
     ModelCatalogEntry,
@@ -60,6 +52,7 @@ from gpuwatch.sizing.throughput import (
     training_tokens_per_second,
 )
 from gpuwatch.sizing.units import GB, parse_param_count
+from gpuwatch.sizing.workload import MemoryAssumptions, Mode, Precision, Workload
 
 __all__ = [
     "DEFAULT_BANDWIDTH_EFFICIENCY",
@@ -70,6 +63,7 @@ __all__ = [
     "CatalogError",
     "GpuCatalog",
     "GpuCatalogEntry",
+    "GpuFit",
     "GpuSpec",
     "MemoryAssumptions",
     "MemoryBreakdown",
@@ -77,9 +71,7 @@ __all__ = [
     "ModelCatalog",
     "ModelCatalogEntry",
     "ModelSpec",
-    "Ownership",
     "Precision",
-    "RankedGpu",
     "ServedModelMatch",
     "UnknownGpuError",
     "UnknownModelError",
@@ -88,17 +80,14 @@ __all__ = [
     "build_model_catalog",
     "cheapest_fitting",
     "decode_tokens_per_second",
+    "fit_gpus",
     "fits",
     "gpus_needed",
     "kv_cache_bytes",
     "match_served_model",
     "memory_requirement",
-    "owned_usd_per_hour",
     "parse_param_count",
-    "rank_gpus",
     "ridge_point_flops_per_byte",
     "tokens_per_second",
     "training_tokens_per_second",
-    "usd_per_million_tokens_owned",
-    "usd_per_million_tokens_rented",
 ]

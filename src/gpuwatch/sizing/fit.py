@@ -1,33 +1,21 @@
-"""Which GPUs hold a workload, how fast, at what cost per token, cheapest first.
+"""Which GPUs hold a workload, how many of each, and how fast: physics, no dollars.
 
 A GPU fits when its memory holds the requirement plus headroom:
 ``memory_bytes >= total_bytes x (1 + headroom)``. The default headroom, 10 %, is the
 low end of seed 001's "leave 10-15 % headroom" for allocator fragmentation. Catalog
-memory is the marketed decimal capacity, at most what NVML reports.
+memory is the marketed decimal capacity, at most what NVML reports. What each GPU costs
+per token, and the ranking by it, are `gpuwatch.tco.per_token`'s.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpuwatch.sizing.cost import (
-    DEFAULT_OWNERSHIP,
-    Ownership,
-    usd_per_million_tokens_at,
-    usd_per_million_tokens_owned,
-    usd_per_million_tokens_rented,
-)
 from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
-from gpuwatch.sizing.memory import (
-    DEFAULT_ASSUMPTIONS,
-    MemoryAssumptions,
-    MemoryBreakdown,
-    Workload,
-    memory_requirement,
-)
+from gpuwatch.sizing.memory import MemoryBreakdown, memory_requirement
 from gpuwatch.sizing.throughput import tokens_per_second
+from gpuwatch.sizing.workload import DEFAULT_ASSUMPTIONS, MemoryAssumptions, Workload
 
 DEFAULT_HEADROOM = 0.1
 
@@ -53,72 +41,39 @@ def gpus_needed(total_bytes: int, gpu: GpuSpec, headroom: float = DEFAULT_HEADRO
 
 
 @dataclass(frozen=True, slots=True)
-class RankedGpu:
-    """One catalog GPU judged against a workload.
-
-    `tokens_per_second` and the $/1M figures are per GPU: for a GPU that does not fit
-    they are what each of `gpus_needed` GPUs would give with ideal sharding.
-    """
+class GpuFit:
+    """One catalog GPU judged against a workload: whether one holds it, how many would
+    with ideal sharding, and the tokens/s of each (for a GPU that does not fit, what
+    each of `gpus_needed` GPUs would give)."""
 
     gpu: GpuSpec
     fits: bool
     gpus_needed: int
     tokens_per_second: float
-    usd_per_million_tokens_rented: float
-    usd_per_million_tokens_owned: float
-
-    @property
-    def name(self) -> str:
-        """The catalog id."""
-        return self.gpu.id
-
-    @property
-    def memory_bytes(self) -> int:
-        """The GPU's memory, decimal bytes."""
-        return self.gpu.memory_bytes
 
 
-def rank_gpus(
+def fit_gpus(
     catalog: GpuCatalog,
     workload: Workload,
     *,
     headroom: float = DEFAULT_HEADROOM,
     efficiency: float | None = None,
-    ownership: Ownership = DEFAULT_OWNERSHIP,
     assumptions: MemoryAssumptions = DEFAULT_ASSUMPTIONS,
-    owned_usd_per_hour: Callable[[GpuSpec], float] | None = None,
-) -> tuple[RankedGpu, ...]:
-    """Every catalog GPU for `workload`: fitting ones first, each group by rented $/1M tokens.
+) -> tuple[GpuFit, ...]:
+    """Every catalog GPU for `workload`, in catalog order.
 
     `efficiency` None takes the mode's default (see `throughput.tokens_per_second`).
-    `owned_usd_per_hour` (a GPU's owned cost per wall-clock hour; `gpuwatch size` gives
-    the rent-vs-buy model's) prices the owned column at `ownership.utilization`; None
-    prices it by seed 001's method with `ownership`.
     """
     breakdown = memory_requirement(workload, assumptions)
-    ranked = []
-    for gpu in catalog:
-        speed = tokens_per_second(gpu, workload, efficiency)
-        ranked.append(
-            RankedGpu(
-                gpu=gpu,
-                fits=fits(gpu, breakdown, headroom),
-                gpus_needed=gpus_needed(breakdown.total_bytes, gpu, headroom),
-                tokens_per_second=speed,
-                usd_per_million_tokens_rented=usd_per_million_tokens_rented(
-                    gpu.rent_usd_per_hour, speed
-                ),
-                usd_per_million_tokens_owned=(
-                    usd_per_million_tokens_owned(gpu.purchase_usd, gpu.tdp_watts, speed, ownership)
-                    if owned_usd_per_hour is None
-                    else usd_per_million_tokens_at(
-                        owned_usd_per_hour(gpu), speed, ownership.utilization
-                    )
-                ),
-            )
+    return tuple(
+        GpuFit(
+            gpu=gpu,
+            fits=fits(gpu, breakdown, headroom),
+            gpus_needed=gpus_needed(breakdown.total_bytes, gpu, headroom),
+            tokens_per_second=tokens_per_second(gpu, workload, efficiency),
         )
-    ranked.sort(key=lambda r: (not r.fits, r.usd_per_million_tokens_rented, r.name))
-    return tuple(ranked)
+        for gpu in catalog
+    )
 
 
 def cheapest_fitting(

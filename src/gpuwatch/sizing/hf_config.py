@@ -19,7 +19,7 @@ initialisation) are ignored; a key that changes the memory in a way not modelled
 (interleaved MoE layers, cross-attention layers, linear attention, a differently sized
 shared expert) is a `ConfigJsonError` naming it, as are missing, non-integer, negative
 or contradictory sizes. A ``quantization_config`` is handed to
-`gpuwatch.sizing.quantization.scheme_from_quantization_config`.
+`gpuwatch.sizing.quantization_config.scheme_from_quantization_config`.
 
 Multimodal configs are sized as their text model: the ``vision_config`` encoder (about
 0.4B parameters in Gemma 3 and Mistral Small 3.1) is not counted, and the result's
@@ -40,7 +40,8 @@ from gpuwatch.sizing.models import (
     ModelCatalogEntry,
     ModelSpec,
 )
-from gpuwatch.sizing.quantization import QuantizationScheme, scheme_from_quantization_config
+from gpuwatch.sizing.quantization import QuantizationScheme
+from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
 
 
 class ConfigJsonError(ValueError):

@@ -19,14 +19,12 @@ from __future__ import annotations
 from gpuwatch.sizing import moe
 from gpuwatch.sizing.gpus import GpuSpec
 from gpuwatch.sizing.memory import (
-    Mode,
-    Precision,
-    Workload,
     weight_bytes,
     workload_kv_cache_bytes,
     workload_weight_bytes,
     workload_weight_parts,
 )
+from gpuwatch.sizing.workload import Mode, Precision, Workload
 
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.7
 """Fraction of peak bandwidth (and of peak FLOP/s) decoding reaches: seed 001's estimator

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from gpuwatch.core.units import GIB, HOUR_SECONDS
+from gpuwatch.core.units import GIB
 from gpuwatch.core.units import HOURS_PER_YEAR as HOURS_PER_YEAR  # noqa: PLC0414 - re-exported
 
 GB = 10**9
@@ -19,8 +19,6 @@ GB = 10**9
 
 TERA = 10**12
 """TFLOPS to FLOP/s, TB/s to bytes/s."""
-
-SECONDS_PER_HOUR = HOUR_SECONDS
 
 _MULTIPLIERS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 _PARAM_COUNT = re.compile(r"(?P<number>\d[\d_]*(?:\.\d*)?(?:e[+-]?\d+)?)\s*(?P<suffix>[kmbt]?)")

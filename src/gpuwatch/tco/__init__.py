@@ -1,17 +1,19 @@
-"""Rent vs buy (total cost of ownership) for one GPU, in USD.
+"""What a GPU costs, rented or owned, in USD: the one owned-cost model.
 
 `model` is the pure arithmetic (owned $/GPU-year, break-even utilization, totals over the
 life, months to break even, $/1M tokens), `config` the ``[rent_vs_buy]`` section that
-fills unset figures from the sizing catalog, `command` is ``gpuwatch tco``. The cost
-model: renting pays only the GPU-hours used, owning pays for every hour of the life.
-See docs/tco.md. The command's names are imported on first use (PEP 562): the agent
-reads `[rent_vs_buy]` and the model, never the command.
+fills unset figures from the sizing catalog, `host_share` the host's part of owning a
+GPU by tier, `per_token` $/1M tokens rented and owned and the catalog's GPUs ranked by
+it (sizing says which fit and how fast; the dollars are here). The cost model: renting
+pays only the GPU-hours used, owning pays for every hour of the life. See docs/tco.md.
+
+What must not live here: a command or its output (``gpuwatch tco`` and ``gpuwatch
+size`` are `gpuwatch.commands`'), an import of `gpuwatch.config` (which embeds
+`[rent_vs_buy]`), anything that reads the world. tco sits above sizing: it may import
+the sizing catalog and physics, never the other way round.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from gpuwatch.tco.config import DEFAULT_LIFE_YEARS, RentVsBuyConfig
 from gpuwatch.tco.model import (
@@ -22,7 +24,6 @@ from gpuwatch.tco.model import (
     DEFAULT_PUE,
     DEFAULT_USD_PER_KWH,
     FACILITIES,
-    HOURS_PER_MONTH,
     Facility,
     TcoInputs,
     TcoResult,
@@ -34,10 +35,17 @@ from gpuwatch.tco.model import (
     monthly_delta_usd,
     owned_usd_per_gpu_year,
     running_usd_per_gpu_year,
+    usd_per_million_tokens,
 )
-
-if TYPE_CHECKING:
-    from gpuwatch.tco.command import add_tco_parser, parse_utilization, run_tco, tco_report
+from gpuwatch.tco.per_token import (
+    Ownership,
+    RankedGpu,
+    owned_usd_per_hour,
+    rank_gpus,
+    usd_per_million_tokens_at,
+    usd_per_million_tokens_owned,
+    usd_per_million_tokens_rented,
+)
 
 __all__ = [
     "DEFAULT_COST_OF_CAPITAL",
@@ -48,31 +56,24 @@ __all__ = [
     "DEFAULT_PUE",
     "DEFAULT_USD_PER_KWH",
     "FACILITIES",
-    "HOURS_PER_MONTH",
     "Facility",
+    "Ownership",
+    "RankedGpu",
     "RentVsBuyConfig",
     "TcoInputs",
     "TcoResult",
     "Verdict",
-    "add_tco_parser",
     "applied_pue",
     "breakeven_utilization",
     "capital_usd_per_year",
     "evaluate_tco",
     "monthly_delta_usd",
     "owned_usd_per_gpu_year",
-    "parse_utilization",
-    "run_tco",
+    "owned_usd_per_hour",
+    "rank_gpus",
     "running_usd_per_gpu_year",
-    "tco_report",
+    "usd_per_million_tokens",
+    "usd_per_million_tokens_at",
+    "usd_per_million_tokens_owned",
+    "usd_per_million_tokens_rented",
 ]
-
-
-_COMMAND = ("add_tco_parser", "parse_utilization", "run_tco", "tco_report")
-
-
-def __getattr__(name: str) -> Any:
-    """`gpuwatch tco`'s names, imported on first use."""
-    if name not in _COMMAND:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("gpuwatch.tco.command"), name)

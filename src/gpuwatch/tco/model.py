@@ -23,22 +23,21 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwatch.sizing import cost as sizing_cost
-from gpuwatch.sizing.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
+from gpuwatch.core.units import HOUR_SECONDS, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 MONTHS_PER_YEAR = 12
-HOURS_PER_MONTH = HOURS_PER_YEAR / MONTHS_PER_YEAR
-"""730: a twelfth of a 365-day year."""
 
 WATTS_PER_KILOWATT = 1000
 TOKENS_PER_MILLION = 1_000_000
 
-DEFAULT_USD_PER_KWH = sizing_cost.DEFAULT_USD_PER_KWH
-"""Electricity price, $/kWh: the project's one default, `gpuwatch size`'s too (seed 001's)."""
+DEFAULT_USD_PER_KWH = 0.12
+"""Electricity price, $/kWh: the project's one default, `gpuwatch size`'s too (seed 001's
+cost table)."""
 
-DEFAULT_PUE = sizing_cost.DEFAULT_PUE
-"""Facility power / IT power: the project's one default (1.58, Uptime Institute 2023),
-`gpuwatch size`'s owned column's too. Seed 001 counts board power only (PUE 1.0)."""
+DEFAULT_PUE = 1.58
+"""Facility power / IT power: the project's one default, `gpuwatch size`'s owned column's
+too: Uptime Institute Global Data Center Survey 2023 average (REFERENCE.md: industry
+1.55-1.59). Seed 001 counts board power only (PUE 1.0)."""
 
 DEFAULT_HOSTING_USD_PER_KW_MONTH = 0.0
 """Colocation fee per kW of IT load per month: none (a room of your own)."""
@@ -305,8 +304,11 @@ def _months_to_break_even(inputs: TcoInputs) -> float | None:
     return -math.log(1 - owed) / math.log(1 + i)
 
 
-def _per_million(usd_per_hour: float, tokens_per_second: float) -> float:
-    return usd_per_hour / (tokens_per_second * SECONDS_PER_HOUR) * TOKENS_PER_MILLION
+def usd_per_million_tokens(usd_per_hour: float, tokens_per_second: float) -> float:
+    """$ per 1M tokens from a cost per hour and the tokens/s of that hour."""
+    if tokens_per_second <= 0:
+        raise ValueError("tokens_per_second must be positive")
+    return usd_per_hour / (tokens_per_second * HOUR_SECONDS) * TOKENS_PER_MILLION
 
 
 def evaluate_tco(inputs: TcoInputs) -> TcoResult:
@@ -328,10 +330,12 @@ def evaluate_tco(inputs: TcoInputs) -> TcoResult:
     rent_per_million: float | None = None
     if inputs.tokens_per_second is not None:
         # the owned GPU's cost per wall-clock hour, spread over the tokens of its busy hours
-        own_per_million = _per_million(
+        own_per_million = usd_per_million_tokens(
             owned_per_year / HOURS_PER_YEAR, inputs.tokens_per_second * inputs.utilization
         )
-        rent_per_million = _per_million(inputs.rent_usd_per_hour, inputs.tokens_per_second)
+        rent_per_million = usd_per_million_tokens(
+            inputs.rent_usd_per_hour, inputs.tokens_per_second
+        )
     return TcoResult(
         rent_total_usd=rent_total,
         own_total_usd=own_total,

@@ -54,7 +54,6 @@ import math
 import time
 from collections.abc import Sequence
 
-from gpuwatch.analysis.candidates import CandidateRules
 from gpuwatch.core.text import counted
 from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve.bounds import fractional_bound, relaxation
@@ -69,6 +68,7 @@ from gpuwatch.plan.solve.milp import (
     solve_pool,
 )
 from gpuwatch.sizing import GpuCatalog
+from gpuwatch.sizing.candidates import CandidateRules
 
 __all__ = ["MAX_PAIRS", "SolverMissingError", "solve"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwatch.analysis.candidates import CandidateRules
 from gpuwatch.plan.mig import MigTable, mig_table
 from gpuwatch.plan.model import WorkloadNeed
 from gpuwatch.sizing import GpuCatalog, GpuSpec
+from gpuwatch.sizing.candidates import CandidateRules
 
 TOLERANCE = 1e-9
 """Relative slack on every capacity test, so that a need computed to fit exactly fits."""

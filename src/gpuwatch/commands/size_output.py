@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gpuwatch.sizing.cost import Ownership
-from gpuwatch.sizing.fit import RankedGpu
-from gpuwatch.sizing.memory import MemoryAssumptions, MemoryBreakdown, Mode, Workload
+from rich.console import Console
+from rich.table import Table
+
+from gpuwatch.console import stdout_console
+from gpuwatch.sizing.memory import MemoryBreakdown
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
 from gpuwatch.sizing.throughput import (
@@ -22,9 +24,9 @@ from gpuwatch.sizing.throughput import (
     decode_weight_bytes,
 )
 from gpuwatch.sizing.units import to_gb, to_gib
-
-if TYPE_CHECKING:
-    from gpuwatch.tco.config import RentVsBuyConfig
+from gpuwatch.sizing.workload import MemoryAssumptions, Mode, Workload
+from gpuwatch.tco.config import RentVsBuyConfig
+from gpuwatch.tco.per_token import Ownership, RankedGpu
 
 BREAKDOWN_KEYS = (
     "weights_bytes",
@@ -333,10 +335,6 @@ def assumptions_line(run: SizeRun) -> str:
 
 def render_text(run: SizeRun) -> None:
     """Print the breakdown, the architecture and assumptions, notes and the GPU table."""
-    from rich.table import Table  # noqa: PLC0415 - keep CLI startup light
-
-    from gpuwatch.console import stdout_console  # noqa: PLC0415
-
     console = stdout_console()
     workload, breakdown = run.workload, run.breakdown
     name = "model" if workload.architecture is None else workload.architecture.name
@@ -365,9 +363,7 @@ def render_text(run: SizeRun) -> None:
     _render_gpus(console, run)
 
 
-def _render_gpus(console: Any, run: SizeRun) -> None:
-    from rich.table import Table  # noqa: PLC0415
-
+def _render_gpus(console: Console, run: SizeRun) -> None:
     speed = "training" if run.training else "decode"
     gpus = Table(
         title=(

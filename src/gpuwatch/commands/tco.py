@@ -26,10 +26,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from gpuwatch.console import stdout_console
 from gpuwatch.core.text import usd
+from gpuwatch.core.units import HOURS_PER_YEAR
 from gpuwatch.flag_types import NON_NEGATIVE, POSITIVE, number
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, UnknownGpuError, build_gpu_catalog
-from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.config import DEFAULT_LIFE_YEARS, RentVsBuyConfig
 from gpuwatch.tco.model import (
     DEFAULT_COST_OF_CAPITAL,
@@ -320,10 +323,6 @@ def _per_million(value: float | None) -> str:
 
 
 def _render(inputs: TcoInputs, result: TcoResult, gpu: GpuSpec | None) -> None:
-    from rich.table import Table  # noqa: PLC0415 - keep CLI startup light
-
-    from gpuwatch.console import stdout_console  # noqa: PLC0415
-
     console = stdout_console()
     name = "one GPU" if gpu is None else gpu.id
     table = Table(

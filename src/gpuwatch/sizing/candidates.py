@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from gpuwatch.sizing import GpuCatalog, GpuSpec
+from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
 
 
 @dataclass(frozen=True, slots=True)

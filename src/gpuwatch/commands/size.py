@@ -10,7 +10,7 @@ owned, cheapest fitting first. The owned column is `gpuwatch tco`'s owned $/GPU-
 (the config's `[rent_vs_buy]` with the owning options over it, host share included)
 spread over the tokens of the busy hours. `add_size_parser`
 registers the subcommand on the CLI's subparsers; `run_size` runs it: exit 0, or 2 with
-one line on stderr for bad input, never a traceback. `report` renders the output.
+one line on stderr for bad input, never a traceback. `size_output` renders the output.
 """
 
 from __future__ import annotations
@@ -22,13 +22,24 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from gpuwatch.commands.size_output import SizeRun, render_text, size_report
+from gpuwatch.commands.tco import add_ownership_options, ownership_config, parse_utilization
 from gpuwatch.flag_types import NON_NEGATIVE, number
 from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
-from gpuwatch.sizing.cost import Ownership
-from gpuwatch.sizing.fit import DEFAULT_HEADROOM, rank_gpus
-from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, build_gpu_catalog
+from gpuwatch.sizing.fit import DEFAULT_HEADROOM
+from gpuwatch.sizing.gpus import GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json
-from gpuwatch.sizing.memory import (
+from gpuwatch.sizing.memory import memory_requirement
+from gpuwatch.sizing.models import (
+    ModelCatalogEntry,
+    ModelSpec,
+    UnknownModelError,
+    build_model_catalog,
+)
+from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
+from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
+from gpuwatch.sizing.units import parse_param_count
+from gpuwatch.sizing.workload import (
     ADAPTER_PRECISIONS,
     DEFAULT_ASSUMPTIONS,
     DEFAULT_BATCH,
@@ -38,20 +49,9 @@ from gpuwatch.sizing.memory import (
     Precision,
     TrainingSetup,
     Workload,
-    memory_requirement,
 )
-from gpuwatch.sizing.models import (
-    ModelCatalogEntry,
-    ModelSpec,
-    UnknownModelError,
-    build_model_catalog,
-)
-from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
-from gpuwatch.sizing.report import SizeRun, render_text, size_report
-from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
-from gpuwatch.sizing.units import HOURS_PER_YEAR, parse_param_count
-from gpuwatch.tco.command import add_ownership_options, ownership_config, parse_utilization
 from gpuwatch.tco.config import RentVsBuyConfig
+from gpuwatch.tco.per_token import Ownership, rank_gpus
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -394,10 +394,6 @@ def run_size(
         assumptions = _assumptions(args, workload.mode)
         owning = ownership_config(args, RentVsBuyConfig() if rent_vs_buy is None else rent_vs_buy)
         ownership = _ownership(args, owning)
-
-        def owned_usd_per_hour(gpu: GpuSpec) -> float:
-            return owning.owned_usd_per_gpu_year(gpu) / HOURS_PER_YEAR
-
         run = SizeRun(
             workload=workload,
             assumptions=assumptions,
@@ -409,7 +405,7 @@ def run_size(
                 efficiency=args.efficiency,
                 ownership=ownership,
                 assumptions=assumptions,
-                owned_usd_per_hour=owned_usd_per_hour,
+                rent_vs_buy=owning,
             ),
             headroom=args.headroom,
             efficiency=args.efficiency,
