@@ -51,12 +51,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from tests.report_prometheus.conftest import backfill, start_prometheus, stop
 
 from benchlib import format_table, machine_info, verdict
-from gpuwatch.plan.command import fleet_price_overrides
+from gpuwatch.plan.make import fleet_price_overrides
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.prometheus import load_usage, queries
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import GpuUsage, workload_needs
-from gpuwatch.report.prometheus import Client, PrometheusOptions
+from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.report.synthetic import (
     PLAN_FAMILIES,
     SyntheticFleet,

@@ -33,8 +33,10 @@ from typing import IO, Any, Protocol
 
 from gpuwatch.config import Config
 from gpuwatch.core.text import plain_name
-from gpuwatch.report.api_flags import (
-    ReportUsageError,
+from gpuwatch.plan.make import PlanSourceError, make_plan
+from gpuwatch.plan.model import PlanOptions
+from gpuwatch.promapi.flags import (
+    PrometheusFlagError,
     add_prometheus_arguments,
     prometheus_options,
 )
@@ -53,6 +55,10 @@ Progress = Callable[[float, float], None]
 """progress(done, total): how far a source is, in any unit it likes."""
 
 
+class ReportUsageError(Exception):
+    """A mistake on the command line: one line, exit 2."""
+
+
 class ReportSourceError(Exception):
     """The source could not produce the period's data: one line, exit 1."""
 
@@ -63,7 +69,7 @@ class SourceRequest:
 
     config: Config
     period: Period
-    prometheus: Any  # a report.prometheus.PrometheusOptions; None: the host's history
+    prometheus: Any  # a promapi.client.PrometheusOptions; None: the host's history
     progress: Progress | None  # None on a pipe
 
 
@@ -77,15 +83,12 @@ class DataLoader(Protocol):
 
 Planner = Callable[[SourceRequest], Any]
 """Makes the report's "What the fleet should be" (a `gpuwatch.plan.render.PlanReport`)
-for the request's period and source; raises `gpuwatch.plan.command.PlanSourceError`."""
+for the request's period and source; raises `gpuwatch.plan.make.PlanSourceError`."""
 
 
 def plan_from_source(request: SourceRequest) -> Any:
     """The production planner: `gpuwatch plan` over the report's period, same source,
     the config's headroom and candidates."""
-    from gpuwatch.plan.command import make_plan  # noqa: PLC0415
-    from gpuwatch.plan.model import PlanOptions  # noqa: PLC0415
-
     analysis = request.config.analysis
     candidates = analysis.candidate_gpus
     options = PlanOptions(
@@ -105,8 +108,6 @@ def plan_from_source(request: SourceRequest) -> Any:
 
 def with_plan(report: Report, planner: Planner, request: SourceRequest) -> Report:
     """`report` with its fleet plan, or with a note saying why it has none."""
-    from gpuwatch.plan.command import PlanSourceError  # noqa: PLC0415
-
     try:
         plan = planner(request)
     except PlanSourceError as exc:
@@ -175,8 +176,8 @@ def month_to_date_end(now: datetime, config: Config, prometheus: Any) -> datetim
     ahead of it), else `now`. A source that cannot be read answers later, in `produce`."""
     try:
         if prometheus is None:
-            local: Any = importlib.import_module("gpuwatch.report.local")
-            last = local.last_sample_epoch(config)
+            history: Any = importlib.import_module("gpuwatch.history.store")
+            last = history.last_sample_epoch(config.agent.state_dir)
         else:
             source: Any = importlib.import_module("gpuwatch.report.prometheus")
             last = source.last_sample_epoch(prometheus, now.timestamp())
@@ -434,7 +435,7 @@ def run_report(
             moment = month_to_date_end(moment, config, prometheus)
         period = parse_period(args.month, args.from_date, args.to_date, moment)
         formats = parse_formats(args.formats, args.out is not None)
-    except ReportUsageError as exc:
+    except (ReportUsageError, PrometheusFlagError) as exc:
         print(f"gpuwatch: {exc}", file=err)
         return EXIT_USAGE
     webhook = None
@@ -491,7 +492,8 @@ def _tell_slack(
 ) -> int:
     import time  # noqa: PLC0415
 
-    from gpuwatch.report.slack import build_summary_message, send_summary  # noqa: PLC0415
+    from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
+    from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
 
     payload = build_summary_message(outcome.report, tuple(p.name for p in outcome.files))
     result = send_summary(

@@ -82,7 +82,8 @@ def _send(
     outcome: Outcome, config: Config, environ: Mapping[str, str], sleep: Callable[[float], object]
 ) -> None:
     from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
-    from gpuwatch.report.slack import build_summary_message, send_summary  # noqa: PLC0415
+    from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
+    from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
 
     try:
         url = resolve_webhook_url(config.alerts.slack, environ)
