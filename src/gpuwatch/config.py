@@ -25,7 +25,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuwatch.alerts.config import AlertsConfig
-from gpuwatch.alerts.secret import ENV_WEBHOOK_URL
 from gpuwatch.billing import BillingConfig
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing import (
@@ -39,6 +38,7 @@ from gpuwatch.sizing import (
     build_model_catalog,
 )
 from gpuwatch.sizing.hf_config import catalog_entry_data
+from gpuwatch.slack.secret import ENV_WEBHOOK_URL
 from gpuwatch.tco import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
 from gpuwatch.values import ConfigPath, Text, parse_listen_address

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuwatch.alerts import WebhookSecretError
-from gpuwatch.alerts.secret import ENV_WEBHOOK_URL, resolve_webhook_url
 from gpuwatch.config import Config, ConfigError, ExporterConfig, validate_config
+from gpuwatch.slack.secret import ENV_WEBHOOK_URL, resolve_webhook_url
 from gpuwatch.values import parse_listen_address
 
 

@@ -20,7 +20,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.alerts.delivery import (
+from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
+from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
+from gpuwatch.clock import Clock
+from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
+from gpuwatch.slack.secret import WebhookUrl
+from gpuwatch.slack.transport import (
     RetryPolicy,
     SendResult,
     Transport,
@@ -28,11 +33,6 @@ from gpuwatch.alerts.delivery import (
     describe_answer,
     send_with_retries,
 )
-from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
-from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
-from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
-from gpuwatch.alerts.secret import WebhookUrl
-from gpuwatch.clock import Clock
 from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,10 @@ class AlertDispatcher:
         self._outbox = Outbox(
             state_dir / OUTBOX_FILE, max_messages=config.outbox_max_messages, now=clock.time
         )
-        self._memory: dict[str, AlertMemory] = self._outbox.load_memory()
+        self._memory: dict[str, AlertMemory] = {
+            uuid: AlertMemory(row.condition, row.alerted_at_seconds)
+            for uuid, row in self._outbox.load_memory().items()
+        }
         self._last_success: float | None = self._outbox.last_success_seconds()
         self._eval_lock = threading.Lock()
         self._deliver_lock = threading.Lock()

@@ -25,9 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpuwatch.alerts import resolve_webhook_url
 from gpuwatch.alerts.command import NO_WEBHOOK
-from gpuwatch.alerts.messages import TEXT_MAX_CHARS, clip_text
 from gpuwatch.config import Config
 from gpuwatch.flag_types import POSITIVE, number
 from gpuwatch.history.store import last_sample_epoch
@@ -42,6 +40,8 @@ from gpuwatch.plan.render import (
     slack_lines,
 )
 from gpuwatch.promapi.flags import PrometheusFlagError, add_prometheus_arguments, prometheus_options
+from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
+from gpuwatch.slack.secret import resolve_webhook_url
 from gpuwatch.slack.summary import send_summary
 
 EXIT_OK = 0

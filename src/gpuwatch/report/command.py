@@ -420,9 +420,9 @@ def run_report(
     slack_sleep: Callable[[float], object] | None = None,
 ) -> int:
     """Run `gpuwatch report` with the loaded config; returns the exit code."""
-    from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
     from gpuwatch.alerts.command import NO_WEBHOOK  # noqa: PLC0415
     from gpuwatch.report.pdf import PdfRendererMissingError  # noqa: PLC0415
+    from gpuwatch.slack.secret import resolve_webhook_url  # noqa: PLC0415
 
     out_stream = stdout or sys.stdout
     err = stderr or sys.stderr

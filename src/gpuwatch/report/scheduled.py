@@ -81,8 +81,8 @@ def write_previous_month(
 def _send(
     outcome: Outcome, config: Config, environ: Mapping[str, str], sleep: Callable[[float], object]
 ) -> None:
-    from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
     from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
+    from gpuwatch.slack.secret import resolve_webhook_url  # noqa: PLC0415
     from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
 
     try:

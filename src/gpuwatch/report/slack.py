@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuwatch.alerts.messages import (
+from gpuwatch.core.text import with_article
+from gpuwatch.report import figures as f
+from gpuwatch.report.build import Report, WasteItem
+from gpuwatch.slack.mrkdwn import (
     TEXT_MAX_CHARS,
     clip_text,
     escape,
@@ -18,9 +21,6 @@ from gpuwatch.alerts.messages import (
     name_text,
     plain_name,
 )
-from gpuwatch.core.text import with_article
-from gpuwatch.report import figures as f
-from gpuwatch.report.build import Report, WasteItem
 
 SLACK_WASTE_ITEMS = 5
 HEADER_MAX_CHARS = 150

@@ -11,20 +11,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.alerts.delivery import (
+from gpuwatch.slack.outbox import Outbox
+from gpuwatch.slack.secret import WebhookUrl
+from gpuwatch.slack.transport import (
     RetryPolicy,
     Transport,
     WebhookTransport,
     describe_answer,
     send_with_retries,
 )
-from gpuwatch.alerts.outbox import Outbox
-from gpuwatch.alerts.secret import WebhookUrl
 
 REPORT_OUTBOX_FILE = "reports.sqlite3"
+
+
+class DeliverySettings(Protocol):
+    """How to deliver (`[alerts.slack]`: `gpuwatch.alerts.config.SlackConfig`)."""
+
+    @property
+    def timeout_seconds(self) -> float:
+        """One HTTP attempt's timeout."""
+        ...
+
+    @property
+    def max_retries(self) -> int:
+        """Retries of one message within one round."""
+        ...
+
+    @property
+    def retry_backoff_seconds(self) -> float:
+        """The first wait; doubles each retry."""
+        ...
+
+    @property
+    def retry_backoff_max_seconds(self) -> float:
+        """The longest wait."""
+        ...
+
+    @property
+    def outbox_max_messages(self) -> int:
+        """Messages the outbox keeps; the oldest are dropped beyond."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +73,7 @@ class SendOutcome:
 
 def send_summary(
     payload: dict[str, Any],
-    config: SlackConfig,
+    config: DeliverySettings,
     webhook_url: str,
     state_dir: Path,
     *,
