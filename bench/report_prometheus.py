@@ -54,7 +54,8 @@ from benchlib import machine_info
 from gpuwatch.core.units import DAY_SECONDS
 from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.report.model import Period
-from gpuwatch.report.prometheus import COUNTERS, load
+from gpuwatch.report.prometheus import load
+from gpuwatch.report.prometheus_queries import COUNTERS
 from gpuwatch.report.synthetic import SyntheticFleet, write_fleet
 
 ENGINE_SLICES = ("prepare_time", "inner_eval")

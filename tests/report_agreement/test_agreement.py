@@ -22,8 +22,9 @@ import pytest
 
 from gpuwatch.cli import main
 from gpuwatch.report import local, prometheus
-from gpuwatch.report.build import Report, build_report
+from gpuwatch.report.build import build_report
 from gpuwatch.report.model import GPU_STATES, TOKEN_KINDS
+from gpuwatch.report.result import Report
 from tests.report_agreement.conftest import DAYS, INSTANCE, TICK_SECONDS, Run
 
 CENT = 0.005  # "to the cent": rounded to cents, both print the same figure

@@ -38,7 +38,8 @@ from gpuwatch.plan.render import (
     stands_on,
 )
 from gpuwatch.promapi.client import PrometheusOptions
-from gpuwatch.report.build import (
+from gpuwatch.report.command import load_from_source, plan_from_source, produce
+from gpuwatch.report.result import (
     IDLE_MEANING,
     OWNED_INPUTS_MEANING,
     RENT_VS_BUY_MEANING,
@@ -47,7 +48,6 @@ from gpuwatch.report.build import (
     TOKENS_MEANING,
     UNUSED_SHARE_MEANING,
 )
-from gpuwatch.report.command import load_from_source, plan_from_source, produce
 from gpuwatch.report.slack import build_summary_message
 from tests.report_agreement.conftest import DAYS, Run
 

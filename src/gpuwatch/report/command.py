@@ -40,9 +40,10 @@ from gpuwatch.promapi.flags import (
     add_prometheus_arguments,
     prometheus_options,
 )
-from gpuwatch.report.build import Report, build_report
+from gpuwatch.report.build import build_report
 from gpuwatch.report.figures import period_text
 from gpuwatch.report.model import Period, ReportData
+from gpuwatch.report.result import Report
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

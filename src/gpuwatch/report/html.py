@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from gpuwatch.core.text import counted, html_escape
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
-from gpuwatch.report.build import (
+from gpuwatch.report.result import (
     COST_CLASSES,
     IDLE_MEANING,
     IDLE_MEANING_LINK,

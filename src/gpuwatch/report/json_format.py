@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpuwatch.report.build import TOKEN_FIGURES, GpuLine, Report, Totals
 from gpuwatch.report.model import OwnedInputs
+from gpuwatch.report.result import TOKEN_FIGURES, GpuLine, Report, Totals
 
 SCHEMA_VERSION = 1
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from gpuwatch.core.text import counted, md_escape
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
-from gpuwatch.report.build import (
+from gpuwatch.report.result import (
     IDLE_MEANING,
     IDLE_MEANING_LINK,
     OWNED_INPUTS_MEANING,

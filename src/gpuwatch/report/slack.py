@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuwatch.core.text import with_article
 from gpuwatch.report import figures as f
-from gpuwatch.report.build import Report, WasteItem
+from gpuwatch.report.result import Report, WasteItem
 from gpuwatch.slack.mrkdwn import (
     TEXT_MAX_CHARS,
     clip_text,
