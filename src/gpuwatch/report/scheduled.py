@@ -22,12 +22,10 @@ from gpuwatch.report.command import (
     DataLoader,
     Outcome,
     load_from_source,
-    month_before,
-    month_period,
     plan_from_source,
-    previous_month,
     produce,
 )
+from gpuwatch.report.period import month_before, month_period, previous_month
 
 log = logging.getLogger(__name__)
 
