@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING
 
+from gpuwatch.plan.render import PlanReport
 from gpuwatch.report.model import (
     TOKEN_KINDS,
     Period,
@@ -18,10 +18,6 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.tco import HOURS_PER_MONTH
-
-if TYPE_CHECKING:
-    from gpuwatch.plan.render import PlanReport
-
 
 COST_CLASSES = ("idle", "held", "other")
 """The stacks of the cost-per-day chart: idle (idle_cost - held_cost), held, and the

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuwatch.core.text import with_article
+from gpuwatch.plan.render import slack_lines
 from gpuwatch.report import figures as f
 from gpuwatch.report.result import Report, WasteItem
 from gpuwatch.slack.mrkdwn import (
@@ -94,8 +95,6 @@ def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict
         listed = fit_lines(lines, TEXT_MAX_CHARS - len(title) - 1, more, left_out=unlisted)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n{listed}"}})
     if report.fleet_plan is not None:
-        from gpuwatch.plan.render import slack_lines  # noqa: PLC0415
-
         plan_lines = slack_lines(report.fleet_plan)
         blocks.append(
             {
