@@ -1,6 +1,6 @@
 """Benchmark: `gpuwatch plan` for a fleet from a real, backfilled Prometheus.
 
-Generates a synthetic month with the series the plan reads (`tests.report_prometheus.synthetic`,
+Generates a synthetic month with the series the plan reads (`gpuwatch.report.synthetic`,
 `plan_series=True`: four workload classes, one pod per GPU in 50 namespaces; only
 `PLAN_FAMILIES` are written), backfills it with `promtool tsdb create-blocks-from
 openmetrics --max-block-duration=744h`, starts Debian's prometheus on the blocks with no
@@ -49,13 +49,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from tests.report_prometheus.conftest import backfill, start_prometheus, stop
-from tests.report_prometheus.synthetic import (
-    PLAN_FAMILIES,
-    SyntheticFleet,
-    gpu_uuid,
-    plan_class,
-    write_fleet,
-)
 
 from benchlib import format_table, machine_info, verdict
 from gpuwatch.plan.make import fleet_price_overrides
@@ -64,6 +57,13 @@ from gpuwatch.plan.prometheus import load_usage, queries
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import GpuUsage, workload_needs
 from gpuwatch.promapi.client import Client, PrometheusOptions
+from gpuwatch.report.synthetic import (
+    PLAN_FAMILIES,
+    SyntheticFleet,
+    gpu_uuid,
+    plan_class,
+    write_fleet,
+)
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog
 
 TARGET_SECONDS = 30.0

@@ -1,6 +1,6 @@
 """Benchmark: a fleet report from a real, backfilled Prometheus, against Prometheus itself.
 
-Generates a synthetic month (`tests.report_prometheus.synthetic`), backfills it with `promtool
+Generates a synthetic month (`gpuwatch.report.synthetic`), backfills it with `promtool
 tsdb create-blocks-from openmetrics --max-block-duration=744h`, starts Debian's
 prometheus on the blocks with no scrape target, then times
 
@@ -49,7 +49,6 @@ from tests.report_prometheus.conftest import (
     start_prometheus,
     stop,
 )
-from tests.report_prometheus.synthetic import SyntheticFleet, write_fleet
 
 from benchlib import machine_info
 from gpuwatch.core.units import DAY_SECONDS
@@ -57,6 +56,7 @@ from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.report.model import Period
 from gpuwatch.report.prometheus import load
 from gpuwatch.report.prometheus_queries import COUNTERS
+from gpuwatch.report.synthetic import SyntheticFleet, write_fleet
 
 ENGINE_SLICES = ("prepare_time", "inner_eval")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import gpuwatch.plan.prometheus as source
-from tests.report_prometheus.synthetic import PLAN_FAMILIES, Format, SyntheticFleet, write_fleet
+from gpuwatch.report.synthetic import PLAN_FAMILIES, Format, SyntheticFleet, write_fleet
 
 FLEET = SyntheticFleet(hosts=3, gpus_per_host=2, days=2, interval_seconds=300, plan_series=True)
 _TYPE = re.compile(r"# TYPE (\S+) ")

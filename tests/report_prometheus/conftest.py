@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.report.synthetic import SyntheticFleet, Truth, write_fleet
 from tests.conftest import free_port, require_binary
-from tests.report_prometheus.synthetic import SyntheticFleet, Truth, write_fleet
 
 FLEET = SyntheticFleet(
     hosts=3, gpus_per_host=2, start=datetime(2026, 10, 1, tzinfo=UTC), days=3, interval_seconds=60

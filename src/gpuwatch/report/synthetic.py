@@ -273,7 +273,7 @@ class _Writer:
 def _states(fleet: SyntheticFleet, host: int, gpu: int) -> Iterator[str]:
     """Endless 2-hour blocks of states for one GPU, seeded."""
     seed = fleet.seed * 1_000_003 + host * 1009 + gpu
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 (test data, not secrets)
     weights = (0.45, 0.2, 0.15, 0.2)  # busy, idle, held, underutilized
     while True:
         yield rng.choices(("busy", "idle", "held", "underutilized"), weights)[0]
@@ -571,7 +571,7 @@ def _account(  # noqa: PLR0917
 
 
 def main() -> None:
-    """`python -m tests.report_prometheus.synthetic HOSTS GPUS DAYS INTERVAL FORMAT > file`."""
+    """`python -m gpuwatch.report.synthetic HOSTS GPUS DAYS INTERVAL FORMAT > file`."""
     hosts, gpus, days, interval = (int(a) for a in sys.argv[1:5])
     fmt: Format = "prometheus" if sys.argv[5:6] == ["prometheus"] else "openmetrics"
     fleet = SyntheticFleet(hosts=hosts, gpus_per_host=gpus, days=days, interval_seconds=interval)
