@@ -3,9 +3,8 @@
 `open_history` is the agent's one entry point: it decides whether the history is on,
 opens `agent.state_dir/history.sqlite3`, seeds the analysis and the cost engine from it
 (`restore.py`) and returns the writer the agent feeds its published snapshots to
-(`writer.py`). `gpuwatch.report.local` and `gpuwatch.plan.local` read the same file
-(`store.py`). Nothing here imports a CLI-level module (the state directory check is
-`gpuwatch.core.paths`'s). Never imported by the sampling path's modules (nvml, collectors, export).
+(`writer.py`). `gpuwatch.report.local` reads the same file. Never imported by the
+sampling path's modules (nvml, collectors, export).
 
 Importing this package does not load sqlite3 or the store, writer and restore modules: a
 host with the history off decides so with `history_wanted` and loads nothing more. They
