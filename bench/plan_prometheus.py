@@ -58,12 +58,12 @@ from tests.support.synthetic import (
 )
 
 from benchlib import format_table, machine_info, verdict
-from gpuwatch.plan.command import fleet_price_overrides
+from gpuwatch.plan.make import fleet_price_overrides
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.prometheus import load_usage, queries
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import GpuUsage, workload_needs
-from gpuwatch.report.prometheus import Client, PrometheusOptions
+from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog
 
 TARGET_SECONDS = 30.0

@@ -53,8 +53,10 @@ from tests.support.synthetic import SyntheticFleet, write_fleet
 
 from benchlib import machine_info
 from gpuwatch.core.units import DAY_SECONDS
+from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.report.model import Period
-from gpuwatch.report.prometheus import COUNTERS, Client, PrometheusOptions, load
+from gpuwatch.report.prometheus import load
+from gpuwatch.report.prometheus_queries import COUNTERS
 
 ENGINE_SLICES = ("prepare_time", "inner_eval")
 

@@ -35,7 +35,7 @@ ALSO_OFF = (
     "gpuwatch.history.store",
     "gpuwatch.history.writer",
     "gpuwatch.alerts.dispatcher",
-    "gpuwatch.alerts.outbox",
+    "gpuwatch.slack.outbox",
     "gpuwatch.alerts.command",
     "gpuwatch.commands.size",
     "gpuwatch.commands.tco",

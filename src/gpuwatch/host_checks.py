@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuwatch.alerts import WebhookSecretError
-from gpuwatch.alerts.secret import ENV_WEBHOOK_URL, resolve_webhook_url
 from gpuwatch.config import Config, ConfigError, ExporterConfig, validate_config
+from gpuwatch.core.paths import usable_directory
+from gpuwatch.slack.secret import ENV_WEBHOOK_URL, resolve_webhook_url
 from gpuwatch.values import parse_listen_address
 
 
@@ -87,24 +88,6 @@ def listen_problems(exporter: ExporterConfig) -> list[str]:
     except OSError as exc:
         return [f"exporter.listen: cannot listen on {host}: {exc.strerror}"]
     return []
-
-
-def usable_directory(path: Path) -> str | None:
-    """Why `path` cannot hold state (be created, written, searched); None when it can."""
-    existing = path
-    while not existing.exists():
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        return f"{existing} is not a directory"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        verb = "write to" if existing == path else "create"
-        target = existing if existing == path else path
-        read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
-        why = "read-only file system" if read_only else "permission denied"
-        return f"cannot {verb} {target}: {why}"
-    return None
 
 
 def state_dir_users(

@@ -387,7 +387,7 @@ def test_the_url_never_leaks(
 def test_a_message_cut_off_mid_request_is_sent_again_once(
     harness: Harness, slack: FakeSlack, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox
+    from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox
 
     first = harness.dispatcher()
     first.evaluate(snapshot(harness.clock, [verdict(0, "idle", START)]))

@@ -16,11 +16,11 @@ from gpuwatch.alerts.messages import (
     MAX_GPU_SECTIONS,
     GpuCost,
     build_alert_message,
-    escape,
     format_duration,
 )
 from gpuwatch.alerts.policy import AlertEvent, decide
 from gpuwatch.clock import ManualClock
+from gpuwatch.slack.mrkdwn import escape
 from gpuwatch.snapshot import (
     Attribution,
     GpuAttribution,

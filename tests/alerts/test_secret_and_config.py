@@ -18,8 +18,8 @@ from gpuwatch.alerts import (
     build_dispatcher,
     resolve_webhook_url,
 )
-from gpuwatch.alerts.secret import WebhookUrl
 from gpuwatch.clock import ManualClock
+from gpuwatch.slack.secret import WebhookUrl
 from tests.alerts.conftest import SECRET_TOKEN
 
 URL = f"https://hooks.slack.com/services/{SECRET_TOKEN}"

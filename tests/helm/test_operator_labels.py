@@ -30,8 +30,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.report.model import Period
-from gpuwatch.report.prometheus import PrometheusOptions, load
+from gpuwatch.report.prometheus import load
 from tests.agent_process import fetch, start_agent
 from tests.conftest import REPO_ROOT, free_port
 from tests.helm.chart import Rendered

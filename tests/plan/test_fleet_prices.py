@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from gpuwatch.plan.command import FLEET_PRICE_SOURCE, fleet_price_overrides
+from gpuwatch.plan.make import FLEET_PRICE_SOURCE, fleet_price_overrides
 from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.sizing import build_gpu_catalog
 

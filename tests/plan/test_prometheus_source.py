@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from gpuwatch.config import Config
-from gpuwatch.plan.command import PlanSourceError, make_plan
+from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.prometheus import load_usage, queries
-from gpuwatch.report.prometheus import PrometheusError, PrometheusOptions
+from gpuwatch.promapi.client import PrometheusError, PrometheusOptions
 from tests.conftest import free_port
 
 AT = 1_793_404_800.0

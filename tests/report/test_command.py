@@ -14,14 +14,13 @@ import pytest
 from gpuwatch.cli import _parser, main
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.install import installed_from
-from gpuwatch.report.api_flags import ReportUsageError
 from gpuwatch.report.command import (
     SourceRequest,
     parse_formats,
-    parse_period,
     run_report,
 )
 from gpuwatch.report.model import Period, ReportData
+from gpuwatch.report.period import ReportUsageError, parse_period
 from tests.report.data import month_data, sample_data
 
 CHECKOUT = installed_from()

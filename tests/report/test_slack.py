@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.alerts import AlertsConfig, SlackConfig
-from gpuwatch.alerts.outbox import Outbox
 from gpuwatch.cli import _parser
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.report.build import build_report
 from gpuwatch.report.command import SourceRequest, run_report
 from gpuwatch.report.model import ReportData
-from gpuwatch.report.slack import REPORT_OUTBOX_FILE, build_summary_message
+from gpuwatch.report.slack import build_summary_message
+from gpuwatch.slack.outbox import Outbox
+from gpuwatch.slack.summary import REPORT_OUTBOX_FILE
 from tests.alerts.conftest import SECRET_TOKEN, SERVER_ERROR, FakeSlack
 from tests.report.data import sample_data
 from tests.report.test_command import NOW

@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.cli import main
+from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.report import local, prometheus
-from gpuwatch.report.build import Report, build_report
+from gpuwatch.report.build import build_report
 from gpuwatch.report.model import GPU_STATES, TOKEN_KINDS
+from gpuwatch.report.result import Report
 from tests.report_agreement.conftest import DAYS, INSTANCE, TICK_SECONDS, Run
 
 CENT = 0.005  # "to the cent": rounded to cents, both print the same figure
@@ -36,7 +38,7 @@ USD_PER_MILLION_RELATIVE = 2e-3
 @pytest.fixture(scope="module")
 def reports(demo_run: Run) -> tuple[Report, Report]:
     here = build_report(local.load(demo_run.config, demo_run.period))
-    options = prometheus.PrometheusOptions(demo_run.prometheus_url)
+    options = PrometheusOptions(demo_run.prometheus_url)
     fleet = build_report(prometheus.load(options, demo_run.period))
     return here, fleet
 

@@ -28,10 +28,11 @@ from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.history.store import HISTORY_FILE
 from gpuwatch.install import installed_from
-from gpuwatch.plan.command import make_plan, run_plan
+from gpuwatch.plan.command import run_plan
+from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import PlanReport
-from gpuwatch.report.prometheus import PrometheusOptions
+from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.sizing import build_gpu_catalog
 from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
 from tests.report_agreement.conftest import DAYS, Run

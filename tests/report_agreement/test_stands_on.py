@@ -26,7 +26,8 @@ import pytest
 
 from gpuwatch.cli import main
 from gpuwatch.config import Config
-from gpuwatch.plan.command import make_plan, slack_payload
+from gpuwatch.plan.command import slack_payload
+from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import (
     assumptions,
@@ -36,7 +37,9 @@ from gpuwatch.plan.render import (
     render_text,
     stands_on,
 )
-from gpuwatch.report.build import (
+from gpuwatch.promapi.client import PrometheusOptions
+from gpuwatch.report.command import load_from_source, plan_from_source, produce
+from gpuwatch.report.result import (
     IDLE_MEANING,
     OWNED_INPUTS_MEANING,
     RENT_VS_BUY_MEANING,
@@ -45,8 +48,6 @@ from gpuwatch.report.build import (
     TOKENS_MEANING,
     UNUSED_SHARE_MEANING,
 )
-from gpuwatch.report.command import load_from_source, plan_from_source, produce
-from gpuwatch.report.prometheus import PrometheusOptions
 from gpuwatch.report.slack import build_summary_message
 from tests.report_agreement.conftest import DAYS, Run
 

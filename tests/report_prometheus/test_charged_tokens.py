@@ -13,7 +13,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from gpuwatch.report.prometheus import _Day, _token_rows
+from gpuwatch.report.prometheus import _token_rows
+from gpuwatch.report.prometheus_queries import _Day
 
 DAY = _Day(
     date(2026, 1, 1),

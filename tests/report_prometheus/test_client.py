@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.promapi.client import Client, PrometheusError, PrometheusOptions, redact_url
+from gpuwatch.promapi.labels import selector
 from gpuwatch.report.model import Period
-from gpuwatch.report.prometheus import (
-    Client,
-    PrometheusError,
-    PrometheusOptions,
-    load,
-    redact_url,
-    selector,
-)
+from gpuwatch.report.prometheus import load
 from tests.report_prometheus.conftest import start_prometheus, stop
 
 PASSWORD = "s3cret-pass"

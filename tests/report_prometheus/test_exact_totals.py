@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.report.build import build_report
 from gpuwatch.report.model import Period, ReportData
-from gpuwatch.report.prometheus import PrometheusOptions, load
+from gpuwatch.report.prometheus import load
 from tests.report_prometheus.conftest import Month
 
 CENT = 0.005

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuwatch.report.prometheus import host_of
+from gpuwatch.promapi.labels import host_of
 
 
 def test_node_wins_over_the_scrape_target() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuwatch.report.prometheus import pod_of
+from gpuwatch.promapi.labels import pod_of
 
 
 def test_honoured_labels_name_the_pod() -> None:

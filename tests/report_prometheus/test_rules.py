@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gpuwatch.promapi.client import Client, PrometheusError, PrometheusOptions
 from gpuwatch.report.model import Period, ReportData
-from gpuwatch.report.prometheus import Client, PrometheusError, PrometheusOptions, load
+from gpuwatch.report.prometheus import load
 from gpuwatch.report.prometheus_rules import HEARTBEAT as HEARTBEAT_NAME
 from gpuwatch.report.prometheus_rules import plan_day
 from tests.report_prometheus.conftest import Month

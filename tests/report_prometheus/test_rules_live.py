@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.report.model import Period
-from gpuwatch.report.prometheus import Client, PrometheusOptions, load
+from gpuwatch.report.prometheus import load
 from gpuwatch.report.prometheus_rules import HEARTBEAT
 from tests.agent_process import start_agent
 from tests.conftest import free_port, require_binary

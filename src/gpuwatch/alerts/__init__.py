@@ -1,7 +1,8 @@
-"""Slack alerts about wasted GPUs: policy, Block Kit messages, SQLite outbox, delivery.
+"""Slack alerts about wasted GPUs: policy, Block Kit messages, the dispatcher.
 
-Only this package imports `slack_sdk`, and only when Slack alerting is on (lazily, in
-`gpuwatch.alerts.delivery`): importing `gpuwatch.alerts` does not load it. Nor does it
+The Slack transport, secret, outbox and mrkdwn escaping live in `gpuwatch.slack` (which
+imports `slack_sdk` only when a message is sent, in `gpuwatch.slack.transport`):
+importing `gpuwatch.alerts` does not load it. Nor does it
 load the dispatcher, the outbox (sqlite3) or the `gpuwatch alert` command: the config,
 the secret and `build_dispatcher` are imported here, the other names on first use
 (PEP 562), so a host without Slack alerting never imports them. This package must not
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuwatch.alerts.config import AlertsConfig, SlackConfig
 from gpuwatch.alerts.factory import build_dispatcher, slack_off_reason
-from gpuwatch.alerts.secret import ENV_WEBHOOK_URL, WebhookSecretError, resolve_webhook_url
+from gpuwatch.slack.secret import ENV_WEBHOOK_URL, WebhookSecretError, resolve_webhook_url
 
 if TYPE_CHECKING:
     from gpuwatch.alerts.command import (
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     )
     from gpuwatch.alerts.dispatcher import AlertDispatcher
     from gpuwatch.alerts.messages import CostHook
-    from gpuwatch.alerts.outbox import OutboxError
+    from gpuwatch.slack.outbox import OutboxError
 
 __all__ = [
     "ENV_WEBHOOK_URL",
@@ -49,7 +50,7 @@ __all__ = [
 _LAZY = {
     "AlertDispatcher": "gpuwatch.alerts.dispatcher",
     "CostHook": "gpuwatch.alerts.messages",
-    "OutboxError": "gpuwatch.alerts.outbox",
+    "OutboxError": "gpuwatch.slack.outbox",
     "add_alert_parser": "gpuwatch.alerts.command",
     "run_alert": "gpuwatch.alerts.command",
     "run_alert_test": "gpuwatch.alerts.command",

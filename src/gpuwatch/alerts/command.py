@@ -12,15 +12,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.alerts.delivery import HttpResult, WebhookTransport, classify
 from gpuwatch.alerts.messages import build_test_message
-from gpuwatch.alerts.secret import (
+from gpuwatch.clock import SystemClock
+from gpuwatch.slack.secret import (
     ENV_WEBHOOK_URL,
     WebhookSecretError,
     WebhookUrl,
     resolve_webhook_url,
 )
-from gpuwatch.clock import SystemClock
+from gpuwatch.slack.transport import HttpResult, WebhookTransport, classify
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

@@ -1,7 +1,7 @@
 """The `[alerts]` / `[alerts.slack]` config sections.
 
 Only options live here, never the webhook URL itself: that is a secret read from the
-environment or from the file named by `webhook_url_file` (see `gpuwatch.alerts.secret`).
+environment or from the file named by `webhook_url_file` (see `gpuwatch.slack.secret`).
 This module must not import `gpuwatch.config` (which imports it) nor `slack_sdk`.
 """
 

@@ -20,7 +20,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.alerts.delivery import (
+from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
+from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
+from gpuwatch.clock import Clock
+from gpuwatch.core.health import Outage
+from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
+from gpuwatch.slack.secret import WebhookUrl
+from gpuwatch.slack.transport import (
     RetryPolicy,
     SendResult,
     Transport,
@@ -28,11 +34,6 @@ from gpuwatch.alerts.delivery import (
     describe_answer,
     send_with_retries,
 )
-from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
-from gpuwatch.alerts.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
-from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
-from gpuwatch.alerts.secret import WebhookUrl
-from gpuwatch.clock import Clock
 from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,10 @@ class AlertDispatcher:
         self._outbox = Outbox(
             state_dir / OUTBOX_FILE, max_messages=config.outbox_max_messages, now=clock.time
         )
-        self._memory: dict[str, AlertMemory] = self._outbox.load_memory()
+        self._memory: dict[str, AlertMemory] = {
+            uuid: AlertMemory(row.condition, row.alerted_at_seconds)
+            for uuid, row in self._outbox.load_memory().items()
+        }
         self._last_success: float | None = self._outbox.last_success_seconds()
         self._eval_lock = threading.Lock()
         self._deliver_lock = threading.Lock()
@@ -100,10 +104,11 @@ class AlertDispatcher:
         self._sent = 0
         self._failed = dict.fromkeys(FAILURE_REASONS, 0)
         self._dead = False
-        self._failing = False  # a delivery failure was logged; log the recovery once
-        self._outbox_failing = False
+        # one log line per outage (the first failure; delivery also logs the recovery)
+        self._delivery = Outage(settle=1)
+        self._outbox_outage = Outage(settle=1)
         self._outbox_full = False
-        self._cost_failing = False
+        self._cost_outage = Outage(settle=1)
         self._clock_back = False  # a clock step back was logged; log the next one again
         self._not_before = 0.0  # monotonic seconds before which no round starts
         self._thread: threading.Thread | None = None
@@ -164,11 +169,10 @@ class AlertDispatcher:
                     self._outbox.update_memory(decision.updates)
             except (OutboxError, sqlite3.Error, OSError) as exc:
                 self._count_failure("outbox_error")
-                if not self._outbox_failing:
+                if self._outbox_outage.fail():
                     log.error("cannot queue a Slack alert in %s: %s", self._outbox.path, exc)
-                self._outbox_failing = True
                 return
-            self._outbox_failing = False
+            self._outbox_outage.succeed()
             for uuid, memory in decision.updates.items():
                 if memory is None:
                     self._memory.pop(uuid, None)
@@ -205,12 +209,11 @@ class AlertDispatcher:
             try:
                 cost_usd, price = self._costs(snapshot, event.verdict.uuid)
             except Exception as exc:  # noqa: BLE001 - a pricing bug must not stop alerts
-                if not self._cost_failing:
+                if self._cost_outage.fail():
                     log.warning("alert cost hook failed, sending without cost: %r", exc)
-                self._cost_failing = True
                 return costs
             costs[event.verdict.uuid] = GpuCost(cost_usd, price)
-        self._cost_failing = False
+        self._cost_outage.succeed()
         return costs
 
     # -- delivery (delivery thread or a direct call) -----------------------------------
@@ -242,9 +245,8 @@ class AlertDispatcher:
                     return
         except (OutboxError, sqlite3.Error) as exc:
             self._count_failure("outbox_error")
-            if not self._outbox_failing:
+            if self._outbox_outage.fail():
                 log.error("cannot read the alert outbox %s: %s", self._outbox.path, exc)
-            self._outbox_failing = True
         finally:
             self._deliver_lock.release()
 
@@ -266,9 +268,8 @@ class AlertDispatcher:
             with self._metrics_lock:
                 self._sent += 1
                 self._last_success = now
-            if self._failing:
+            if self._delivery.succeed():
                 log.info("Slack alerts are delivered again")
-                self._failing = False
             return True
         if result.outcome == "dropped":
             self._outbox.remove(message.id)
@@ -294,14 +295,13 @@ class AlertDispatcher:
 
     def _defer(self, result: SendResult) -> None:
         self._not_before = self._clock.monotonic() + result.defer_seconds
-        if not self._failing:
+        if self._delivery.fail():
             log.warning(
                 "Slack alert delivery failing (%s); %d message(s) queued, retrying in %.0f s",
                 describe_answer(result.last),
                 self._outbox.pending_count,
                 result.defer_seconds,
             )
-            self._failing = True
 
     def _count_failure(self, reason: str, count: int = 1) -> None:
         with self._metrics_lock:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.alerts.secret import resolve_webhook_url
 from gpuwatch.clock import Clock
+from gpuwatch.slack.secret import resolve_webhook_url
 
 if TYPE_CHECKING:
     from gpuwatch.alerts.dispatcher import AlertDispatcher

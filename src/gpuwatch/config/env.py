@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gpuwatch.alerts.secret import ENV_WEBHOOK_URL
 from gpuwatch.config.schema import Config
 from gpuwatch.config.shape import closest, shape_of
+from gpuwatch.slack.secret import ENV_WEBHOOK_URL
 
 ENV_PREFIX = "GPUWATCH_"
 

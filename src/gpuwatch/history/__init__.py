@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwatch.config import Config
-from gpuwatch.host_checks import usable_directory
+from gpuwatch.core.paths import usable_directory
 
 if TYPE_CHECKING:
     from gpuwatch.analysis.engine import AnalysisEngine

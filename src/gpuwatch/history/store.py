@@ -103,6 +103,20 @@ def open_reader(path: Path) -> HistoryStore:
     return HistoryStore(path, read_only=True)
 
 
+def last_sample_epoch(state_dir: Path) -> float | None:
+    """Unix time of the newest sample in the history under `state_dir` (where a report or
+    a plan of the period in progress ends); None without a history or a sample."""
+    path = state_dir / HISTORY_FILE
+    if not path.is_file():
+        return None
+    store = open_reader(path)
+    try:
+        rows = store.gpu_hours(0.0, float("inf"))
+    finally:
+        store.close()
+    return max((float(r["last_seconds"]) for r in rows), default=None)
+
+
 def _connect_read_only(path: Path) -> sqlite3.Connection:
     """`mode=ro`; where SQLite cannot make the -shm file a WAL file needs (a read-only
     directory or filesystem) and no -wal file holds pages not yet in the file,

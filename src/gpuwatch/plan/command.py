@@ -17,27 +17,32 @@ usage or config (every number flag finite and in range: `gpuwatch.flag_types`).
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpuwatch.alerts.messages import format_utc
+from gpuwatch.alerts.command import NO_WEBHOOK
 from gpuwatch.config import Config
-from gpuwatch.core.text import duration_adjective, plain_name
 from gpuwatch.flag_types import POSITIVE, number
-from gpuwatch.plan.model import PlanOptions, WorkloadNeed
+from gpuwatch.history.store import last_sample_epoch
+from gpuwatch.plan.make import PlanSourceError, make_plan
+from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import (
     PlanReport,
     render_html,
     render_json,
     render_markdown,
     render_text,
+    slack_lines,
 )
-from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
+from gpuwatch.promapi.flags import PrometheusFlagError, add_prometheus_arguments, prometheus_options
+from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
+from gpuwatch.slack.secret import resolve_webhook_url
+from gpuwatch.slack.summary import send_summary
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -56,20 +61,10 @@ class PlanUsageError(Exception):
     """A mistake on the command line: one line, exit 2."""
 
 
-class PlanSourceError(Exception):
-    """The source or the solver failed: one line, exit 1."""
-
-
-class PlanNoDataError(PlanSourceError):
-    """The lookback holds no GPU data: no plan (never a "$0" one), one line, exit 1."""
-
-
 def add_plan_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
     """Add `plan` to the CLI's subcommands."""
-    from gpuwatch.report.api_flags import add_prometheus_arguments  # noqa: PLC0415
-
     plan = subparsers.add_parser(
         "plan", help="the cheapest set of GPUs that holds every workload's measured need"
     )
@@ -159,33 +154,6 @@ def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:
     return formats
 
 
-FLEET_PRICE_SOURCE = "the fleet's own price: the median $/GPU-h its GPUs of this model paid"
-
-
-def fleet_price_overrides(needs: Sequence[WorkloadNeed]) -> list[GpuCatalogEntry]:
-    """Catalog overrides that price each GPU model the fleet runs at what the fleet pays
-    for it (the median of its units' $/GPU-h), so that a GPU the plan keeps costs what it
-    costs today; models the fleet does not run keep the catalog's reference rent."""
-    paid: dict[str, list[float]] = {}
-    for need in needs:
-        if need.current_gpu_id is not None and need.current_usd_per_hour > 0:
-            per_gpu = need.current_usd_per_hour / need.gpu_count
-            paid.setdefault(need.current_gpu_id, []).extend([per_gpu] * need.gpu_count)
-    # an override of a part the catalog has (the needs' ids come from it), so the
-    # completeness check of a new part does not apply: a config-added GPU is priced too
-    return [
-        GpuCatalogEntry.model_validate(
-            {
-                "id": gpu_id,
-                "rent_usd_per_hour": statistics.median(prices),
-                "sources": {"rent_usd_per_hour": FLEET_PRICE_SOURCE},
-            },
-            context={"builtin": True},
-        )
-        for gpu_id, prices in sorted(paid.items())
-    ]
-
-
 def parse_until(text: str | None) -> float | None:
     """`--until` as epoch seconds (UTC), None when not given."""
     if text is None:
@@ -201,60 +169,6 @@ def parse_until(text: str | None) -> float | None:
     return moment.timestamp()
 
 
-def make_plan(
-    config: Config,
-    options: PlanOptions,
-    *,
-    days: float,
-    end_epoch: float,
-    prometheus: Any = None,
-    generated: str = "",
-) -> PlanReport:
-    """Load the lookback from the source, solve, and return the plan with its inputs.
-
-    `generated`: when it is computed (wall clock, UTC text). Raises PlanSourceError (the
-    source cannot be read, the solver is missing), PlanNoDataError (no GPU data in the
-    lookback)."""
-    from gpuwatch.plan.solve import solve  # noqa: PLC0415
-    from gpuwatch.plan.usage import workload_needs  # noqa: PLC0415
-
-    start = end_epoch - days * 86400.0
-    if prometheus is None:
-        from gpuwatch.history.store import HistoryStoreError  # noqa: PLC0415
-        from gpuwatch.plan import local  # noqa: PLC0415
-
-        try:
-            usages = local.load_usage(config.agent.state_dir, start, end_epoch)
-        except HistoryStoreError as exc:
-            raise PlanSourceError(str(exc)) from None
-        source = "local"
-    else:
-        from gpuwatch.plan import prometheus as prom  # noqa: PLC0415
-        from gpuwatch.report.prometheus import PrometheusError  # noqa: PLC0415
-
-        try:
-            usages = prom.load_usage(prometheus, days, end_epoch)
-        except PrometheusError as exc:
-            raise PlanSourceError(str(exc)) from None
-        source = prometheus.display_url
-    if not usages:
-        raise PlanNoDataError(
-            f"no GPU data in the {duration_adjective(days * 86400.0)} lookback "
-            f"{format_utc(start)} to {format_utc(end_epoch)} from {plain_name(source)}: "
-            "no plan"
-        )
-    reference = build_gpu_catalog(config.sizing.gpus)
-    needs = tuple(workload_needs(usages, reference))
-    try:
-        catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
-        plan = solve(needs, catalog, options)
-    except ImportError as exc:  # SolverMissingError: the `plan` extra is not installed
-        raise PlanSourceError(str(exc)) from None
-    except (ValueError, RuntimeError) as exc:  # a price no GPU can have, HiGHS refusing one
-        raise PlanSourceError(f"no plan: {plain_name(str(exc).splitlines()[0], 200)}") from None
-    return PlanReport(plan, needs, options, days, source, generated, end_epoch)
-
-
 def run_plan(
     args: argparse.Namespace,
     config: Config,
@@ -265,10 +179,6 @@ def run_plan(
     stderr: IO[str] | None = None,
 ) -> int:
     """Run `gpuwatch plan` with the loaded config; returns the exit code."""
-    import os  # noqa: PLC0415
-
-    from gpuwatch.report.api_flags import ReportUsageError, prometheus_options  # noqa: PLC0415
-
     out_stream = stdout or sys.stdout
     err = stderr or sys.stderr
     env = os.environ if environ is None else environ
@@ -277,14 +187,11 @@ def run_plan(
         prometheus = prometheus_options(args)
         options = plan_options(args, config)
         formats = parse_formats(args.formats, args.out is not None)
-    except (PlanUsageError, ReportUsageError) as exc:
+    except (PlanUsageError, PrometheusFlagError) as exc:
         print(f"gpuwatch: {exc}", file=err)
         return EXIT_USAGE
     webhook = None
     if args.slack:
-        from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
-        from gpuwatch.alerts.command import NO_WEBHOOK  # noqa: PLC0415
-
         webhook = resolve_webhook_url(config.alerts.slack, env)
         if webhook is None:
             print(f"gpuwatch: {NO_WEBHOOK}", file=err)
@@ -330,10 +237,8 @@ def run_plan(
 
 def _last_local_sample(config: Config) -> float | None:
     """The history's newest sample (a simulated run may be ahead of the wall clock)."""
-    from gpuwatch.report import local  # noqa: PLC0415
-
     try:
-        value = local.last_sample_epoch(config)
+        value = last_sample_epoch(config.agent.state_dir)
     except Exception:  # noqa: BLE001 -- the load itself reports the history's failure
         return None
     return None if value is None else float(value) + 1.0
@@ -341,9 +246,6 @@ def _last_local_sample(config: Config) -> float | None:
 
 def slack_payload(report: PlanReport) -> dict[str, Any]:
     """The plan's Slack summary: a section per chunk of lines, within Slack's limits."""
-    from gpuwatch.alerts.messages import TEXT_MAX_CHARS, clip_text  # noqa: PLC0415
-    from gpuwatch.plan.render import slack_lines  # noqa: PLC0415
-
     lines = slack_lines(report)
     text = clip_text("\n".join(lines), TEXT_MAX_CHARS)
     return {
@@ -353,8 +255,6 @@ def slack_payload(report: PlanReport) -> dict[str, Any]:
 
 
 def _tell_slack(report: PlanReport, config: Config, webhook: str, err: IO[str]) -> int:
-    from gpuwatch.report.slack import send_summary  # noqa: PLC0415
-
     result = send_summary(
         slack_payload(report),
         config.alerts.slack,

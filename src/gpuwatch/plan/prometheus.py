@@ -18,7 +18,7 @@ The same figures as the local history (`plan/local.py`), one query each over the
 The queries (`queries`) are independent: they run `PrometheusOptions.parallel_queries`
 (4, as the report's) at a time, all ended by the run's deadline (`--prometheus-timeout`).
 An answer that is not the API's shape, or a sample that is NaN, infinite or negative,
-fails the source in one line (`report.prometheus.Client`).
+fails the source in one line (`promapi.client.Client`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of
-from gpuwatch.report.prometheus import Client, LabelKey, PrometheusOptions, host_of, pod_of
+from gpuwatch.promapi.client import Client, PrometheusOptions
+from gpuwatch.promapi.labels import LabelKey, host_of, pod_of
 
 _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")

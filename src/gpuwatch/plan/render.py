@@ -30,6 +30,7 @@ from gpuwatch.core.text import usd as _usd
 from gpuwatch.core.units import GIB, HOURS_PER_MONTH
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.moves import Move, plan_moves
+from gpuwatch.slack.mrkdwn import escape, name_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,8 +336,6 @@ def render_json(report: PlanReport) -> str:
 
 def slack_lines(report: PlanReport, limit: int = 8) -> list[str]:
     """The summary's lines as Slack mrkdwn (names escaped as every message does)."""
-    from gpuwatch.alerts.messages import escape, name_text  # noqa: PLC0415
-
     plan = report.plan
     out = [
         f"*What the fleet should be:* {_usd(plan.usd_per_hour * HOURS_PER_MONTH)}/month "

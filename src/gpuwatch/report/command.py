@@ -27,20 +27,29 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from gpuwatch.config import Config
 from gpuwatch.core.text import plain_name
-from gpuwatch.report.api_flags import (
-    ReportUsageError,
+from gpuwatch.plan.make import PlanSourceError, make_plan
+from gpuwatch.plan.model import PlanOptions
+from gpuwatch.promapi.flags import (
+    PrometheusFlagError,
     add_prometheus_arguments,
     prometheus_options,
 )
-from gpuwatch.report.build import Report, build_report
+from gpuwatch.report.build import build_report
 from gpuwatch.report.figures import period_text
 from gpuwatch.report.model import Period, ReportData
+from gpuwatch.report.period import (
+    ReportUsageError,
+    month_before,
+    parse_period,
+    utc_text,
+)
+from gpuwatch.report.result import Report
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -63,7 +72,7 @@ class SourceRequest:
 
     config: Config
     period: Period
-    prometheus: Any  # a report.prometheus.PrometheusOptions; None: the host's history
+    prometheus: Any  # a promapi.client.PrometheusOptions; None: the host's history
     progress: Progress | None  # None on a pipe
 
 
@@ -77,15 +86,12 @@ class DataLoader(Protocol):
 
 Planner = Callable[[SourceRequest], Any]
 """Makes the report's "What the fleet should be" (a `gpuwatch.plan.render.PlanReport`)
-for the request's period and source; raises `gpuwatch.plan.command.PlanSourceError`."""
+for the request's period and source; raises `gpuwatch.plan.make.PlanSourceError`."""
 
 
 def plan_from_source(request: SourceRequest) -> Any:
     """The production planner: `gpuwatch plan` over the report's period, same source,
     the config's headroom and candidates."""
-    from gpuwatch.plan.command import make_plan  # noqa: PLC0415
-    from gpuwatch.plan.model import PlanOptions  # noqa: PLC0415
-
     analysis = request.config.analysis
     candidates = analysis.candidate_gpus
     options = PlanOptions(
@@ -105,8 +111,6 @@ def plan_from_source(request: SourceRequest) -> Any:
 
 def with_plan(report: Report, planner: Planner, request: SourceRequest) -> Report:
     """`report` with its fleet plan, or with a note saying why it has none."""
-    from gpuwatch.plan.command import PlanSourceError  # noqa: PLC0415
-
     try:
         plan = planner(request)
     except PlanSourceError as exc:
@@ -175,8 +179,8 @@ def month_to_date_end(now: datetime, config: Config, prometheus: Any) -> datetim
     ahead of it), else `now`. A source that cannot be read answers later, in `produce`."""
     try:
         if prometheus is None:
-            local: Any = importlib.import_module("gpuwatch.report.local")
-            last = local.last_sample_epoch(config)
+            history: Any = importlib.import_module("gpuwatch.history.store")
+            last = history.last_sample_epoch(config.agent.state_dir)
         else:
             source: Any = importlib.import_module("gpuwatch.report.prometheus")
             last = source.last_sample_epoch(prometheus, now.timestamp())
@@ -187,79 +191,6 @@ def month_to_date_end(now: datetime, config: Config, prometheus: Any) -> datetim
     sample = datetime.fromtimestamp(last, UTC)
     month_start = datetime(now.year, now.month, 1, tzinfo=UTC)
     return sample if sample >= month_start else now
-
-
-# -- the period ----------------------------------------------------------------------
-
-
-def month_period(year: int, month: int, now: datetime) -> Period:
-    """The UTC month; the month in progress ends at `now` (month to date)."""
-    start = datetime(year, month, 1, tzinfo=UTC)
-    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    label = f"{year:04d}-{month:02d}"
-    if start >= now:
-        raise ReportUsageError(f"--month {label} has not started yet")
-    if end > now:
-        return Period(start, now, label, month_to_date=True)
-    return Period(start, end, label)
-
-
-def previous_month(moment: datetime) -> tuple[int, int]:
-    """(year, month) of the UTC month before the one holding `moment`."""
-    moment = moment.astimezone(UTC)
-    return (moment.year, moment.month - 1) if moment.month > 1 else (moment.year - 1, 12)
-
-
-def month_before(period: Period) -> Period:
-    """What month over month compares `period` with, like with like: the whole UTC
-    month before for a whole month; for a month to date, the same span from the start
-    of the month before (the 1st 00:00 to the 6th 14:00 against the same days of the
-    previous month, capped at its end), labelled so every format says which."""
-    year, month = previous_month(period.start)
-    whole = month_period(year, month, period.start)
-    if not period.month_to_date:
-        return whole
-    end = min(whole.start + (period.end - period.start), whole.end)
-    label = f"{utc_text(whole.start)} to {utc_text(end)} (the same span of {whole.label})"
-    return Period(whole.start, end, label)
-
-
-def utc_text(moment: datetime) -> str:
-    """`2026-10-06 14:00 UTC`."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _parse_day(text: str, option: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise ReportUsageError(f"{option} {text!r}: expected a date as YYYY-MM-DD") from None
-
-
-def parse_period(
-    month: str | None, from_date: str | None, to_date: str | None, now: datetime
-) -> Period:
-    """The period the options name (UTC), checked."""
-    if to_date is not None and from_date is None:
-        raise ReportUsageError("--to needs --from")
-    if month is not None:
-        try:
-            parsed = datetime.strptime(month, "%Y-%m")
-        except ValueError:
-            raise ReportUsageError(f"--month {month!r}: expected YYYY-MM, e.g. 2026-10") from None
-        return month_period(parsed.year, parsed.month, now)
-    if from_date is not None:
-        if to_date is None:
-            raise ReportUsageError("--from needs --to (the last day, included)")
-        first, last = _parse_day(from_date, "--from"), _parse_day(to_date, "--to")
-        if last < first:
-            raise ReportUsageError("--to is before --from")
-        start = datetime.combine(first, datetime.min.time(), UTC)
-        if start >= now:
-            raise ReportUsageError(f"--from {from_date} has not started yet")
-        end = min(datetime.combine(last + timedelta(days=1), datetime.min.time(), UTC), now)
-        return Period(start, end, f"{first.isoformat()} to {last.isoformat()}")
-    return month_period(now.year, now.month, now)
 
 
 def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:
@@ -419,9 +350,9 @@ def run_report(
     slack_sleep: Callable[[float], object] | None = None,
 ) -> int:
     """Run `gpuwatch report` with the loaded config; returns the exit code."""
-    from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
     from gpuwatch.alerts.command import NO_WEBHOOK  # noqa: PLC0415
     from gpuwatch.report.pdf import PdfRendererMissingError  # noqa: PLC0415
+    from gpuwatch.slack.secret import resolve_webhook_url  # noqa: PLC0415
 
     out_stream = stdout or sys.stdout
     err = stderr or sys.stderr
@@ -434,7 +365,7 @@ def run_report(
             moment = month_to_date_end(moment, config, prometheus)
         period = parse_period(args.month, args.from_date, args.to_date, moment)
         formats = parse_formats(args.formats, args.out is not None)
-    except ReportUsageError as exc:
+    except (ReportUsageError, PrometheusFlagError) as exc:
         print(f"gpuwatch: {exc}", file=err)
         return EXIT_USAGE
     webhook = None
@@ -491,7 +422,8 @@ def _tell_slack(
 ) -> int:
     import time  # noqa: PLC0415
 
-    from gpuwatch.report.slack import build_summary_message, send_summary  # noqa: PLC0415
+    from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
+    from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
 
     payload = build_summary_message(outcome.report, tuple(p.name for p in outcome.files))
     result = send_summary(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from gpuwatch.core.text import ABSENT, MAX_NAME_CHARS, flatten, plain_name, usd
-from gpuwatch.report.build import Report
 from gpuwatch.report.model import Period
+from gpuwatch.report.result import Report
 
 __all__ = [
     "ABSENT",

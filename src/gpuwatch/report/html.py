@@ -13,9 +13,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpuwatch.core.text import counted, html_escape
+from gpuwatch.plan.render import html_section
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
-from gpuwatch.report.build import (
+from gpuwatch.report.result import (
     COST_CLASSES,
     IDLE_MEANING,
     IDLE_MEANING_LINK,
@@ -312,8 +313,6 @@ def _sections(report: Report) -> list[str]:
         out.append("<h2>Namespaces</h2>")
         out.append(_shared(tables.namespaces(report)))
     if report.fleet_plan is not None:
-        from gpuwatch.plan.render import html_section  # noqa: PLC0415
-
         out.append(html_section(report.fleet_plan))
     out.extend(_appendix(report))
     return out

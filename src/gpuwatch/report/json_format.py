@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpuwatch.report.build import TOKEN_FIGURES, GpuLine, Report, Totals
+from gpuwatch.plan.render import plan_json
 from gpuwatch.report.model import OwnedInputs
+from gpuwatch.report.result import TOKEN_FIGURES, GpuLine, Report, Totals
 
 SCHEMA_VERSION = 1
 
@@ -190,8 +191,6 @@ def report_document(report: Report, generated: str = "") -> dict[str, Any]:
 
 
 def _plan(report: Report) -> dict[str, Any]:
-    from gpuwatch.plan.render import plan_json  # noqa: PLC0415
-
     assert report.fleet_plan is not None
     return plan_json(report.fleet_plan)
 

@@ -207,20 +207,6 @@ def _charged(row: Mapping[str, Any], column: str) -> float:  # a TokenHourRow
     return float(row[column] if value is None else value)
 
 
-def last_sample_epoch(config: Config) -> float | None:
-    """Unix time of the newest sample in the history (the end of a month-to-date report);
-    None without a history or a sample."""
-    path = config.agent.state_dir / HISTORY_FILE
-    if not path.is_file():
-        return None
-    store = open_reader(path)
-    try:
-        rows = store.gpu_hours(0.0, float("inf"))
-    finally:
-        store.close()
-    return max((float(r["last_seconds"]) for r in rows), default=None)
-
-
 def _day(hour_start: float) -> date:
     return datetime.fromtimestamp(hour_start, UTC).date()
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from gpuwatch.core.text import counted, md_escape
+from gpuwatch.plan.render import markdown_lines
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
-from gpuwatch.report.build import (
+from gpuwatch.report.result import (
     IDLE_MEANING,
     IDLE_MEANING_LINK,
     OWNED_INPUTS_MEANING,
@@ -138,8 +139,6 @@ def render_markdown(report: Report, generated: str = "") -> str:
         out += ["", "## Namespaces", ""]
         out += _shared(tables.namespaces(report))
     if report.fleet_plan is not None:
-        from gpuwatch.plan.render import markdown_lines  # noqa: PLC0415
-
         out += ["", *markdown_lines(report.fleet_plan, level=2)]
     sources = ", ".join(f"{n} ({counted(d, 'GPU-day')})" for n, d in report.price_sources.items())
     out += [

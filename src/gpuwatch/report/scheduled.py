@@ -22,12 +22,10 @@ from gpuwatch.report.command import (
     DataLoader,
     Outcome,
     load_from_source,
-    month_before,
-    month_period,
     plan_from_source,
-    previous_month,
     produce,
 )
+from gpuwatch.report.period import month_before, month_period, previous_month
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +79,9 @@ def write_previous_month(
 def _send(
     outcome: Outcome, config: Config, environ: Mapping[str, str], sleep: Callable[[float], object]
 ) -> None:
-    from gpuwatch.alerts import resolve_webhook_url  # noqa: PLC0415
-    from gpuwatch.report.slack import build_summary_message, send_summary  # noqa: PLC0415
+    from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
+    from gpuwatch.slack.secret import resolve_webhook_url  # noqa: PLC0415
+    from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
 
     try:
         url = resolve_webhook_url(config.alerts.slack, environ)

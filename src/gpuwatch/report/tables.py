@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpuwatch.report import figures as f
-from gpuwatch.report.build import Report
 from gpuwatch.report.model import GPU_STATES, OwnedInputs
+from gpuwatch.report.result import Report
 
 
 class Name(str):

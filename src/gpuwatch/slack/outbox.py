@@ -1,6 +1,9 @@
-"""The alert outbox and alert memory in SQLite (`state_dir/alerts.sqlite3`, WAL mode).
+"""The Slack outbox and its sender's memory in SQLite (WAL mode): the alerts'
+(`state_dir/alerts.sqlite3`, with the alert memory) and the summaries' of reports and
+plans (`state_dir/reports.sqlite3`, `gpuwatch.slack.summary`).
 
-A message is inserted together with the alert-memory rows it changes, in one
+A message is inserted together with the memory rows it changes (`Remembered`: the
+alerts' `AlertMemory`), in one
 transaction, and deleted only after Slack answered 2xx: a crash never loses a queued
 message, and a restart neither re-alerts GPUs already alerted nor forgets a reminder
 schedule. `in_flight` marks a message whose last attempt got no recorded answer (the
@@ -22,11 +25,32 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from gpuwatch.alerts.policy import AlertMemory
+log = logging.getLogger("gpuwatch.slack.outbox")  # the name its log lines always carried
 
-log = logging.getLogger(__name__)
+
+class Remembered(Protocol):
+    """One row of the sender's memory (the alerts': the last alert about a GPU)."""
+
+    @property
+    def condition(self) -> str:
+        """What was sent about the key (an alert condition)."""
+        ...
+
+    @property
+    def alerted_at_seconds(self) -> float:
+        """When (epoch seconds)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """A memory row as stored: `load_memory`'s answer."""
+
+    condition: str
+    alerted_at_seconds: float
+
 
 OUTBOX_FILE = "alerts.sqlite3"
 SCHEMA_VERSION = 1
@@ -181,11 +205,11 @@ class Outbox:
         """Messages waiting to be delivered."""
         return self._pending
 
-    def load_memory(self) -> dict[str, AlertMemory]:
+    def load_memory(self) -> dict[str, MemoryRow]:
         """The persisted alert memory, by GPU uuid."""
         with self._transaction() as db:
             rows = db.execute("SELECT uuid, condition, alerted_at_seconds FROM alert_memory")
-            return {uuid: AlertMemory(cond, float(at)) for uuid, cond, at in rows}
+            return {uuid: MemoryRow(cond, float(at)) for uuid, cond, at in rows}
 
     def in_flight_count(self) -> int:
         """Messages whose last attempt was cut off (by a crash or stop) without an answer."""
@@ -196,7 +220,7 @@ class Outbox:
         self,
         build: Callable[[int], dict[str, Any]],
         created_seconds: float,
-        updates: Mapping[str, AlertMemory | None],
+        updates: Mapping[str, Remembered | None],
     ) -> tuple[int, int]:
         """Queue `build(id)` and apply `updates` atomically; returns (id, messages dropped).
 
@@ -217,13 +241,13 @@ class Outbox:
         self._pending = count
         return message_id, max(dropped, 0)
 
-    def update_memory(self, updates: Mapping[str, AlertMemory | None]) -> None:
+    def update_memory(self, updates: Mapping[str, Remembered | None]) -> None:
         """Write (or, for None, delete) alert-memory rows without queueing a message."""
         with self._transaction() as db:
             self._write_memory(db, updates)
 
     @staticmethod
-    def _write_memory(db: sqlite3.Connection, updates: Mapping[str, AlertMemory | None]) -> None:
+    def _write_memory(db: sqlite3.Connection, updates: Mapping[str, Remembered | None]) -> None:
         for uuid, memory in updates.items():
             if memory is None:
                 db.execute("DELETE FROM alert_memory WHERE uuid = ?", (uuid,))

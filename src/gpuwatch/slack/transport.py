@@ -18,7 +18,8 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 from urllib.error import URLError
 
-from gpuwatch.alerts.secret import WebhookUrl
+from gpuwatch.core.health import backoff_seconds
+from gpuwatch.slack.secret import WebhookUrl
 
 if TYPE_CHECKING:
     from slack_sdk.webhook import WebhookClient  # noqa: TID251 - types only
@@ -169,7 +170,7 @@ class RetryPolicy:
 
     def backoff(self, retry: int) -> float:
         """Seconds before retry number `retry` (0-based)."""
-        return float(min(self.backoff_seconds * (2**retry), self.backoff_max_seconds))
+        return backoff_seconds(retry, self.backoff_seconds, self.backoff_max_seconds)
 
 
 @dataclass(frozen=True, slots=True)

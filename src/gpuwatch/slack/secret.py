@@ -9,12 +9,21 @@ and `WebhookUrl.scrub` removes it from any text before that text is logged.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
 from urllib.parse import quote, urlsplit
-
-from gpuwatch.alerts.config import SlackConfig
 
 ENV_WEBHOOK_URL = "GPUWATCH_SLACK_WEBHOOK_URL"
 REDACTED = "<redacted webhook URL>"
+
+
+class WebhookFileConfig(Protocol):
+    """Where a config names the webhook URL's file (`[alerts.slack] webhook_url_file`)."""
+
+    @property
+    def webhook_url_file(self) -> Path | None:
+        """The file holding the URL; None: the environment alone."""
+        ...
 
 
 class WebhookSecretError(Exception):
@@ -74,7 +83,7 @@ def _problem(url: str) -> str | None:
     return None
 
 
-def resolve_webhook_url(config: SlackConfig, environ: Mapping[str, str]) -> str | None:
+def resolve_webhook_url(config: WebhookFileConfig, environ: Mapping[str, str]) -> str | None:
     """The webhook URL: `GPUWATCH_SLACK_WEBHOOK_URL` wins, else `webhook_url_file`.
 
     Returns None when neither is set (an empty variable counts as unset). Raises

@@ -7,13 +7,13 @@ import argparse
 import math
 import time
 from pathlib import Path
-from typing import Any
 
 from gpuwatch.flag_types import POSITIVE
+from gpuwatch.promapi.client import PrometheusOptions
 
 
-class ReportUsageError(Exception):
-    """A mistake on the command line: one line, exit 2."""
+class PrometheusFlagError(Exception):
+    """A malformed `--prometheus*` flag: one line naming it, exit 2."""
 
 
 def add_prometheus_arguments(parser: argparse.ArgumentParser, *, rules: bool = True) -> None:
@@ -58,20 +58,18 @@ def add_prometheus_arguments(parser: argparse.ArgumentParser, *, rules: bool = T
         )
 
 
-def prometheus_options(args: argparse.Namespace) -> Any:
+def prometheus_options(args: argparse.Namespace) -> PrometheusOptions | None:
     """The `PrometheusOptions` of the `--prometheus*` flags; None without `--prometheus`.
 
-    Raises ReportUsageError naming the flag when one is malformed.
+    Raises PrometheusFlagError naming the flag when one is malformed.
     """
     if getattr(args, "prometheus", None) is None:
         return None
-    from gpuwatch.report.prometheus import PrometheusOptions  # noqa: PLC0415
-
     headers = []
     for header in getattr(args, "prometheus_header", []):
         name, sep, value = header.partition(":")
         if not sep:
-            raise ReportUsageError("--prometheus-header: expected 'Name: value'")
+            raise PrometheusFlagError("--prometheus-header: expected 'Name: value'")
         headers.append((name.strip(), value.strip()))
     timeout = float(getattr(args, "prometheus_timeout", 300.0))
     try:
@@ -89,4 +87,4 @@ def prometheus_options(args: argparse.Namespace) -> Any:
             rules=str(getattr(args, "prometheus_rules", "off")),
         )
     except ValueError as exc:
-        raise ReportUsageError(str(exc)) from None
+        raise PrometheusFlagError(str(exc)) from None
