@@ -407,8 +407,8 @@ def attribute_cpu(scenario: str = SCENARIO) -> dict[str, float]:
     from prometheus_client.exposition import generate_latest
 
     from gpuwatch.agent import Agent
-    from gpuwatch.clock import ManualClock
     from gpuwatch.config import AgentConfig, Config
+    from gpuwatch.core.clock import ManualClock
     from gpuwatch.simulate import SimulatedNvml, load_scenario
 
     clock = ManualClock()

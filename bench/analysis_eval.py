@@ -19,10 +19,10 @@ from typing import Any
 from benchlib import format_table, verdict
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings
 from gpuwatch.analysis.states import StateSettings
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.sizing import build_gpu_catalog, build_model_catalog
-from gpuwatch.snapshot import GpuSample
 
 WINDOWS = {"10 min": 600.0, "1 h": 3600.0, "24 h": 86400.0}
 TARGET_SECONDS = 50e-6

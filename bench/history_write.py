@@ -30,14 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.conftest import scenario_agent
 
 from benchlib import format_table
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.rollup import Rollup
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.schema import GPU_COLUMNS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.snapshot import FleetSnapshot
 
 WRITE_EVERY = 30  # ticks (s) between two writes: history.write_interval_seconds
 

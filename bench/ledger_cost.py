@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from benchlib import format_table, verdict
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
+from gpuwatch.core.snapshot import GpuPrice, GpuVerdict
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
-from gpuwatch.snapshot import GpuPrice, GpuVerdict
 
 STEP = 10.0
 MONTH = 30 * 86400.0

@@ -262,8 +262,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 
     from baseline_exporter import static_registry
     from gpuwatch.agent import Agent
-    from gpuwatch.clock import ScaledClock
     from gpuwatch.config import AgentConfig, Config, ExporterConfig
+    from gpuwatch.core.clock import ScaledClock
     from gpuwatch.simulate import SimulatedNvml, load_scenario
 
     config = Config(

@@ -32,8 +32,8 @@ from tests.simulate.helpers import process_utilization_one_by_one
 
 from benchlib import REPO_ROOT, format_table, machine_info, verdict
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario, stand_in
 from gpuwatch.simulate.services import ScenarioServices

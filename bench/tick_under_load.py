@@ -178,8 +178,8 @@ class ExtraSeries:
 def _agent(server: str, extra_series: int) -> tuple[Any, list[tuple[float, float]]]:
     """A started agent and the list its ticks append (start, end) monotonic times to."""
     from gpuwatch.agent import Agent
-    from gpuwatch.clock import ScaledClock
     from gpuwatch.config import AgentConfig, Config, ExporterConfig
+    from gpuwatch.core.clock import ScaledClock
     from gpuwatch.export.bounded import MAX_CONNECTIONS
     from gpuwatch.simulate import SimulatedNvml, load_scenario
 

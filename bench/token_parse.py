@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchlib import format_table, verdict
-from gpuwatch.clock import SystemClock
+from gpuwatch.core.clock import SystemClock
 from gpuwatch.tokens import COUNTER_NAMES, TokenCollector, TokenSourceConfig
 from gpuwatch.tokens.parse import counter_series
 

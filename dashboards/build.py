@@ -168,7 +168,7 @@ _YES_NO_OPTIONS: Json = {
 YES_NO = ({"type": "value", "options": _YES_NO_OPTIONS},)
 IDLE_UNKNOWN_REASONS = ("pid_unmapped", "no_process_list")
 """Why a hold's allocated-idle is unknown (gpuwatch_gpu_pod_allocated_idle_unknown{reason}),
-as `gpuwatch.snapshot.IDLE_UNKNOWN_REASONS` says (tests/dashboards check they agree)."""
+as `gpuwatch.core.snapshot.IDLE_UNKNOWN_REASONS` says (tests/dashboards check they agree)."""
 IDLE_UNKNOWN_CODE = 2
 """The "runs nothing" cell's value for the first unknown reason; the next ones follow."""
 YES_NO_UNKNOWN = (

@@ -13,8 +13,8 @@ from typing import Any, Literal
 import pytest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.simulate.services import ScenarioServices

@@ -37,9 +37,9 @@ from gpuwatch.config import (
     load_config,
     render_config,
 )
+from gpuwatch.core.values import parse_listen_address
 from gpuwatch.host_checks import check_config
 from gpuwatch.tokens import TokenSourceConfig
-from gpuwatch.values import parse_listen_address
 
 TESTS = Path(__file__).resolve().parent
 REPO_ROOT = TESTS.parent

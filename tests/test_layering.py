@@ -102,7 +102,7 @@ def test_no_import_cycles() -> None:
         ("gpuwatch.analysis", "gpuwatch.config"),
         ("gpuwatch.config", "gpuwatch.analysis.engine"),
         ("gpuwatch.core", "gpuwatch"),
-        ("gpuwatch.snapshot", "gpuwatch.nvml"),
+        ("gpuwatch.core.snapshot", "gpuwatch.nvml"),
         ("gpuwatch.export", "gpuwatch.nvml"),
     ],
 )

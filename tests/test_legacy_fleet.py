@@ -13,7 +13,7 @@ from gpuwatch.analysis.activity import (
     MIG_GPM_SM_ACTIVE,
     activity_signal,
 )
-from gpuwatch.snapshot import FleetSnapshot, GpuIdentity, GpuSample, MigInstanceSample
+from gpuwatch.core.snapshot import FleetSnapshot, GpuIdentity, GpuSample, MigInstanceSample
 from tests.analysis.test_scenarios import run_until, verdict
 from tests.conftest import make_agent
 

@@ -14,18 +14,8 @@ from gpuwatch.agent import Agent
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
 from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig
-from gpuwatch.clock import ManualClock
-from gpuwatch.export.attribution_families import (
-    attribution_families,
-    attribution_health_families,
-)
-from gpuwatch.export.collector import SnapshotCollector
-from gpuwatch.export.cost_families import pod_cost_families
-from gpuwatch.export.dcgm import dcgm_families
-from gpuwatch.export.families import ExportOptions
-from gpuwatch.history import HistoryWriter
-from gpuwatch.sizing import build_model_catalog
-from gpuwatch.snapshot import (
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import (
     Attribution,
     CostSummary,
     DriverInfo,
@@ -36,6 +26,16 @@ from gpuwatch.snapshot import (
     PodCost,
     PodRef,
 )
+from gpuwatch.export.attribution_families import (
+    attribution_families,
+    attribution_health_families,
+)
+from gpuwatch.export.collector import SnapshotCollector
+from gpuwatch.export.cost_families import pod_cost_families
+from gpuwatch.export.dcgm import dcgm_families
+from gpuwatch.export.families import ExportOptions
+from gpuwatch.history import HistoryWriter
+from gpuwatch.sizing import build_model_catalog
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from tests.conftest import REPO_ROOT, make_agent

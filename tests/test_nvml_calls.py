@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from tests.support.counting import CountingNvml, calls_per_tick

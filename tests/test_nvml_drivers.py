@@ -13,12 +13,12 @@ import pytest
 from prometheus_client.exposition import generate_latest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.sampler import VERSION_MISMATCH_ATTEMPTS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.snapshot import FleetSnapshot
 from tests.conftest import free_port, make_agent
 
 GIB = 1024**3

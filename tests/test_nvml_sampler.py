@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from prometheus_client.exposition import generate_latest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.errors import NvmlNotFoundError
 from gpuwatch.nvml.parse import PROCESS_UTILIZATION_HOLD_SECONDS
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.snapshot import GpuSample
 from tests.conftest import make_agent, simulated
 from tests.support.counting import CountingNvml
 

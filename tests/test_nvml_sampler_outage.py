@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.health import backoff_seconds
 from gpuwatch.nvml import NvmlSampler
 from tests.conftest import simulated

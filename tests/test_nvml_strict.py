@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.clock import ManualClock
 from gpuwatch.collectors.nvml import NvmlCollector
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.snapshot import GpuSample
 from tests.support.counting import CountingNvml
 
 START = 1_767_225_600.0  # ManualClock's default start (epoch s)

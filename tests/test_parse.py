@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pynvml
 import pytest
 
+from gpuwatch.core.snapshot import CLOCK_EVENT_REASONS
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.errors import NvmlErrorKind, classify, describe
 from gpuwatch.nvml.parse import MemoryReading, RawProcess
-from gpuwatch.snapshot import CLOCK_EVENT_REASONS
 
 NO_INSTANCE = 0xFFFFFFFF
 

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 import gpuwatch.alerts as alerting
 from gpuwatch import __version__
 from gpuwatch.alerts import WebhookSecretError
-from gpuwatch.clock import Clock, ScaledClock, SystemClock
 from gpuwatch.config import Config, ConfigError, config_warnings, load_config, render_config
+from gpuwatch.core.clock import Clock, ScaledClock, SystemClock
+from gpuwatch.core.values import parse_listen_address
 from gpuwatch.heap import trim_heap
 from gpuwatch.host_checks import check_config, state_dir_users
 from gpuwatch.logsetup import configure_logging
 from gpuwatch.state_lock import StateDirBusyError, StateDirLock
 from gpuwatch.stdout import EXIT_BROKEN_PIPE, reader_gone, silence
-from gpuwatch.values import parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:
@@ -434,7 +434,7 @@ def _local_status(config: Config) -> dict[str, Any] | None:
 
 def _replayed_status(config: Config, scenario_name: str, at: float) -> dict[str, Any]:
     """The scenario replayed here from its start to `at` seconds, as an agent sees it."""
-    from gpuwatch.clock import ManualClock  # noqa: PLC0415
+    from gpuwatch.core.clock import ManualClock  # noqa: PLC0415
     from gpuwatch.export.status_json import status_document  # noqa: PLC0415
     from gpuwatch.simulate import ScenarioError, SimulatedNvml, load_scenario  # noqa: PLC0415
     from gpuwatch.simulate.services import ScenarioServices  # noqa: PLC0415

@@ -21,8 +21,8 @@ from pathlib import Path
 from gpuwatch.alerts import WebhookSecretError
 from gpuwatch.config import Config, ConfigError, ExporterConfig, validate_config
 from gpuwatch.core.paths import usable_directory
+from gpuwatch.core.values import parse_listen_address
 from gpuwatch.slack.secret import ENV_WEBHOOK_URL, resolve_webhook_url
-from gpuwatch.values import parse_listen_address
 
 
 def _read_problem(field: str, path: Path) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.core.snapshot import FleetSnapshot
 
 
 class SnapshotStore:

@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuwatch.core.snapshot import GpuSample, PodRef
+from gpuwatch.core.values import Text
 from gpuwatch.sizing import Mode as SizingMode
 from gpuwatch.sizing import ModelCatalog, ModelSpec, Workload, parse_param_count
 from gpuwatch.sizing import Precision as SizingPrecision
@@ -29,8 +31,6 @@ from gpuwatch.sizing.hf_config import (
     model_name_for,
 )
 from gpuwatch.sizing.quantization import SCHEMES
-from gpuwatch.snapshot import GpuSample, PodRef
-from gpuwatch.values import Text
 
 Precision = Literal[
     "fp32",

@@ -23,8 +23,8 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
-from gpuwatch.clock import ManualClock
-from gpuwatch.snapshot import (
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import (
     DriverInfo,
     FleetSnapshot,
     GpuIdentity,

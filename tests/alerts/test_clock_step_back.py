@@ -16,9 +16,9 @@ import pytest
 
 from gpuwatch.alerts import AlertDispatcher, SlackConfig
 from gpuwatch.alerts.policy import AlertMemory, decide
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox
-from gpuwatch.snapshot import FleetSnapshot
 from tests.alerts.conftest import FAST, HOSTNAME, START, FakeSlack, SleepRecorder, snapshot
 from tests.alerts.conftest import verdict as make_verdict
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.alerts import SlackConfig
-from gpuwatch.snapshot import FleetSnapshot, Recommendation
+from gpuwatch.core.snapshot import FleetSnapshot, Recommendation
 from tests.alerts.conftest import (
     ARCHIVED,
     FAST,

@@ -22,12 +22,12 @@ from slack_sdk.models.blocks import Block
 from gpuwatch.alerts.command import send_test_message
 from gpuwatch.alerts.messages import build_alert_message, build_test_message
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import PodRef, ProcessSample, Recommendation
 from gpuwatch.report.build import build_report
 from gpuwatch.report.model import ReportData
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.slack.mrkdwn import BACKTICK_LOOKALIKE, clip_text, fit_lines, name_text
-from gpuwatch.snapshot import PodRef, ProcessSample, Recommendation
 from tests.alerts.conftest import GIB, START, FakeSlack, gpu, snapshot, verdict
 from tests.report.data import DAY1, gpu_day, sample_data, seconds
 

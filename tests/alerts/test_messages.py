@@ -19,9 +19,8 @@ from gpuwatch.alerts.messages import (
     format_duration,
 )
 from gpuwatch.alerts.policy import AlertEvent, decide
-from gpuwatch.clock import ManualClock
-from gpuwatch.slack.mrkdwn import escape
-from gpuwatch.snapshot import (
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import (
     Attribution,
     GpuAttribution,
     PodAllocationSample,
@@ -29,6 +28,7 @@ from gpuwatch.snapshot import (
     ProcessSample,
     Recommendation,
 )
+from gpuwatch.slack.mrkdwn import escape
 from tests.alerts.conftest import GIB, HELD_PROCESSES, HOSTNAME, START, gpu, snapshot, verdict
 from tests.conftest import REPO_ROOT
 

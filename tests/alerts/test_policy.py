@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpuwatch.alerts.policy import AlertMemory, Decision, alertable_condition, decide
-from gpuwatch.clock import ManualClock
-from gpuwatch.snapshot import GpuVerdict, Recommendation
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import GpuVerdict, Recommendation
 from tests.alerts.conftest import START, snapshot, uuid_of, verdict
 
 STATES = ("idle", "held", "overprovisioned")

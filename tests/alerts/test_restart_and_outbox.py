@@ -14,8 +14,8 @@ from gpuwatch.agent import Agent
 from gpuwatch.alerts import SlackConfig
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.analysis.config import AnalysisConfig
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox
 from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
 from tests.conftest import scenario_agent, simulated

@@ -18,7 +18,7 @@ from gpuwatch.alerts import (
     build_dispatcher,
     resolve_webhook_url,
 )
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.slack.secret import WebhookUrl
 from tests.alerts.conftest import SECRET_TOKEN
 

@@ -16,7 +16,7 @@ import pytest
 from gpuwatch.alerts import ENV_WEBHOOK_URL, SlackConfig, WebhookSecretError, build_dispatcher
 from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.cli import main
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from tests.alerts.conftest import START, metrics_text, snapshot, verdict
 from tests.tokens.test_collector import dead_port
 

@@ -16,12 +16,12 @@ import pytest
 from gpuwatch.alerts.messages import build_alert_message
 from gpuwatch.alerts.policy import decide
 from gpuwatch.cli import main
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import Recommendation, recommendation_rule_phrase
 from gpuwatch.report.build import build_report
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.sizing.candidates import CandidateRules, RentedGpus
-from gpuwatch.snapshot import Recommendation, recommendation_rule_phrase
 from tests.alerts import conftest as alert_fixtures
 from tests.history.demo import HistoryRun
 from tests.report.data import sample_data

@@ -14,8 +14,8 @@ from gpuwatch.analysis.measured import (
     served_model,
 )
 from gpuwatch.analysis.rolling import BucketedQuantiles, QuantileSketch
+from gpuwatch.core.snapshot import GpuIdentity, GpuSample
 from gpuwatch.sizing import build_model_catalog
-from gpuwatch.snapshot import GpuIdentity, GpuSample
 from gpuwatch.tokens import TokenReading, TokenSourceConfig
 from gpuwatch.tokens.kv import KvCacheReading
 

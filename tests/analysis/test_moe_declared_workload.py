@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot, GpuVerdict
 from gpuwatch.sizing import ModelCatalogEntry, build_gpu_catalog, build_model_catalog
 from gpuwatch.sizing.config import SizingConfig
 from gpuwatch.sizing.memory import memory_requirement
-from gpuwatch.snapshot import FleetSnapshot, GpuVerdict
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload
 from tests.conftest import scenario_agent, simulated
 

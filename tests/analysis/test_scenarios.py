@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot, GpuVerdict
 from gpuwatch.simulate.services import ScenarioServices
-from gpuwatch.snapshot import FleetSnapshot, GpuVerdict
 from gpuwatch.workloads import WorkloadDeclaration
 from tests.conftest import REPO_ROOT, make_agent, scenario_agent, simulated
 

@@ -7,8 +7,8 @@ import pytest
 
 from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.snapshot import GpuIdentity, GpuSample, PodRef, ProcessSample
 from gpuwatch.simulate.cluster import SimulatedCluster
-from gpuwatch.snapshot import GpuIdentity, GpuSample, PodRef, ProcessSample
 from gpuwatch.workloads import WorkloadDeclaration
 from tests.conftest import simulated
 

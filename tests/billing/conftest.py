@@ -26,7 +26,7 @@ import pytest
 from botocore.stub import Stubber
 
 from gpuwatch.billing import BillingCollector, BillingConfig
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 
 FAKE_KEY_ID = "AKIAFAKEKEYID0000001"
 FAKE_SECRET = "fAkEsEcReTkEy/DoNotLeak/0123456789abcdefXY"

@@ -275,7 +275,7 @@ def test_importing_billing_does_not_import_boto3(tmp_path: Path) -> None:
 import sys
 from pathlib import Path
 from gpuwatch.billing import BillingCollector, BillingConfig
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 config = BillingConfig.model_validate({{"static": [{{"host": "*", "usd_per_hour": 8}}]}})
 collector = BillingCollector(config, state_dir=Path({str(tmp_path)!r}), clock=ManualClock(),
     hostname="h", gpu_count=1, gpu_name="NVIDIA L4", catalog_price_usd_per_gpu_hour=0.8)

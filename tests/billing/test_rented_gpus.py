@@ -12,8 +12,8 @@ from prometheus_client.exposition import generate_latest
 
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.billing.aws_pricing import AWS_GPU_FAMILIES, rented_gpu_ids
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.sizing.candidates import RentedGpus
 from tests.analysis.test_scenarios import run_until, verdict

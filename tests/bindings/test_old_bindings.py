@@ -13,11 +13,11 @@ import pynvml
 import pytest
 
 import gpuwatch.nvml
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.nvml.binding import FUNCTIONS, missing_functions
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.snapshot import GpuSample
 from tests.bindings.fetch import VERSIONS, fetch, load
 from tests.support.old_binding import OldBinding
 

@@ -23,8 +23,8 @@ import pytest
 from prometheus_client.exposition import generate_latest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.tokens import TokenSourceConfig
 from tests.agent_process import Samples, fetch, samples

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpuwatch.core.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
-from gpuwatch.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
 from tests.cost.helpers import Gpu
 
 PRICE = GpuPrice(usd_per_hour=3600.0, source="static")  # $1 per second: easy arithmetic

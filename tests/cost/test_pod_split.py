@@ -12,11 +12,9 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
-from gpuwatch.cost.pods import PodLedger, split_gpu_cost
-from gpuwatch.simulate.cluster import SimulatedCluster
-from gpuwatch.snapshot import (
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import (
     Attribution,
     GpuAttribution,
     GpuIdentity,
@@ -25,6 +23,8 @@ from gpuwatch.snapshot import (
     PodRef,
     ProcessSample,
 )
+from gpuwatch.cost.pods import PodLedger, split_gpu_cost
+from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.conftest import simulated
 
 A = PodRef("team-a", "train", "c")

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from gpuwatch.core.snapshot import CostSummary, GpuPrice
 from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.sizing import build_gpu_catalog
-from gpuwatch.snapshot import CostSummary, GpuPrice
 from gpuwatch.tco import RentVsBuyConfig
 from tests.cost.helpers import Fleet
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.cost.ledger import RESOLUTION_SECONDS
 from gpuwatch.simulate import load_scenario
 from gpuwatch.simulate.timeline import Timeline
-from gpuwatch.snapshot import FleetSnapshot
 from tests.conftest import make_agent
 
 STEP = 10.0

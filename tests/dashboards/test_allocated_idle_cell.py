@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.snapshot import IDLE_UNKNOWN_REASONS
+from gpuwatch.core.snapshot import IDLE_UNKNOWN_REASONS
 from tests.conftest import REPO_ROOT, require_binary
 from tests.dashboards.lint import expand
 

@@ -9,8 +9,8 @@ from typing import Any
 from prometheus_client.exposition import generate_latest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import SystemClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.core.clock import SystemClock
 from tests.conftest import require_binary
 
 

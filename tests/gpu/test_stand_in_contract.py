@@ -17,7 +17,7 @@ from typing import Any
 import pynvml
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml
 from gpuwatch.simulate.presets import PRESETS
 from gpuwatch.simulate.scenario import parse_scenario

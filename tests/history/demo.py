@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.simulate.services import ScenarioServices
-from gpuwatch.snapshot import FleetSnapshot
 from tests.conftest import scenario_agent, simulated
 
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from gpuwatch.cli import main
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.schema import MIGRATIONS
 from gpuwatch.history.store import unstorable
-from gpuwatch.snapshot import FleetSnapshot
 from tests.history.demo import HistoryRun, history_config
 
 MONTH = ["--month", "2026-01"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.cli import main
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.history.store import HistoryMissingError
 from gpuwatch.report.local import load
 from gpuwatch.report.model import Period

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.rollup import hour_of
-from gpuwatch.snapshot import FleetSnapshot
 from tests.conftest import scenario_agent, simulated
 from tests.history.demo import HistoryRun, history_config
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gpuwatch.cli import _parser
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.history import HISTORY_FILE
 from gpuwatch.report.command import run_report
 from tests.history.demo import HistoryRun, history_config

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot, TimeWindow
 from gpuwatch.history import HISTORY_FILE
-from gpuwatch.snapshot import FleetSnapshot, TimeWindow
 from tests.history.demo import HistoryRun
 
 SOURCE = "simulated-vllm-gpu3"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.history import HISTORY_FILE, HistoryStore, HistoryStoreError
 from gpuwatch.history.schema import SCHEMA_VERSION
 from tests.history.demo import HistoryRun, history_config

@@ -13,10 +13,10 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot, PodRef
 from gpuwatch.simulate.cluster import SimulatedCluster
-from gpuwatch.snapshot import FleetSnapshot, PodRef
 from tests.conftest import REPO_ROOT, require_binary, simulated
 
 DEMO_TOML = REPO_ROOT / "src" / "gpuwatch" / "simulate" / "scenarios" / "demo.toml"

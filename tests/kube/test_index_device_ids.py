@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot, PodRef
 from gpuwatch.kube.podresources import ContainerAllocation, ContainerDevices, PodAllocation
 from gpuwatch.simulate.cluster import SimulatedCluster, device_id
 from gpuwatch.simulate.stand_in import SimulatedNvml
-from gpuwatch.snapshot import FleetSnapshot, PodRef
 from tests.conftest import scenario_agent, simulated
 
 

@@ -20,9 +20,9 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.collectors.attribution import AttributionCollector
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.kube.podresources import (
     ContainerAllocation,
@@ -52,7 +52,7 @@ POD = PodAllocation(
 CLIENT = """
 import ctypes, json, logging, os, sys
 from pathlib import Path
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.collectors.attribution import AttributionCollector
 from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.kube.config import KubernetesConfig

@@ -23,8 +23,8 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.agent_process import fetch
 from tests.conftest import free_port, require_binary, scenario_agent, simulated

@@ -21,8 +21,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
+from gpuwatch.core.clock import ManualClock
 from tests.history.demo import HistoryRun
 
 START = datetime(2026, 9, 30, 23, 0, tzinfo=UTC)

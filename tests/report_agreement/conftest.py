@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.openmetrics.exposition import generate_latest
 
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.report.model import Period
 from tests.conftest import require_binary
 from tests.history.demo import HistoryRun

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.simulate.device import (
     PROCESS_SAMPLE_BUFFER,

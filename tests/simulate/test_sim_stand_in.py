@@ -8,7 +8,7 @@ import time
 import pynvml
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from tests.simulate.helpers import start
 

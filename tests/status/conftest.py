@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.simulate.services import ScenarioServices

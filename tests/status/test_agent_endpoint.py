@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import FORMAT
 from tests.conftest import scenario_agent, simulated

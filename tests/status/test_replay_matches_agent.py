@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.simulate import SimulatedNvml, load_scenario, stand_in
 from gpuwatch.status.local import replay, replay_step

@@ -6,8 +6,8 @@ import io
 import time
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.status.local import PROGRESS_EVERY_SECONDS, ProgressLine, replay
 

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.export.status_json import FORMAT, encode, status_document
-from gpuwatch.snapshot import (
+from gpuwatch.core.snapshot import (
     DriverInfo,
     FleetSnapshot,
     GpuIdentity,
     GpuSample,
     ProcessSample,
 )
+from gpuwatch.export.status_json import FORMAT, encode, status_document
 from tests.status.conftest import replayed_document
 
 IDENTITY = GpuIdentity(

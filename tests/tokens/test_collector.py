@@ -13,7 +13,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, TokenReading, TokenSourceConfig
 from tests.conftest import require_binary
 from tests.tokens.conftest import PageServer, vllm_page

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, UrllibFetch
 from gpuwatch.tokens.collector import MAX_BODY_BYTES, gunzip
 from tests.tokens.conftest import PageServer, vllm_page

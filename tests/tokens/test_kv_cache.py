@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.simulate.services import ScenarioServices, kv_cache_blocks
 from gpuwatch.simulate.vllm_server import kv_cache_tokens_in_use, vllm_num_gpu_blocks

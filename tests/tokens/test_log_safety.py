@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 
 

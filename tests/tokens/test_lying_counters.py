@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.tokens.config import ServerKind
 from gpuwatch.tokens.plausible import MAX_TOKENS_PER_SECOND_PER_GPU, ceiling

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.tokens.kv import MAX_POOL_TOKENS, KvCacheReading
 from gpuwatch.tokens.parse import ExpositionError

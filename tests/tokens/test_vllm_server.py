@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.clock import ManualClock
+from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.simulate.vllm_server import SimulatedVllmServer, TokenIntegral, activity_rate
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig

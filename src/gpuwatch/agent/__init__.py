@@ -27,8 +27,9 @@ from gpuwatch.agent.periodic import IntervalJob, PeriodicThread
 from gpuwatch.agent.pipeline import Pipeline
 from gpuwatch.agent.wiring import build, build_billing, check_token_source_gpus
 from gpuwatch.billing import BillingCollector, StaticPrice
-from gpuwatch.clock import Clock
 from gpuwatch.config import Config
+from gpuwatch.core.clock import Clock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.serve import metrics_server
@@ -36,7 +37,6 @@ from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted, open_history
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.snapshot import FleetSnapshot
 from gpuwatch.tokens import TokenSourceConfig
 from gpuwatch.tokens.collector import Fetch
 from gpuwatch.workloads import WorkloadDeclaration

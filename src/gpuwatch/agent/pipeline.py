@@ -25,9 +25,7 @@ from gpuwatch.agent.wiring import Parts
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.collectors.base import timed
 from gpuwatch.core.failures import CollectorFailedError
-from gpuwatch.cost.engine import TokenTotals
-from gpuwatch.export.attribution_families import attribution_health_families
-from gpuwatch.snapshot import (
+from gpuwatch.core.snapshot import (
     Attribution,
     CollectorResult,
     CostSummary,
@@ -36,6 +34,8 @@ from gpuwatch.snapshot import (
     GpuSample,
     GpuVerdict,
 )
+from gpuwatch.cost.engine import TokenTotals
+from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.tokens.collector import TokenReading
 
 log = logging.getLogger("gpuwatch.agent")  # its lines are the agent's

@@ -19,15 +19,15 @@ import gpuwatch.alerts as alerting
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
 from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig, StaticPrice
-from gpuwatch.clock import Clock
 from gpuwatch.collectors.nvml import NvmlCollector
 from gpuwatch.collectors.registry import Switches, sources_on
 from gpuwatch.config import Config
+from gpuwatch.core.clock import Clock
+from gpuwatch.core.snapshot import FleetSnapshot, GpuIdentity
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlSampler
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog, build_model_catalog
-from gpuwatch.snapshot import FleetSnapshot, GpuIdentity
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from gpuwatch.tokens.collector import Fetch

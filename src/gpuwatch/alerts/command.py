@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.alerts.messages import build_test_message
-from gpuwatch.clock import SystemClock
+from gpuwatch.core.clock import SystemClock
 from gpuwatch.slack.secret import (
     ENV_WEBHOOK_URL,
     WebhookSecretError,

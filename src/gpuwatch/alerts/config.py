@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuwatch.values import ConfigPath, Text
+from gpuwatch.core.values import ConfigPath, Text
 
 AlertCondition = Literal["idle", "held", "underutilized", "overprovisioned"]
 """A condition worth a Slack message: a waste-analysis state, or overprovisioned."""

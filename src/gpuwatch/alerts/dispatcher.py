@@ -22,8 +22,9 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.alerts.messages import CostHook, GpuCost, build_alert_message, format_utc
 from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.core.health import Outage
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
 from gpuwatch.slack.secret import WebhookUrl
 from gpuwatch.slack.transport import (
@@ -34,7 +35,6 @@ from gpuwatch.slack.transport import (
     describe_answer,
     send_with_retries,
 )
-from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuwatch.alerts.config import SlackConfig
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.slack.secret import resolve_webhook_url
 
 if TYPE_CHECKING:

@@ -20,6 +20,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
+from gpuwatch.core.snapshot import (
+    FleetSnapshot,
+    GpuSample,
+    ProcessSample,
+    need_basis_phrase,
+    recommendation_rule_phrase,
+)
 from gpuwatch.core.text import counted, flatten, shorten, usd
 from gpuwatch.core.units import GIB
 from gpuwatch.slack.mrkdwn import (
@@ -29,13 +36,6 @@ from gpuwatch.slack.mrkdwn import (
     fit_lines,
     name_text,
     plain_name,
-)
-from gpuwatch.snapshot import (
-    FleetSnapshot,
-    GpuSample,
-    ProcessSample,
-    need_basis_phrase,
-    recommendation_rule_phrase,
 )
 
 CostHook = Callable[[FleetSnapshot, str], tuple[float | None, float | None]]

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, GpuVerdict, PodRef
+from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, GpuVerdict, PodRef
 
 EventKind = Literal["new", "changed", "reminder", "resolved"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from gpuwatch.snapshot import GpuSample
+from gpuwatch.core.snapshot import GpuSample
 
 GPM_SM_ACTIVE: Final = "gpm_sm_active"
 KERNEL_BUSY: Final = "kernel_busy"

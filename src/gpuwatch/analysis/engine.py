@@ -28,6 +28,7 @@ from gpuwatch.analysis.activity import activity_of, dram_bandwidth_ratio_of
 from gpuwatch.analysis.measured import MeasuredSample
 from gpuwatch.analysis.rolling import BucketedQuantiles, BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
+from gpuwatch.core.snapshot import GpuSample, GpuVerdict, Recommendation
 from gpuwatch.sizing import (
     GpuCatalog,
     GpuSpec,
@@ -38,7 +39,6 @@ from gpuwatch.sizing import (
     memory_requirement,
 )
 from gpuwatch.sizing.candidates import CandidateRules, RentedGpus
-from gpuwatch.snapshot import GpuSample, GpuVerdict, Recommendation
 from gpuwatch.workloads import WorkloadDeclaration, declared_workload, find_declaration
 
 if TYPE_CHECKING:

@@ -43,10 +43,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.core.health import Outage
+from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.sizing import ModelCatalog, ModelSpec, UnknownModelError, memory_requirement
 from gpuwatch.sizing.hf_config import ConfigJsonError, model_name_for
 from gpuwatch.sizing.models import match_served_model
-from gpuwatch.snapshot import GpuSample
 from gpuwatch.tokens import TokenReading, TokenSourceConfig
 from gpuwatch.workloads import config_json_workload, served_workload
 

@@ -32,7 +32,7 @@ from gpuwatch.billing.quotes import (
     make_quote,
 )
 from gpuwatch.billing.static import static_quote
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.sizing.candidates import RentedGpus
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuwatch.values import Text, check_http_url
+from gpuwatch.core.values import Text, check_http_url
 
 INSTANCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
 """An EC2 instance type such as ``p5.48xlarge`` or ``g6e.xlarge``."""

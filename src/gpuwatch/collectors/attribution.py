@@ -33,9 +33,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuwatch.analysis.activity import activity_of
-from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import timed
+from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
+from gpuwatch.core.snapshot import (
+    Attribution,
+    CollectorResult,
+    GpuAttribution,
+    GpuSample,
+    MigInstanceSample,
+    PodAllocationSample,
+    PodRef,
+    ProcessSample,
+)
 from gpuwatch.kube.cgroup import PodCgroup, parse_cgroup
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.kube.device_ids import DeviceRef, is_gpu_resource, parse_device_id
@@ -46,16 +56,6 @@ from gpuwatch.kube.podresources import (
     PodResourcesClient,
     PodResourcesError,
     failure_reason,
-)
-from gpuwatch.snapshot import (
-    Attribution,
-    CollectorResult,
-    GpuAttribution,
-    GpuSample,
-    MigInstanceSample,
-    PodAllocationSample,
-    PodRef,
-    ProcessSample,
 )
 
 log = logging.getLogger(__name__)

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
-from gpuwatch.snapshot import CollectorResult
+from gpuwatch.core.snapshot import CollectorResult
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 
-from gpuwatch.clock import Clock
 from gpuwatch.collectors.base import timed
+from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
+from gpuwatch.core.snapshot import CollectorResult, GpuSample
 from gpuwatch.nvml import DriverError, NvmlSampler
-from gpuwatch.snapshot import CollectorResult, GpuSample
 
 log = logging.getLogger(__name__)
 

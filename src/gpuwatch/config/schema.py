@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.analysis.config import AnalysisConfig
 from gpuwatch.billing.config import BillingConfig
+from gpuwatch.core.values import ConfigPath, Text, parse_listen_address
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing.config import SizingConfig
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
-from gpuwatch.values import ConfigPath, Text, parse_listen_address
 from gpuwatch.workloads import WorkloadDeclaration
 
 DEFAULT_PORT = 9842

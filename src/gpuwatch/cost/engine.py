@@ -24,11 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuwatch.cost.history import CheckpointHistory
-from gpuwatch.cost.ledger import WINDOWS, CostLedger, tick_cost_usd
-from gpuwatch.cost.pods import PodLedger, split_gpu_cost, unattributed_split
-from gpuwatch.sizing import GpuCatalog
-from gpuwatch.snapshot import (
+from gpuwatch.core.snapshot import (
     TOKEN_KINDS,
     Attribution,
     CostSummary,
@@ -41,6 +37,10 @@ from gpuwatch.snapshot import (
     TokenCostWindow,
     TokenSourceCost,
 )
+from gpuwatch.cost.history import CheckpointHistory
+from gpuwatch.cost.ledger import WINDOWS, CostLedger, tick_cost_usd
+from gpuwatch.cost.pods import PodLedger, split_gpu_cost, unattributed_split
+from gpuwatch.sizing import GpuCatalog
 from gpuwatch.tco import RentVsBuyConfig, model
 
 RENT_VS_BUY_WINDOW = "30d"

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from gpuwatch.analysis.activity import activity_of
-from gpuwatch.snapshot import (
+from gpuwatch.core.snapshot import (
     Attribution,
     GpuAttribution,
     GpuCostSplit,

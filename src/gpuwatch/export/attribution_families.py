@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.snapshot import FleetSnapshot, PodRef
+from gpuwatch.core.snapshot import FleetSnapshot, PodRef
 
 _GPU = ("gpu", "uuid")
 _POD = ("namespace", "pod", "container")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.core.snapshot import FleetSnapshot
 
 GPU_LABELS = ("gpu", "uuid")
 

@@ -39,9 +39,9 @@ from typing import Literal
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, PodRef
 from gpuwatch.core.units import KIB, MIB
 from gpuwatch.cost.pods import container_activity_shares
-from gpuwatch.snapshot import FleetSnapshot, GpuSample, PodRef
 
 DCGM_LABELS = (
     "gpu",

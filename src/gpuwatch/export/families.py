@@ -15,7 +15,7 @@ from prometheus_client.metrics_core import Metric
 
 from gpuwatch import __version__
 from gpuwatch.analysis.activity import activity_source
-from gpuwatch.snapshot import (
+from gpuwatch.core.snapshot import (
     CLOCK_EVENT_REASONS,
     FleetSnapshot,
     GpuSample,

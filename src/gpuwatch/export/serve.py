@@ -7,8 +7,8 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry
 
 from gpuwatch.config import ExporterConfig
+from gpuwatch.core.values import parse_listen_address
 from gpuwatch.export.server import BasicAuth, MetricsServer, Readiness, StatusBody, TlsFiles
-from gpuwatch.values import parse_listen_address
 
 
 def metrics_server(

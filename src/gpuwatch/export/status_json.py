@@ -24,7 +24,7 @@ import json
 import math
 from typing import Any
 
-from gpuwatch.snapshot import FleetSnapshot, GpuSample
+from gpuwatch.core.snapshot import FleetSnapshot, GpuSample
 
 STATUS_PATH = "/status.json"
 FORMAT = "gpuwatch-status/1"

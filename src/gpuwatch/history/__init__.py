@@ -24,7 +24,7 @@ from gpuwatch.core.paths import usable_directory
 
 if TYPE_CHECKING:
     from gpuwatch.analysis.engine import AnalysisEngine
-    from gpuwatch.clock import Clock
+    from gpuwatch.core.clock import Clock
     from gpuwatch.cost.engine import CostEngine
     from gpuwatch.history.rollup import TokenReadingTotals
     from gpuwatch.history.store import (

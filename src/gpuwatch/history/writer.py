@@ -26,7 +26,8 @@ from typing import Any, TypeVar, cast
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history.rollup import Rollup, TokenReadingTotals, hour_of
 from gpuwatch.history.schema import GPU_COLUMNS, POD_COLUMNS, STATE_TABLE_COLUMNS, TOKEN_COLUMNS
 from gpuwatch.history.store import (
@@ -37,7 +38,6 @@ from gpuwatch.history.store import (
     store_error,
     unstorable,
 )
-from gpuwatch.snapshot import FleetSnapshot
 
 log = logging.getLogger(__name__)
 

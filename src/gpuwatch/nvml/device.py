@@ -19,7 +19,8 @@ import logging
 from dataclasses import replace
 from typing import NamedTuple
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
+from gpuwatch.core.snapshot import GpuIdentity, GpuSample
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.nvml.errors import DeviceLostError
@@ -36,7 +37,6 @@ from gpuwatch.nvml.gpm import (
 from gpuwatch.nvml.mig import MigReads
 from gpuwatch.nvml.processes import ProcessReads
 from gpuwatch.nvml.reliability import ReliabilityReads, SlowReadings
-from gpuwatch.snapshot import GpuIdentity, GpuSample
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from gpuwatch.core.snapshot import MigInstanceSample
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.api import Handle
 from gpuwatch.nvml.gpm import (
@@ -17,7 +18,6 @@ from gpuwatch.nvml.gpm import (
     GpmBuffers,
     GpmReads,
 )
-from gpuwatch.snapshot import MigInstanceSample
 
 log = logging.getLogger("gpuwatch.nvml.device")
 

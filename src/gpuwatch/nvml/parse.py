@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwatch.core.snapshot import CLOCK_EVENT_REASONS
 from gpuwatch.core.units import KIB, MIB
-from gpuwatch.snapshot import CLOCK_EVENT_REASONS
 
 
 def decode_clock_event_reasons(mask: int) -> tuple[str, ...]:

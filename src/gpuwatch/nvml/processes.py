@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
+from gpuwatch.core.snapshot import ProcessSample
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.api import Handle, NvmlApi
 from gpuwatch.nvml.calls import DeviceCalls
 from gpuwatch.nvml.errors import NvmlErrorKind, classify
-from gpuwatch.snapshot import ProcessSample
 
 log = logging.getLogger(__name__)
 

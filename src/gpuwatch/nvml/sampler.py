@@ -18,8 +18,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.core.health import Outage, backoff_seconds
+from gpuwatch.core.snapshot import DriverInfo, GpuIdentity, GpuSample
 from gpuwatch.nvml import parse
 from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.nvml.binding import surface
@@ -34,7 +35,6 @@ from gpuwatch.nvml.errors import (
     describe,
 )
 from gpuwatch.nvml.xid import XidCounts, XidWatcher
-from gpuwatch.snapshot import DriverInfo, GpuIdentity, GpuSample
 
 log = logging.getLogger(__name__)
 

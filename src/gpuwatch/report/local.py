@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from gpuwatch.config import Config
+from gpuwatch.core.snapshot import RentVsBuyPosition
 from gpuwatch.core.text import counted
 from gpuwatch.cost.engine import RENT_VS_BUY_WINDOW, rent_vs_buy_position
 from gpuwatch.cost.ledger import WINDOWS
@@ -44,7 +45,6 @@ from gpuwatch.report.model import (
     TokenDay,
 )
 from gpuwatch.sizing import build_gpu_catalog
-from gpuwatch.snapshot import RentVsBuyPosition
 from gpuwatch.tco.model import monthly_delta_usd
 
 RENT_VS_BUY_WINDOW_SECONDS = dict(WINDOWS)[RENT_VS_BUY_WINDOW]

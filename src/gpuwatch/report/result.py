@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
+from gpuwatch.core.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.report.model import (
@@ -17,7 +18,6 @@ from gpuwatch.report.model import (
     Period,
     RentVsBuyGpu,
 )
-from gpuwatch.snapshot import need_basis_phrase, recommendation_rule_phrase
 
 COST_CLASSES = ("idle", "held", "other")
 """The stacks of the cost-per-day chart: idle (idle_cost - held_cost), held, and the

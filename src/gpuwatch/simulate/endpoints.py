@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.clock import ScaledClock
+from gpuwatch.core.clock import ScaledClock
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.tokens import TokenSourceConfig
 

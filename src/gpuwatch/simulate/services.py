@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from gpuwatch.clock import Clock, ScaledClock
+from gpuwatch.core.clock import Clock, ScaledClock
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.simulate.endpoints import endpoints_document, write_endpoints
 from gpuwatch.simulate.stand_in import SimulatedNvml

@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 import pynvml
 
-from gpuwatch.clock import Clock, SystemClock
+from gpuwatch.core.clock import Clock, SystemClock
 from gpuwatch.nvml.api import NvmlApi
 from gpuwatch.simulate.device import (
     PROCESS_SAMPLE_PERIOD_S,

@@ -33,7 +33,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.simulate.device import GpuDevice
 from gpuwatch.simulate.faults import FaultPlan
 from gpuwatch.simulate.stand_in import SimulatedNvml

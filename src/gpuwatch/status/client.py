@@ -20,8 +20,8 @@ from typing import Any
 
 from gpuwatch import __version__
 from gpuwatch.config import ExporterConfig
+from gpuwatch.core.values import parse_listen_address
 from gpuwatch.export.status_json import FORMAT, STATUS_PATH
-from gpuwatch.values import parse_listen_address
 
 AGENT_TIMEOUT_SECONDS = 2.0
 """How long `gpuwatch status` waits for the agent (connect and answer, each)."""

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 from gpuwatch.agent import Agent
-from gpuwatch.clock import ManualClock
-from gpuwatch.snapshot import FleetSnapshot
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.snapshot import FleetSnapshot
 
 GPM_GAP_SECONDS = 0.15
 """Between the two ticks of a one-off sample (GPM needs at least 100 ms)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.clock import Clock
+from gpuwatch.core.clock import Clock
 from gpuwatch.core.health import Outage
 from gpuwatch.tokens.config import TokenSourceConfig, check_unique_names
 from gpuwatch.tokens.counters import GroupedCounter, ResetCorrectedCounter

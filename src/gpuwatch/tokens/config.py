@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuwatch.core.values import Text, check_http_url
 from gpuwatch.tokens.kv import KV_CACHE_NAMES
-from gpuwatch.values import Text, check_http_url
 from gpuwatch.workloads import Precision
 
 ServerKind = Literal["vllm", "sglang", "llamacpp", "tgi", "custom"]
