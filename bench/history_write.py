@@ -33,10 +33,10 @@ from benchlib import format_table
 from gpuwatch.config import AgentConfig, Config, HistoryConfig
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
-from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.rollup import Rollup
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.schema import GPU_COLUMNS
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore
 from gpuwatch.simulate import SimulatedNvml, load_scenario
 
 WRITE_EVERY = 30  # ticks (s) between two writes: history.write_interval_seconds

@@ -11,7 +11,8 @@ from pathlib import Path
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.agent import Agent
-from gpuwatch.alerts import AlertDispatcher, SlackConfig
+from gpuwatch.alerts import SlackConfig
+from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.core.clock import ManualClock
@@ -34,7 +35,7 @@ from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.cost_families import pod_cost_families
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
-from gpuwatch.history import HistoryWriter
+from gpuwatch.history.writer import HistoryWriter
 from gpuwatch.sizing import build_model_catalog
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig

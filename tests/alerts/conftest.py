@@ -22,7 +22,8 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from gpuwatch.alerts import AlertDispatcher, SlackConfig
+from gpuwatch.alerts import SlackConfig
+from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import (
     DriverInfo,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.alerts import AlertDispatcher, SlackConfig
+from gpuwatch.alerts import SlackConfig
+from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.alerts.policy import AlertMemory, decide
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot

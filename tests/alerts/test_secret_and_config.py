@@ -11,13 +11,13 @@ from pydantic import ValidationError
 
 from gpuwatch.alerts import (
     ENV_WEBHOOK_URL,
-    AlertDispatcher,
     AlertsConfig,
     SlackConfig,
     WebhookSecretError,
     build_dispatcher,
     resolve_webhook_url,
 )
+from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.slack.secret import WebhookUrl
 from tests.alerts.conftest import SECRET_TOKEN

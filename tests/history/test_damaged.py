@@ -21,9 +21,8 @@ import pytest
 from gpuwatch.cli import main
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
-from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.schema import MIGRATIONS
-from gpuwatch.history.store import unstorable
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore, unstorable
 from tests.history.demo import HistoryRun, history_config
 
 MONTH = ["--month", "2026-01"]
@@ -390,7 +389,7 @@ class Failing(sqlite3.Connection):
 def test_any_exception_puts_the_rows_back_and_history_up_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from gpuwatch.history import open_history
+    from gpuwatch.history.opening import open_history
 
     clock = ManualClock()
     run = HistoryRun(tmp_path, clock)

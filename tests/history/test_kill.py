@@ -8,7 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from gpuwatch.history import HISTORY_FILE
+from gpuwatch.history.store import HISTORY_FILE
 from tests.agent_process import start_agent
 from tests.conftest import free_port
 

@@ -11,8 +11,8 @@ import pytest
 
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
-from gpuwatch.history import HISTORY_FILE, HistoryStore
 from gpuwatch.history.rollup import hour_of
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore
 from tests.conftest import scenario_agent, simulated
 from tests.history.demo import HistoryRun, history_config
 

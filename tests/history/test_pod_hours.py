@@ -13,7 +13,7 @@ import pytest
 
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
-from gpuwatch.history import HISTORY_FILE, HistoryStore
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore
 from gpuwatch.report.build import build_report
 from gpuwatch.report.command import write_files
 from gpuwatch.report.csv_format import render_pods_csv

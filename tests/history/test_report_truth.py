@@ -20,7 +20,7 @@ import pytest
 
 from gpuwatch.cli import _parser
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.history import HISTORY_FILE
+from gpuwatch.history.store import HISTORY_FILE
 from gpuwatch.report.command import run_report
 from tests.history.demo import HistoryRun, history_config
 

@@ -9,7 +9,7 @@ import pytest
 
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot, TimeWindow
-from gpuwatch.history import HISTORY_FILE
+from gpuwatch.history.store import HISTORY_FILE
 from tests.history.demo import HistoryRun
 
 SOURCE = "simulated-vllm-gpu3"

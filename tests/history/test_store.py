@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.history import HISTORY_FILE, HistoryStore, HistoryStoreError
 from gpuwatch.history.schema import SCHEMA_VERSION
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore, HistoryStoreError
 from tests.history.demo import HistoryRun, history_config
 
 V1_FILE = """
@@ -151,7 +151,7 @@ class FullDisk:
 def test_a_full_disk_is_one_line_and_a_metric_and_the_hours_come_later(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from gpuwatch.history import open_history
+    from gpuwatch.history.opening import open_history
 
     clock = ManualClock()
     run = HistoryRun(tmp_path, clock)  # opens its own writer; replace it by a full one

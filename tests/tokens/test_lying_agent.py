@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.history import HISTORY_FILE
+from gpuwatch.history.store import HISTORY_FILE
 from tests.agent_process import fetch, samples, start_agent
 from tests.conftest import free_port
 from tests.tokens.conftest import PageServer, vllm_page

@@ -35,7 +35,7 @@ from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.serve import metrics_server
 from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
-from gpuwatch.history import history_wanted, open_history
+from gpuwatch.history import history_wanted
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.tokens import TokenSourceConfig
 from gpuwatch.tokens.collector import Fetch
@@ -44,7 +44,7 @@ from gpuwatch.workloads import WorkloadDeclaration
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from gpuwatch.history import HistoryWriter
+    from gpuwatch.history.writer import HistoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,9 @@ class Agent:
         if why_not is not None:
             log.info("history is off: %s", why_not)
             return False
-        from gpuwatch.history import HistoryStoreError  # noqa: PLC0415 - sqlite3 only when on
+        # lazy: sqlite3 and the history's store, restore and writer only when it is on
+        from gpuwatch.history.opening import open_history  # noqa: PLC0415
+        from gpuwatch.history.store import HistoryStoreError  # noqa: PLC0415
 
         try:
             self.history = open_history(self.config, self.clock, self.analysis, self.cost)
@@ -247,6 +249,7 @@ class Agent:
             job.start()
         self._jobs = jobs
         if self.config.report.enabled:  # a cron job: APScheduler, imported for it alone
+            # lazy: APScheduler only for [report]'s monthly cron job
             from apscheduler.schedulers.background import BackgroundScheduler  # noqa: PLC0415
 
             scheduler = BackgroundScheduler(daemon=True)
@@ -265,6 +268,7 @@ class Agent:
 
     def _schedule_report(self, scheduler: BackgroundScheduler) -> None:
         """The previous month's local report on the 1st (wall-clock UTC, [report])."""
+        # lazy: gpuwatch.report only when [report] is on (tests/test_plain_imports.py)
         from gpuwatch.report.scheduled import report_trigger, write_previous_month  # noqa: PLC0415
 
         def monthly_report() -> None:

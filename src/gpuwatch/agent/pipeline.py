@@ -36,6 +36,7 @@ from gpuwatch.core.snapshot import (
 )
 from gpuwatch.cost.engine import TokenTotals
 from gpuwatch.export.attribution_families import attribution_health_families
+from gpuwatch.history.rollup import TokenReadingTotals
 from gpuwatch.tokens.collector import TokenReading
 
 log = logging.getLogger("gpuwatch.agent")  # its lines are the agent's
@@ -210,8 +211,6 @@ class Pipeline:
     def _offer_history(self, tick: Tick) -> None:
         history = self.parts.history
         if history is not None and tick.snapshot is not None:
-            from gpuwatch.history.rollup import TokenReadingTotals  # noqa: PLC0415 - history on
-
             readings = [
                 TokenReadingTotals(r.source, r.prompt_tokens_total, r.generation_tokens_total)
                 for r in tick.readings
@@ -234,13 +233,15 @@ class Pipeline:
         if parts.alerts is not None:
             yield from parts.alerts.families()
         elif parts.alerts_broken:
+            # lazy: the dispatcher (and its SQLite outbox) only when Slack alerting is on
             from gpuwatch.alerts.dispatcher import outbox_up_family  # noqa: PLC0415
 
             yield outbox_up_family(False)
         if parts.history is not None:
             yield from parts.history.families()
         elif parts.history_broken:
-            from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415 - sqlite3
+            # lazy: the writer imports sqlite3 (the store); only for a history that broke
+            from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415
 
             yield from HistoryWriter.down_families()
         reason = "disabled" if parts.attribution is None else parts.attribution.reason

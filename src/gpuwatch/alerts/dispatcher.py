@@ -25,7 +25,8 @@ from gpuwatch.alerts.policy import AlertEvent, AlertMemory, decide
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.health import Outage
 from gpuwatch.core.snapshot import FleetSnapshot
-from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox, OutboxError, PendingMessage
+from gpuwatch.slack.errors import OutboxError
+from gpuwatch.slack.outbox import OUTBOX_FILE, Outbox, PendingMessage
 from gpuwatch.slack.secret import WebhookUrl
 from gpuwatch.slack.transport import (
     RetryPolicy,

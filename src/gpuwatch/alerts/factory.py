@@ -39,7 +39,8 @@ def build_dispatcher(
     url = resolve_webhook_url(config, environ)
     if url is None:
         return None
-    from gpuwatch.alerts.dispatcher import AlertDispatcher  # noqa: PLC0415 - only when on
+    # lazy: the dispatcher and its SQLite outbox only when a webhook is configured
+    from gpuwatch.alerts.dispatcher import AlertDispatcher  # noqa: PLC0415
 
     return AlertDispatcher(config, url, state_dir, clock, hostname, costs=costs)
 

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpuwatch.slack.errors import OutboxError
+
 log = logging.getLogger("gpuwatch.slack.outbox")  # the name its log lines always carried
 
 
@@ -73,10 +75,6 @@ CREATE TABLE IF NOT EXISTS meta (
     value REAL NOT NULL
 );
 """
-
-
-class OutboxError(Exception):
-    """The outbox database cannot be opened or used; the message says where and why."""
 
 
 class _CorruptError(Exception):
