@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.kube.podresources import (
-    MESSAGES,
     ContainerAllocation,
     ContainerDevices,
     PodAllocation,
@@ -20,6 +19,7 @@ from gpuwatch.kube.podresources import (
     decode_allocatable,
     decode_list,
     failure_reason,
+    message_classes,
 )
 
 
@@ -43,7 +43,7 @@ UNKNOWN = TOPOLOGY + VARINT + FIXED64 + FIXED32
 
 
 def _encoded_list() -> bytes:
-    messages = MESSAGES
+    messages = message_classes()
     devices = messages["ContainerDevices"](
         resource_name="nvidia.com/gpu", device_ids=["GPU-a", "GPU-b::1"]
     )
@@ -88,7 +88,7 @@ def test_fields_outside_the_subset_are_skipped() -> None:
     )
     assert decode_list(data) == expected
     # protobuf reads the same bytes to the same values
-    reply = MESSAGES["ListPodResourcesResponse"].FromString(data)
+    reply = message_classes()["ListPodResourcesResponse"].FromString(data)
     assert reply.pod_resources[0].containers[0].devices[0].device_ids == ["GPU-a"]
 
 
@@ -107,10 +107,14 @@ def test_the_kubelets_own_extra_fields_are_skipped() -> None:
 
 
 def test_allocatable_decodes_as_protobuf_does() -> None:
-    reply = MESSAGES["AllocatableResourcesResponse"](
+    reply = message_classes()["AllocatableResourcesResponse"](
         devices=[
-            MESSAGES["ContainerDevices"](resource_name="nvidia.com/gpu", device_ids=["GPU-a"]),
-            MESSAGES["ContainerDevices"](resource_name="nvidia.com/mig-1g.10gb", device_ids=[]),
+            message_classes()["ContainerDevices"](
+                resource_name="nvidia.com/gpu", device_ids=["GPU-a"]
+            ),
+            message_classes()["ContainerDevices"](
+                resource_name="nvidia.com/mig-1g.10gb", device_ids=[]
+            ),
         ]
     )
     assert decode_allocatable(reply.SerializeToString() + UNKNOWN) == (

@@ -146,6 +146,8 @@ class Agent:
             return False
         # lazy: sqlite3 and the history's store, restore and writer only when it is on
         from gpuwatch.history.opening import open_history  # noqa: PLC0415
+
+        # lazy: its error class comes with the store (sqlite3), only when the history is on
         from gpuwatch.history.store import HistoryStoreError  # noqa: PLC0415
 
         try:

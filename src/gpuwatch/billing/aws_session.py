@@ -24,6 +24,7 @@ READ_TIMEOUT_FACTOR = 4.0
 
 def default_session() -> Any:
     """A boto3 session with the usual credential chain (env, files, instance role)."""
+    # lazy: boto3 only where an AWS price tier is configured (the agent's memory)
     import boto3  # type: ignore[import-untyped,unused-ignore]  # noqa: TID251, PLC0415
 
     return boto3.session.Session()
@@ -31,6 +32,7 @@ def default_session() -> Any:
 
 def client_config(*, timeout_seconds: float, retry_mode: str, max_attempts: int) -> Any:
     """A botocore `Config`: connect timeout `timeout_seconds`, read timeout x4, retries."""
+    # lazy: botocore only where an AWS price tier is configured
     from botocore import config  # type: ignore[import-untyped,unused-ignore]  # noqa: TID251, PLC0415
 
     return config.Config(
@@ -61,6 +63,7 @@ def call_aws(
     `answered` runs when AWS answered (a response or an error response), i.e. when the
     request counts as made; not when it never left (no credentials, no network).
     """
+    # lazy: botocore only where an AWS price tier is configured
     from botocore import exceptions as aws  # type: ignore[import-untyped,unused-ignore]  # noqa: TID251, PLC0415
 
     try:

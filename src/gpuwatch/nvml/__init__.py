@@ -23,7 +23,8 @@ from gpuwatch.nvml.sampler import NvmlSampler
 
 def load_nvml() -> NvmlApi:
     """The real NVML binding (`nvidia-ml-py`, imported as `pynvml`)."""
-    import pynvml  # noqa: PLC0415 - imported only when the real GPU path is taken
+    # lazy: the real driver binding only when no stand-in is injected (simulate, tests)
+    import pynvml  # noqa: PLC0415
 
     return cast("NvmlApi", pynvml)  # the binding ships no types: the one cast
 

@@ -37,6 +37,7 @@ def check_renderer() -> Any:
     try:
         with warnings.catch_warnings():  # "HarfBuzz-Subset will be required" on old hosts
             warnings.simplefilter("ignore", DeprecationWarning)
+            # lazy: weasyprint (optional, heavy) only for the PDF format
             import weasyprint  # noqa: PLC0415
     except ImportError as exc:
         raise PdfRendererMissingError(f"{_install_hint()} ({exc})") from None

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from apscheduler.triggers.cron import CronTrigger
+
 from gpuwatch.config import Config, ReportConfig
 from gpuwatch.report.command import (
     DataLoader,
@@ -26,14 +28,13 @@ from gpuwatch.report.command import (
     produce,
 )
 from gpuwatch.report.period import month_before, month_period, previous_month
+from gpuwatch.slack.secret import resolve_webhook_url
 
 log = logging.getLogger(__name__)
 
 
 def report_trigger(config: ReportConfig) -> Any:
     """The cron trigger: the 1st of every month at hour_utc:minute UTC."""
-    from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
-
     return CronTrigger(day=1, hour=config.hour_utc, minute=config.minute, timezone=UTC)
 
 
@@ -79,8 +80,10 @@ def write_previous_month(
 def _send(
     outcome: Outcome, config: Config, environ: Mapping[str, str], sleep: Callable[[float], object]
 ) -> None:
+    # lazy: the Slack summary's renderer only with [report] slack = true
     from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
-    from gpuwatch.slack.secret import resolve_webhook_url  # noqa: PLC0415
+
+    # lazy: the summary's outbox (sqlite3) only with [report] slack = true
     from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
 
     try:

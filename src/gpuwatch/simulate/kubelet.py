@@ -22,9 +22,9 @@ import grpc
 from gpuwatch.kube.podresources import (
     ALLOCATABLE_METHOD,
     LIST_METHOD,
-    MESSAGES,
     ContainerDevices,
     PodAllocation,
+    message_classes,
 )
 
 
@@ -34,7 +34,7 @@ def _devices(devices: Sequence[ContainerDevices]) -> list[dict[str, Any]]:
 
 def encode_list(pods: Sequence[PodAllocation]) -> bytes:
     """`pods` as a serialised `ListPodResourcesResponse`."""
-    reply = MESSAGES["ListPodResourcesResponse"](
+    reply = message_classes()["ListPodResourcesResponse"](
         pod_resources=[
             {
                 "name": pod.name,
@@ -52,7 +52,7 @@ def encode_list(pods: Sequence[PodAllocation]) -> bytes:
 
 def encode_allocatable(devices: Sequence[ContainerDevices]) -> bytes:
     """`devices` as a serialised `AllocatableResourcesResponse`."""
-    reply = MESSAGES["AllocatableResourcesResponse"](devices=_devices(devices))
+    reply = message_classes()["AllocatableResourcesResponse"](devices=_devices(devices))
     data: bytes = reply.SerializeToString()
     return data
 

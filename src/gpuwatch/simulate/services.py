@@ -25,16 +25,18 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from gpuwatch.analysis.measured import served_model
 from gpuwatch.core.clock import Clock, ScaledClock
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.simulate.endpoints import endpoints_document, write_endpoints
+from gpuwatch.simulate.scenario import ScenarioError, SimulatedTokenServer, load_scenario
 from gpuwatch.simulate.stand_in import SimulatedNvml
+from gpuwatch.simulate.vllm_server import SimulatedVllmServer, activity_rate, vllm_num_gpu_blocks
+from gpuwatch.sizing import build_model_catalog, match_served_model
 from gpuwatch.tokens import TokenSourceConfig
 
 if TYPE_CHECKING:
     from gpuwatch.simulate.cluster import SimulatedCluster
-    from gpuwatch.simulate.scenario import SimulatedTokenServer
-    from gpuwatch.simulate.vllm_server import SimulatedVllmServer
 
 
 class ScenarioServices:
@@ -46,12 +48,7 @@ class ScenarioServices:
         self.scenario_start = start_time
         self._entries = nv.scenario.token_servers
         self._servers: list[SimulatedVllmServer] = []
-        if self._entries:  # the HTTP server's code only for a scenario with token servers
-            from gpuwatch.simulate.vllm_server import (  # noqa: PLC0415
-                SimulatedVllmServer,
-                activity_rate,
-            )
-
+        if self._entries:
             self._servers = [
                 SimulatedVllmServer(
                     clock,
@@ -71,7 +68,8 @@ class ScenarioServices:
                 for entry in self._entries
             ]
         self.cluster: SimulatedCluster | None = None
-        if cluster and nv.scenario.pods:  # grpc and protobuf only for a scenario with a kubelet
+        if cluster and nv.scenario.pods:
+            # lazy: grpc and protobuf only for a scenario with a kubelet
             from gpuwatch.simulate.cluster import SimulatedCluster  # noqa: PLC0415
 
             self.cluster = SimulatedCluster(nv)
@@ -124,10 +122,6 @@ def kv_cache_blocks(nv: SimulatedNvml, entry: SimulatedTokenServer) -> int | Non
     (`vllm_num_gpu_blocks`): the GPU's memory as CUDA sees it, the weights and KV bytes
     per token of the model its name matches in the sizing catalog (bf16 unless the name
     says a layout); None when the catalog does not know the model."""
-    from gpuwatch.analysis.measured import served_model  # noqa: PLC0415
-    from gpuwatch.simulate.vllm_server import vllm_num_gpu_blocks  # noqa: PLC0415
-    from gpuwatch.sizing import build_model_catalog, match_served_model  # noqa: PLC0415
-
     match = match_served_model(entry.model_name, build_model_catalog())
     if match.model is None:
         return None
@@ -160,9 +154,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.speed > 0:
         parser.error("--speed must be positive")
-    from gpuwatch.simulate import SimulatedNvml, load_scenario  # noqa: PLC0415
-    from gpuwatch.simulate.scenario import ScenarioError  # noqa: PLC0415
-
     try:
         scenario = load_scenario(args.scenario)
     except ScenarioError as exc:

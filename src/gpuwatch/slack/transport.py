@@ -114,7 +114,8 @@ class WebhookTransport:
 
     def _webhook_client(self) -> WebhookClient:
         if self._client is None:
-            from slack_sdk.webhook import WebhookClient  # noqa: PLC0415, TID251 - only when Slack is on
+            # lazy: slack_sdk only when a message is sent
+            from slack_sdk.webhook import WebhookClient  # noqa: PLC0415, TID251
 
             self._client = WebhookClient(
                 self._url.reveal(),

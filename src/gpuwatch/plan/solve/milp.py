@@ -42,7 +42,8 @@ class SolverMissingError(ImportError):
 
 def import_highspy() -> Any:
     try:
-        import highspy  # noqa: PLC0415 - optional dependency, loaded when a plan is made
+        # lazy: highspy is the optional `plan` extra, loaded when a plan is made
+        import highspy  # noqa: PLC0415
     except ImportError as exc:
         raise SolverMissingError(
             f"gpuwatch plan needs the HiGHS solver (highspy): {install_hint('plan')}"
