@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from gpuwatch.alerts.messages import plain_name as slack_plain_name
 from gpuwatch.billing.health import SourceHealth
 from gpuwatch.commands import tco as tco_command
 from gpuwatch.core import health, text, units
@@ -11,6 +10,7 @@ from gpuwatch.core.text import MAX_NAME_CHARS, html_escape, md_escape, plain_nam
 from gpuwatch.plan import render as plan_render
 from gpuwatch.report import html as report_html
 from gpuwatch.report import markdown as report_markdown
+from gpuwatch.slack.mrkdwn import header_text as slack_plain_name
 from gpuwatch.status import table
 
 
@@ -42,8 +42,8 @@ def test_markdown_escapes_hash_in_report_and_plan_alike() -> None:
     name = "# team*_`[x]|~\\ <b>&"
     want = "\\# team\\*\\_\\`\\[x\\]\\|\\~\\\\ &lt;b&gt;&amp;"
     assert md_escape(name) == want
-    assert report_markdown._md(name) == want
-    assert plan_render._md(name) == want
+    assert report_markdown.md_escape(name) == want
+    assert plan_render.md_escape(name) == want
     assert md_escape("a\nb") == "a\\\\nb"  # one line: the escape's backslash is escaped
 
 

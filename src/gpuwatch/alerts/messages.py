@@ -34,8 +34,8 @@ from gpuwatch.slack.mrkdwn import (
     clip_text,
     escape,
     fit_lines,
+    header_text,
     name_text,
-    plain_name,
 )
 
 CostHook = Callable[[FleetSnapshot, str], tuple[float | None, float | None]]
@@ -244,7 +244,7 @@ def build_alert_message(
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": plain_name(header, HEADER_MAX_CHARS)},
+            "text": {"type": "plain_text", "text": header_text(header, HEADER_MAX_CHARS)},
         },
         {
             "type": "section",

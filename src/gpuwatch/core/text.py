@@ -7,7 +7,8 @@ A bottom module: it imports nothing of gpuwatch.
 - money: `usd` (`$1,234.56`, `-$1.50`, `n/a` when absent);
 - a name on one line for a terminal or plain text: `plain_name` (`flatten`, then cut to
   `MAX_NAME_CHARS` with a visible "…", `shorten`);
-- Markdown: `md_escape`; HTML: `html_escape` (each after `plain_name` for a name).
+- Markdown: `md_escape`, a name `md_name`; HTML: `html_escape`, a name `html_name`
+  (`plain_name`, then escaped).
   Slack mrkdwn escaping lives with the Slack transport.
 """
 
@@ -25,7 +26,9 @@ __all__ = [
     "duration_adjective",
     "flatten",
     "html_escape",
+    "html_name",
     "md_escape",
+    "md_name",
     "plain_name",
     "shorten",
     "usd",
@@ -93,10 +96,20 @@ def md_escape(text: str) -> str:
     return "".join(out)
 
 
+def md_name(text: str) -> str:
+    """A name as Markdown: capped with "…" (`plain_name`), then escaped (`md_escape`)."""
+    return md_escape(plain_name(text))
+
+
 def html_escape(text: str) -> str:
     """Text as HTML element text or an attribute value, quotes included. Never cut and
     not flattened: for a name, `html_escape(plain_name(name))`."""
     return html.escape(text, quote=True)
+
+
+def html_name(text: str) -> str:
+    """A name as HTML: capped with "…" (`plain_name`), then escaped (`html_escape`)."""
+    return html_escape(plain_name(text))
 
 
 def with_article(name: str) -> str:

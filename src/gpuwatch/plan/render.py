@@ -23,7 +23,9 @@ from gpuwatch.core.text import (
     duration_adjective,
     flatten,
     html_escape,
+    html_name,
     md_escape,
+    md_name,
 )
 from gpuwatch.core.text import plain_name as _name
 from gpuwatch.core.text import usd as _usd
@@ -161,33 +163,24 @@ def render_text(report: PlanReport) -> str:
     return "\n".join(out) + "\n"
 
 
-_md = md_escape
-"""Our own text as Markdown: on one line, every special character escaped, never cut."""
-
-
-def _md_name(text: str) -> str:
-    """A name as Markdown: capped with "…" (`plain_name`), then escaped."""
-    return _md(_name(text))
-
-
 def markdown_lines(report: PlanReport, level: int = 1) -> list[str]:
     """The plan as Markdown lines (`level`: the heading level, 2 inside the report)."""
     h = "#" * level
     out = [f"{h} What the fleet should be", ""]
-    out += [f"{_md(stands_on(report))} Source: {_md_name(report.source)}", ""]
+    out += [f"{md_escape(stands_on(report))} Source: {md_name(report.source)}", ""]
     out += [f"- **{label}:** {figure}" for label, figure in headline(report)]
     out += ["", f"{h}# Moves", ""]
     for move in report.moves:
-        names = " + ".join(_md_name(n) for n in move.names)
+        names = " + ".join(md_name(n) for n in move.names)
         saved = "" if move.kind == "keep" else f" (saves {_usd(move.savings_usd_per_month)}/month)"
         out.append(f"- {names}: {move.action.replace('->', '→')}{saved}")
     out += ["", f"{h}# Workloads", ""]
     out.append("| " + " | ".join(UNIT_HEADERS) + " |")
     out.append("|" + "|".join(" --- " for _ in UNIT_HEADERS) + "|")
     for label, *cells in _unit_rows(report):
-        out.append("| " + " | ".join([_md_name(label), *(_md(c) for c in cells)]) + " |")
+        out.append("| " + " | ".join([md_name(label), *(md_escape(c) for c in cells)]) + " |")
     out += ["", f"{h}# Assumptions", ""]
-    out += [f"- {_md(line)}" for line in assumptions(report)]
+    out += [f"- {md_escape(line)}" for line in assumptions(report)]
     return out
 
 
@@ -201,24 +194,19 @@ def _e(text: str) -> str:
     return html_escape(flatten(text))
 
 
-def _e_name(text: str) -> str:
-    """A name as HTML: capped with "…" (`plain_name`), then escaped."""
-    return html_escape(_name(text))
-
-
 def html_section(report: PlanReport) -> str:
     """The plan as an HTML section (the report embeds it)."""
     parts = [
         "<section class='plan'><h2>What the fleet should be</h2>",
         f"<p class='meta'>{_e(stands_on(report))} "
-        f"Source: <code>{_e_name(report.source)}</code></p>",
+        f"Source: <code>{html_name(report.source)}</code></p>",
         "<dl>",
     ]
     for label, figure in headline(report):
         parts.append(f"<dt>{_e(label)}</dt><dd>{_e(figure)}</dd>")
     parts.append("</dl><h3>Moves</h3><ul>")
     for move in report.moves:
-        names = " + ".join(f"<code>{_e_name(n)}</code>" for n in move.names)
+        names = " + ".join(f"<code>{html_name(n)}</code>" for n in move.names)
         saved = (
             "" if move.kind == "keep" else f" (saves {_e(_usd(move.savings_usd_per_month))}/month)"
         )
@@ -227,7 +215,7 @@ def html_section(report: PlanReport) -> str:
     parts += [f"<th>{_e(h)}</th>" for h in UNIT_HEADERS]
     parts.append("</tr></thead><tbody>")
     for label, *cells in _unit_rows(report):
-        tds = [f"<td>{_e_name(label)}</td>", *(f"<td>{_e(c)}</td>" for c in cells)]
+        tds = [f"<td>{html_name(label)}</td>", *(f"<td>{_e(c)}</td>" for c in cells)]
         parts.append("<tr>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table><h3>Assumptions</h3><ul>")
     parts += [f"<li>{_e(line)}</li>" for line in assumptions(report)]

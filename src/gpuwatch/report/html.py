@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from gpuwatch.core.text import counted, html_escape
+from gpuwatch.core.text import counted, html_escape, html_name
 from gpuwatch.plan.render import html_section
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
@@ -72,10 +72,6 @@ def _e(text: object) -> str:
     return html_escape(str(text))
 
 
-def _name(text: str) -> str:
-    return _e(f.plain_name(text))
-
-
 _UNIT = re.compile(r"(\d) (%|h|points|years|W)(?!\w)")
 _SIGNED_USD = re.compile(r"[+-]\$[\d,]+(?:\.\d+)?")
 
@@ -123,8 +119,8 @@ def _shared(table: tables.Table, short: Mapping[str, str] | None = None) -> str:
 
     def cell(i: int, c: str) -> str:
         if short is not None and i == uuid_column and c in short:
-            return f'<span title="{_name(c)}">{_name(short[c])}</span>'
-        return _name(c) if isinstance(c, tables.Name) else _figure(c)
+            return f'<span title="{html_name(c)}">{html_name(short[c])}</span>'
+        return html_name(c) if isinstance(c, tables.Name) else _figure(c)
 
     return _table(
         table.headers,

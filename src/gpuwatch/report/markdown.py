@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gpuwatch.core.text import counted, md_escape
+from gpuwatch.core.text import counted, md_escape, md_name
 from gpuwatch.plan.render import markdown_lines
 from gpuwatch.report import figures as f
 from gpuwatch.report import tables
@@ -30,20 +30,10 @@ from gpuwatch.report.result import (
 )
 
 
-def _md(text: object) -> str:
-    """Escape a text for Markdown inline content and table cells (`md_escape`: `#`
-    escaped too, as in the plan section of the same report)."""
-    return md_escape(str(text))
-
-
 def _prose(text: str) -> str:
     """Our own sentences (the method's meanings) as Markdown: written as they are, since
     they hold no Markdown syntax (a test keeps it so); only `<` and `&` are entities."""
     return f.plain_text(text).replace("&", "&amp;").replace("<", "&lt;")
-
-
-def _name(text: str) -> str:
-    return _md(f.plain_name(text))
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -57,19 +47,22 @@ def _shared(table: tables.Table) -> list[str]:
     """A table of `tables`: names escaped as data, the other cells as text."""
     return _table(
         table.headers,
-        ([_name(c) if isinstance(c, tables.Name) else _md(c) for c in row] for row in table.rows),
+        (
+            [md_name(c) if isinstance(c, tables.Name) else md_escape(c) for c in row]
+            for row in table.rows
+        ),
     )
 
 
 def render_markdown(report: Report, generated: str = "") -> str:
     """The whole report as Markdown text."""
-    out = [f"# GPU cost report {_name(report.period.label)}", ""]
-    out.append(f"Period: {_md(f.period_text(report.period))}  ")
-    out.append(f"Source: {_md(report.source)}" + ("  " if generated else ""))
+    out = [f"# GPU cost report {md_name(report.period.label)}", ""]
+    out.append(f"Period: {md_escape(f.period_text(report.period))}  ")
+    out.append(f"Source: {md_escape(report.source)}" + ("  " if generated else ""))
     if generated:
-        out.append(f"Generated: {_md(generated)}")
+        out.append(f"Generated: {md_escape(generated)}")
     out += ["", "## Key figures", ""]
-    out += _table(["figure", "value"], ([_md(k), _md(v)] for k, v in f.kpis(report)))
+    out += _table(["figure", "value"], ([md_escape(k), md_escape(v)] for k, v in f.kpis(report)))
 
     out += ["", "## Cost per day", ""]
     if report.days:
@@ -77,11 +70,11 @@ def render_markdown(report: Report, generated: str = "") -> str:
             ["day", "idle", "held", "busy, unknown, unsettled", "total"],
             (
                 [
-                    _md(d.day.isoformat()),
-                    _md(f.usd(d.cost_by_class_usd["idle"])),
-                    _md(f.usd(d.cost_by_class_usd["held"])),
-                    _md(f.usd(d.cost_by_class_usd["other"])),
-                    _md(f.usd(d.totals.cost_usd)),
+                    md_escape(d.day.isoformat()),
+                    md_escape(f.usd(d.cost_by_class_usd["idle"])),
+                    md_escape(f.usd(d.cost_by_class_usd["held"])),
+                    md_escape(f.usd(d.cost_by_class_usd["other"])),
+                    md_escape(f.usd(d.totals.cost_usd)),
                 ]
                 for d in report.days
             ),
@@ -96,21 +89,26 @@ def render_markdown(report: Report, generated: str = "") -> str:
         out.append(tables.no_waste_text(report))
 
     if report.changes:
-        out += ["", f"## Change from {_name(report.previous_label or '')}", ""]
+        out += ["", f"## Change from {md_name(report.previous_label or '')}", ""]
         rows = []
         for c in report.changes:
             if c.unit == "ratio":
                 delta = f.ABSENT if c.delta is None else f"{c.delta * 100:+.1f} points"
                 rows.append(
-                    [_md(c.name), _md(f.percent(c.previous)), _md(f.percent(c.current)), _md(delta)]
+                    [
+                        md_escape(c.name),
+                        md_escape(f.percent(c.previous)),
+                        md_escape(f.percent(c.current)),
+                        md_escape(delta),
+                    ]
                 )
             else:
                 rows.append(
                     [
-                        _md(c.name),
-                        _md(f.usd(c.previous)),
-                        _md(f.usd(c.current)),
-                        _md(f"{f.signed_usd(c.delta)} ({f.signed_percent(c.relative)})"),
+                        md_escape(c.name),
+                        md_escape(f.usd(c.previous)),
+                        md_escape(f.usd(c.current)),
+                        md_escape(f"{f.signed_usd(c.delta)} ({f.signed_percent(c.relative)})"),
                     ]
                 )
         out += _table(["figure", "previous", "this period", "change"], rows)
@@ -145,18 +143,18 @@ def render_markdown(report: Report, generated: str = "") -> str:
         "",
         "## Method",
         "",
-        f"- Price sources: {_md(sources or f.ABSENT)}; the whole instance price is charged "
+        f"- Price sources: {md_escape(sources or f.ABSENT)}; the whole instance price is charged "
         "to its GPUs.",
         f"- Idle and held: {_prose(IDLE_MEANING)} ([docs/analysis.md]({IDLE_MEANING_LINK}))",
         "- Busy-weighted utilization = busy ÷ (busy + idle + held) seconds. "
         f"{_prose(TOKENS_MEANING)} {_prose(SAVINGS_MEANING)}",
         f"- Idle cost and unused share: {_prose(UNUSED_SHARE_MEANING)}",
-        f"- Coverage: {_md(f.hours(report.observed_gpu_seconds))} observed of "
-        f"{_md(f.hours(report.expected_gpu_seconds))} expected GPU-hours "
-        f"({_md(f.percent(report.coverage_ratio))}).",
+        f"- Coverage: {md_escape(f.hours(report.observed_gpu_seconds))} observed of "
+        f"{md_escape(f.hours(report.expected_gpu_seconds))} expected GPU-hours "
+        f"({md_escape(f.percent(report.coverage_ratio))}).",
         "",
         "## Gaps and notes",
         "",
     ]
-    out += [f"- {_md(n)}" for n in report.notes] or ["None."]
+    out += [f"- {md_escape(n)}" for n in report.notes] or ["None."]
     return "\n".join(out) + "\n"

@@ -19,8 +19,8 @@ from gpuwatch.slack.mrkdwn import (
     clip_text,
     escape,
     fit_lines,
+    header_text,
     name_text,
-    plain_name,
 )
 
 SLACK_WASTE_ITEMS = 5
@@ -69,7 +69,7 @@ def build_summary_message(report: Report, report_files: tuple[str, ...]) -> dict
             "type": "header",
             "text": {
                 "type": "plain_text",
-                "text": plain_name(f"GPU cost report {label}", HEADER_MAX_CHARS),
+                "text": header_text(f"GPU cost report {label}", HEADER_MAX_CHARS),
             },
         },
         {

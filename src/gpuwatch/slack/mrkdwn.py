@@ -4,14 +4,14 @@ Names (host, GPU model, process, pod, workload, file) are data, never markup: ev
 message (an alert, a resolve, a reminder, `gpuwatch alert test`, the report's and the
 plan's summaries) writes them with `name_text` alone, which puts them in inline code on
 one line; other text goes through `escape`. Every text object stays within Slack's
-limits (`fit_lines`, `clip_text`); a `plain_text` header takes `plain_name`.
+limits (`fit_lines`, `clip_text`); a `plain_text` header takes `header_text`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpuwatch.core.text import counted, flatten, shorten
+from gpuwatch.core.text import counted, flatten, plain_name
 
 MAX_NAME_CHARS = 80
 TEXT_MAX_CHARS = 3000
@@ -58,11 +58,12 @@ def name_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
     return f"`{escaped}`"
 
 
-def plain_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
-    """A name for a `plain_text` object (the header): one line, at most `limit`
-    characters. Slack shows plain text as it is, but so that no `<!channel>` appears
-    anywhere in a payload, `<` and `>` are shown as their fullwidth look-alikes."""
-    return shorten(flatten(text), limit).translate(_PLAIN_ANGLES)
+def header_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """A name for a `plain_text` object (the header): `core.text.plain_name` (one line,
+    at most `limit` characters). Slack shows plain text as it is, but so that no
+    `<!channel>` appears anywhere in a payload, `<` and `>` are shown as their fullwidth
+    look-alikes."""
+    return plain_name(text, limit).translate(_PLAIN_ANGLES)
 
 
 def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
