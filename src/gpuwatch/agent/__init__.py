@@ -30,6 +30,7 @@ from gpuwatch.billing import BillingCollector, StaticPrice
 from gpuwatch.config import Config
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.export.collector import SnapshotCollector, build_registry
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.serve import metrics_server
@@ -282,7 +283,7 @@ class Agent:
             id="monthly_report",
             max_instances=1,
             coalesce=True,
-            misfire_grace_time=6 * 3600,
+            misfire_grace_time=6 * HOUR_SECONDS,
         )
 
     @property

@@ -24,6 +24,7 @@ from gpuwatch.collectors.registry import Switches, sources_on
 from gpuwatch.config import Config
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.snapshot import FleetSnapshot, GpuIdentity
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlSampler
@@ -190,7 +191,7 @@ def alert_costs(snapshot: FleetSnapshot, uuid: str) -> tuple[float | None, float
     verdict = next((v for v in snapshot.verdicts if v.uuid == uuid), None)
     if cost is None or cost.price is None or verdict is None:
         return None, None
-    hours = max(snapshot.timestamp_seconds - verdict.state_since_seconds, 0.0) / 3600.0
+    hours = max(snapshot.timestamp_seconds - verdict.state_since_seconds, 0.0) / HOUR_SECONDS
     return cost.price.usd_per_hour * hours, cost.price.usd_per_hour
 
 

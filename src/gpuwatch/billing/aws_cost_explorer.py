@@ -36,6 +36,7 @@ from gpuwatch.billing.quotes import (
     normalize_lifecycle,
 )
 from gpuwatch.core.text import counted
+from gpuwatch.core.units import HOUR_SECONDS
 
 EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
 USAGE_METRIC = "UsageQuantity"
@@ -190,7 +191,7 @@ class CostExplorerSource:
             gpus,
             instance_type=quote.instance_type,
             lifecycle=quote.lifecycle,
-            detail=f"{quote.detail} (stale: fetched {age / 3600.0:.1f} h ago, CE fails now)",
+            detail=f"{quote.detail} (stale: fetched {age / HOUR_SECONDS:.1f} h ago, CE fails now)",
         )
 
     def _query(self, now: float, identity: InstanceIdentity | None, gpus: int) -> PriceQuote | None:

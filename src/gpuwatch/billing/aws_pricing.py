@@ -28,6 +28,7 @@ from gpuwatch.billing.aws_session import SessionFactory, call_aws, client_config
 from gpuwatch.billing.config import BillingConfig
 from gpuwatch.billing.health import SourceError, SourceHealth
 from gpuwatch.billing.quotes import API_GET_PRODUCTS, InstanceIdentity, PriceQuote, make_quote
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.sizing.candidates import RentedGpus
 
 log = logging.getLogger("gpuwatch.billing")
@@ -247,7 +248,7 @@ class PricingSource:
                 self.health.succeeded()
         if cached is None:
             return None
-        age_hours = max(now - cached.fetched_at_seconds, 0.0) / 3600.0
+        age_hours = max(now - cached.fetched_at_seconds, 0.0) / HOUR_SECONDS
         detail = f"AWS on-demand Linux list price of {instance_type} in {region}"
         if self.health.up:
             detail += f" (fetched {age_hours:.1f} h ago)"

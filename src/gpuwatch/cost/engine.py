@@ -37,6 +37,7 @@ from gpuwatch.core.snapshot import (
     TokenCostWindow,
     TokenSourceCost,
 )
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import WINDOWS, CostLedger, tick_cost_usd
 from gpuwatch.cost.pods import PodLedger, split_gpu_cost, unattributed_split
@@ -269,7 +270,7 @@ class CostEngine:
             last, total = self._gpu_charged.get(cost.uuid, (cost.cost_usd_total, 0.0))
             price = cost.price
             if price is not None and price.usd_per_hour > 0:
-                total += max(cost.cost_usd_total - last, 0.0) * 3600.0 / price.usd_per_hour
+                total += max(cost.cost_usd_total - last, 0.0) * HOUR_SECONDS / price.usd_per_hour
             self._gpu_charged[cost.uuid] = (cost.cost_usd_total, total)
             seconds[cost.uuid] = total
         return seconds

@@ -266,7 +266,7 @@ class CostLedger:
 
 def tick_cost_usd(price: GpuPrice | None, seconds: float) -> float:
     """What `seconds` of a GPU at `price` cost (USD; 0 without a price)."""
-    return 0.0 if price is None else price.usd_per_hour / 3600.0 * seconds
+    return 0.0 if price is None else price.usd_per_hour / HOUR_SECONDS * seconds
 
 
 def _gpu_cost(verdict: GpuVerdict, price: GpuPrice | None, account: _Account, t: float) -> GpuCost:

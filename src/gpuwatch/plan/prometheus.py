@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
+from gpuwatch.core.units import DAY_SECONDS
 from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of
 from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.promapi.labels import LabelKey, host_of, pod_of
@@ -67,7 +68,7 @@ def _interval(client: Client, at: float, given: float | None) -> float:
 
 def queries(days: float, at: float) -> dict[str, str]:
     """The plan's instant queries over the `days` before `at` (epoch s), by what each reads."""
-    span = f"{round(days * 86400)}s"
+    span = f"{round(days * DAY_SECONDS)}s"
     w = f"[{span}] @ {at:.3f}"
     hourly = f"[{span}:1h] @ {at:.3f}"  # subquery steps on whole hours, as the history's
     return {

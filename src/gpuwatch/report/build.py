@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import date
 
 from gpuwatch.core.text import counted, with_article
+from gpuwatch.core.units import DAY_SECONDS, HOUR_SECONDS
 from gpuwatch.report.model import (
     GPU_STATES,
     TIME_CLASSES,
@@ -232,13 +233,13 @@ def _notes(data: ReportData, totals: Totals, coverage: float | None) -> tuple[st
     if data.expected_gpu_seconds is None:
         notes.append("coverage unknown: the source cannot tell how many GPU-hours to expect")
     elif totals.observed_seconds > data.expected_gpu_seconds:
-        extra = (totals.observed_seconds - data.expected_gpu_seconds) / 3600.0
+        extra = (totals.observed_seconds - data.expected_gpu_seconds) / HOUR_SECONDS
         notes.append(
             f"{extra:,.2f} GPU-hours were observed beyond the expected span: coverage "
             "is shown as 100 %"
         )
     elif coverage is not None and coverage < 1.0:
-        missing_hours = (data.expected_gpu_seconds - totals.observed_seconds) / 3600.0
+        missing_hours = (data.expected_gpu_seconds - totals.observed_seconds) / HOUR_SECONDS
         notes.append(
             f"{missing_hours:,.1f} GPU-hours of the period were not observed (agent down, "
             "host off, or gaps): they are in no figure"
@@ -340,8 +341,8 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
 
 def _comparison_note(period: Period, previous: Period) -> str:
     """What the month-over-month changes compare, in words."""
-    days = period.seconds / 86400.0
-    before = previous.seconds / 86400.0
+    days = period.seconds / DAY_SECONDS
+    before = previous.seconds / DAY_SECONDS
     if period.month_to_date:
         return (
             f"month over month: this month to date ({days:,.2f} days) against the same span "

@@ -14,6 +14,7 @@ import csv
 import io
 from datetime import UTC, datetime, time, timedelta
 
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.report.model import GPU_STATES, GpuDay, PodDay, ReportData
 
 COLUMNS = (
@@ -98,7 +99,7 @@ def _row(row: GpuDay, data: ReportData) -> list[str]:
         _text(row.name),
         _text(row.price_source or ""),
         _number(row.observed_seconds),
-        _number(row.observed_seconds / 3600.0),
+        _number(row.observed_seconds / HOUR_SECONDS),
         _number(busy),
         _number(idle),
         _number(held),

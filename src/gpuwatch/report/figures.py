@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from gpuwatch.core.text import ABSENT, MAX_NAME_CHARS, flatten, plain_name, usd
+from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.report.model import Period
 from gpuwatch.report.result import Report
 
@@ -52,7 +53,7 @@ def signed_percent(ratio: float | None) -> str:
 
 def hours(seconds: float | None) -> str:
     """Seconds as `1,234.5 h`."""
-    return ABSENT if seconds is None else f"{seconds / 3600.0:,.1f} h"
+    return ABSENT if seconds is None else f"{seconds / HOUR_SECONDS:,.1f} h"
 
 
 def plain_text(text: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from gpuwatch.core.snapshot import need_basis_phrase, recommendation_rule_phrase
-from gpuwatch.core.units import HOURS_PER_MONTH
+from gpuwatch.core.units import HOUR_SECONDS, HOURS_PER_MONTH
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.report.model import (
     TOKEN_KINDS,
@@ -149,7 +149,7 @@ class Totals:
         """`usd` spent over the settled seconds, as a rate per 730-hour month; None
         without settled seconds. Independent of the period's length and of when the
         GPU was first observed."""
-        return _ratio(usd * HOURS_PER_MONTH * 3600.0, self.settled_seconds)
+        return _ratio(usd * HOURS_PER_MONTH * HOUR_SECONDS, self.settled_seconds)
 
 
 @dataclass(frozen=True, slots=True)
