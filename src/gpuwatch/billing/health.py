@@ -1,7 +1,8 @@
 """Failure handling shared by the billing sources: log-safe errors, episodes, backoff.
 
 A source that fails is skipped until its backoff has passed; it logs one warning when
-a failure episode starts and one info line when it recovers, never one per attempt.
+a failure episode starts and one info line when it recovers, never one per attempt
+(`gpuwatch.core.health`: an `Outage` that one success ends, and `backoff_seconds`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from gpuwatch.core.failures import CollectorFailedError
-from gpuwatch.core.health import backoff_seconds
+from gpuwatch.core.health import Outage, backoff_seconds
 
 log = logging.getLogger("gpuwatch.billing")
 
@@ -32,6 +33,7 @@ class SourceHealth:
         self.retry_at = 0.0
         self._initial = initial_backoff_seconds
         self._max = max(max_backoff_seconds, initial_backoff_seconds)
+        self._outage = Outage(settle=1)  # one success ends an episode
 
     def may_try(self, now: float) -> bool:
         """Whether an attempt is allowed at `now` (epoch seconds)."""
@@ -39,7 +41,7 @@ class SourceHealth:
 
     def succeeded(self) -> None:
         """Record a success; logs the end of a failure episode."""
-        if self.failures:
+        if self._outage.succeed():
             log.info("billing source %s answers again", self.name)
         self.up = True
         self.failures = 0
@@ -51,7 +53,7 @@ class SourceHealth:
         `backoff=False` (a missing prerequisite, not a failed call) lets the next
         refresh try again.
         """
-        if self.failures == 0:
+        if self._outage.fail():
             log.warning(
                 "billing source %s unavailable (%s); falling back to the next tier",
                 self.name,

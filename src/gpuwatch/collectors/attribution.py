@@ -36,6 +36,7 @@ from gpuwatch.analysis.activity import activity_of
 from gpuwatch.collectors.base import timed
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
+from gpuwatch.core.health import Outage
 from gpuwatch.core.snapshot import (
     Attribution,
     CollectorResult,
@@ -130,9 +131,9 @@ class AttributionCollector:
         self._failure: tuple[str, str] | None = None  # (reason, gRPC code) being logged
         self._reason: str | None = None
         self._allocatable_failure: str | None = None  # the kubelet's message, logged once
-        self._names_failing = False
+        self._names_outage = Outage(settle=1)  # one WARNING per outage, no recovery line
         self._cgroups: dict[int, PodCgroup | None] = {}
-        self._unmapped_logged = False
+        self._unmapped_outage = Outage(settle=1)
 
     @property
     def result(self) -> CollectorResult:
@@ -203,16 +204,15 @@ class AttributionCollector:
         try:
             names = scan_pod_logs(self._config.pod_logs_dir)
         except OSError as exc:
-            if not self._names_failing:
+            if self._names_outage.fail():
                 log.warning(
                     "cannot list %s (%s): processes are attributed only where one pod "
                     "holds their GPU",
                     self._config.pod_logs_dir,
                     exc.strerror or type(exc).__name__,
                 )
-            self._names_failing = True
             return {}
-        self._names_failing = False
+        self._names_outage.succeed()
         return names
 
     def close(self) -> None:
@@ -278,11 +278,13 @@ class AttributionCollector:
 
     def _log_unmapped(self, unmapped: set[int], gpus: tuple[GpuSample, ...]) -> None:
         """One line when GPU processes start (and stop) being unreadable in `proc_root`."""
-        if bool(unmapped) == self._unmapped_logged:
-            return
-        self._unmapped_logged = bool(unmapped)
         if not unmapped:
-            log.info("every GPU process's pod is readable under %s again", self._config.proc_root)
+            if self._unmapped_outage.succeed():
+                log.info(
+                    "every GPU process's pod is readable under %s again", self._config.proc_root
+                )
+            return
+        if not self._unmapped_outage.fail():
             return
         on = sorted(
             {g.identity.index for g in gpus for p in g.processes or () if p.pid in unmapped}
