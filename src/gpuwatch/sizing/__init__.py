@@ -38,11 +38,10 @@ from gpuwatch.sizing.models import (
     ModelCatalog,
     ModelCatalogEntry,
     ModelSpec,
-    ServedModelMatch,
     UnknownModelError,
     build_model_catalog,
-    match_served_model,
 )
+from gpuwatch.sizing.served_names import ServedModelMatch, match_served_model
 from gpuwatch.sizing.throughput import (
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_TRAINING_MFU,
