@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.core.snapshot import GPU_STATES, FleetSnapshot
+from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.core.verdict import GPU_STATES
 
 GPU_LABELS = ("gpu", "uuid")
 
