@@ -23,7 +23,8 @@ from gpuwatch.alerts.command import send_test_message
 from gpuwatch.alerts.messages import build_alert_message, build_test_message
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import PodRef, ProcessSample, Recommendation
+from gpuwatch.core.snapshot import PodRef, ProcessSample
+from gpuwatch.core.verdict import Recommendation
 from gpuwatch.report.build import build_report
 from gpuwatch.report.model import ReportData
 from gpuwatch.report.slack import build_summary_message

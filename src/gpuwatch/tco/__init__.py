@@ -11,6 +11,8 @@ What must not live here: a command or its output (``gpuwatch tco`` and ``gpuwatc
 size`` are `gpuwatch.commands`'), an import of `gpuwatch.config` (which embeds
 `[rent_vs_buy]`), anything that reads the world. tco sits above sizing: it may import
 the sizing catalog and physics, never the other way round.
+
+Layer: tco, above sizing and the sources, below analysis and cost.
 """
 
 from __future__ import annotations
