@@ -11,7 +11,7 @@ Prometheus-compatible API (the report's `--prometheus*` flags), turns it into un
 HiGHS: the `plan` extra) and writes the plan: text on stdout without `--out`, else the
 formats asked for (`gpuwatch-plan.<fmt>`). Exit codes: 0 written, 1 the source, the
 solver or Slack failed, or the lookback holds no GPU data (one line, no plan), 2 bad
-usage or config (every number flag finite and in range: `gpuwatch.flag_types`).
+usage or config (every number flag finite and in range: `gpuwatch.core.flag_types`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpuwatch.alerts.command import NO_WEBHOOK
-from gpuwatch.config import Config
-from gpuwatch.flag_types import POSITIVE, number
+from gpuwatch.cli.alert import NO_WEBHOOK
+from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from gpuwatch.config import Config, load_config
+from gpuwatch.core.flag_types import POSITIVE, number
 from gpuwatch.history.store import last_sample_epoch
 from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
@@ -44,9 +45,6 @@ from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
 from gpuwatch.slack.secret import resolve_webhook_url
 from gpuwatch.slack.summary import send_summary
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 FORMATS = ("text", "md", "html", "json")
 _SUFFIX = {"text": "txt", "md": "md", "html": "html", "json": "json"}
 _RENDER: Mapping[str, Callable[[PlanReport], str]] = {
@@ -61,13 +59,13 @@ class PlanUsageError(Exception):
     """A mistake on the command line: one line, exit 2."""
 
 
-def add_plan_parser(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
-    """Add `plan` to the CLI's subcommands."""
-    plan = subparsers.add_parser(
-        "plan", help="the cheapest set of GPUs that holds every workload's measured need"
-    )
+def run(args: argparse.Namespace) -> int:
+    """Run `gpuwatch plan` with the `--config` file."""
+    return run_plan(args, load_config(args.config))
+
+
+def add_arguments(plan: argparse.ArgumentParser) -> None:
+    """`gpuwatch plan`'s flags."""
     source = plan.add_mutually_exclusive_group()
     source.add_argument(
         "--source", choices=("local",), default="local", help="this host's history (default)"
@@ -116,7 +114,6 @@ def add_plan_parser(
         "--time-limit", type=POSITIVE, default=20.0, metavar="SECONDS", help="solver time limit"
     )
     plan.add_argument("--slack", action="store_true", help="send a summary through Slack")
-    return plan
 
 
 def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
