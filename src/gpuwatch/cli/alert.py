@@ -16,21 +16,15 @@ from pathlib import Path
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.alerts.messages import build_test_message
 from gpuwatch.cli import add_command
-from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NO_WEBHOOK
 from gpuwatch.config import load_config
 from gpuwatch.core.clock import SystemClock
 from gpuwatch.slack.secret import (
-    ENV_WEBHOOK_URL,
     WebhookSecretError,
     WebhookUrl,
     resolve_webhook_url,
 )
 from gpuwatch.slack.transport import HttpResult, WebhookTransport, classify
-
-NO_WEBHOOK = (
-    f"no Slack webhook configured: set {ENV_WEBHOOK_URL} or point "
-    "[alerts.slack] webhook_url_file at a file holding the URL"
-)
 
 _PERMANENT_HINTS = {
     "no_service": "the webhook was removed or revoked; create a new one",

@@ -1,6 +1,12 @@
-"""What the commands share: exit codes, the usage error, the NVML-not-found line."""
+"""What the commands share: exit codes, the usage error, the lines several of them print.
+
+Light on purpose: `gpuwatch run` imports it (the Slack summary the report and the plan
+send is `summary`, which loads the outbox).
+"""
 
 from __future__ import annotations
+
+from gpuwatch.slack.secret import ENV_WEBHOOK_URL
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -9,6 +15,12 @@ EXIT_USAGE = 2
 NVML_NOT_FOUND = (
     "gpuwatch: NVML was not found ({reason}): is the NVIDIA driver installed? "
     "To try gpuwatch without a GPU, run: gpuwatch run --simulate demo"
+)
+
+
+NO_WEBHOOK = (
+    f"no Slack webhook configured: set {ENV_WEBHOOK_URL} or point "
+    "[alerts.slack] webhook_url_file at a file holding the URL"
 )
 
 

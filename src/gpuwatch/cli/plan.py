@@ -19,16 +19,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpuwatch.cli.alert import NO_WEBHOOK
+from gpuwatch.cli import summary
 from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from gpuwatch.config import Config, load_config
 from gpuwatch.core.flag_types import POSITIVE, number
+from gpuwatch.core.paths import write_atomic
 from gpuwatch.history.store import last_sample_epoch
 from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
@@ -42,8 +42,6 @@ from gpuwatch.plan.render import (
 )
 from gpuwatch.promapi.flags import PrometheusFlagError, add_prometheus_arguments, prometheus_options
 from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
-from gpuwatch.slack.secret import resolve_webhook_url
-from gpuwatch.slack.summary import send_summary
 
 FORMATS = ("text", "md", "html", "json")
 _SUFFIX = {"text": "txt", "md": "md", "html": "html", "json": "json"}
@@ -189,9 +187,8 @@ def run_plan(
         return EXIT_USAGE
     webhook = None
     if args.slack:
-        webhook = resolve_webhook_url(config.alerts.slack, env)
+        webhook = summary.webhook(config, env, err)
         if webhook is None:
-            print(f"gpuwatch: {NO_WEBHOOK}", file=err)
             return EXIT_USAGE
     try:
         until = parse_until(args.until)
@@ -220,16 +217,14 @@ def run_plan(
             args.out.mkdir(parents=True, exist_ok=True)
             for fmt in formats:
                 path = args.out / f"gpuwatch-plan.{_SUFFIX[fmt]}"
-                partial = path.with_name(path.name + ".partial")
-                partial.write_text(_RENDER[fmt](report), encoding="utf-8")
-                partial.replace(path)
+                write_atomic(path, _RENDER[fmt](report).encode("utf-8"))
                 print(f"gpuwatch: wrote {path}", file=err)
         except OSError as exc:
             print(f"gpuwatch: cannot write the plan to {args.out}: {exc.strerror}", file=err)
             return EXIT_FAILURE
     if webhook is None:
         return EXIT_OK
-    return _tell_slack(report, config, webhook, err)
+    return summary.send(slack_payload(report), config, webhook, err)
 
 
 def _last_local_sample(config: Config) -> float | None:
@@ -249,16 +244,3 @@ def slack_payload(report: PlanReport) -> dict[str, Any]:
         "text": clip_text(lines[0]),
         "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
     }
-
-
-def _tell_slack(report: PlanReport, config: Config, webhook: str, err: IO[str]) -> int:
-    result = send_summary(
-        slack_payload(report),
-        config.alerts.slack,
-        webhook,
-        config.agent.state_dir,
-        now=time.time,
-        sleep=time.sleep,
-    )
-    print(f"gpuwatch: {result.line}", file=err)
-    return EXIT_FAILURE if result.failed else EXIT_OK

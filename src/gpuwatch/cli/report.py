@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import IO
 from rich.console import Console
 from rich.progress import Progress as RichProgress
 
-from gpuwatch.cli.alert import NO_WEBHOOK
+from gpuwatch.cli import summary
 from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from gpuwatch.config import Config, load_config
 from gpuwatch.core.text import plain_name
@@ -38,7 +37,6 @@ from gpuwatch.report.pdf import PdfRendererMissingError
 from gpuwatch.report.period import ReportUsageError, month_before, parse_period, utc_text
 from gpuwatch.report.produce import (
     DataLoader,
-    Outcome,
     ReportSourceError,
     load_from_source,
     month_to_date_end,
@@ -47,8 +45,6 @@ from gpuwatch.report.produce import (
     produce,
 )
 from gpuwatch.report.slack import build_summary_message
-from gpuwatch.slack.secret import resolve_webhook_url
-from gpuwatch.slack.summary import send_summary
 
 
 def add_arguments(report: argparse.ArgumentParser) -> None:
@@ -125,9 +121,8 @@ def run_report(
         return EXIT_USAGE
     webhook = None
     if args.slack:
-        webhook = resolve_webhook_url(config.alerts.slack, env)  # raises WebhookSecretError
+        webhook = summary.webhook(config, env, err)
         if webhook is None:
-            print(f"gpuwatch: {NO_WEBHOOK}", file=err)
             return EXIT_USAGE
     progress = _RichProgress(err) if args.prometheus and err.isatty() else None
     generated = utc_text(made)
@@ -165,24 +160,5 @@ def run_report(
         return EXIT_FAILURE
     if webhook is None:
         return EXIT_OK
-    return _tell_slack(outcome, config, webhook, err, slack_sleep)
-
-
-def _tell_slack(
-    outcome: Outcome,
-    config: Config,
-    webhook: str,
-    err: IO[str],
-    sleep: Callable[[float], object] | None,
-) -> int:
     payload = build_summary_message(outcome.report, tuple(p.name for p in outcome.files))
-    result = send_summary(
-        payload,
-        config.alerts.slack,
-        webhook,
-        config.agent.state_dir,
-        now=time.time,
-        sleep=sleep or time.sleep,
-    )
-    print(f"gpuwatch: {result.line}", file=err)
-    return EXIT_FAILURE if result.failed else EXIT_OK
+    return summary.send(payload, config, webhook, err, slack_sleep)

@@ -25,14 +25,12 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from gpuwatch.config import Config
+from gpuwatch.core.paths import write_atomic
 from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.report.build import build_report
 from gpuwatch.report.model import Period, ReportData
-from gpuwatch.report.period import (
-    ReportUsageError,
-    utc_text,
-)
+from gpuwatch.report.period import ReportUsageError, utc_text
 from gpuwatch.report.result import Report
 
 FORMATS = ("html", "md", "csv", "json", "pdf")
@@ -198,9 +196,7 @@ def write_files(
     written = []
     for fmt in formats:
         path = out / f"{file_stem(report.period)}.{fmt}"
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(render(report, data, fmt, generated))
-        partial.replace(path)
+        write_atomic(path, render(report, data, fmt, generated))
         written.append(path)
         if fmt == "csv":
             written += _write_pods_csv(data, out / f"{file_stem(report.period)}-pods.csv")
@@ -214,9 +210,7 @@ def _write_pods_csv(data: ReportData, path: Path) -> list[Path]:
     text = render_pods_csv(data)
     if text is None:
         return []
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(text.encode())
-    partial.replace(path)
+    write_atomic(path, text.encode())
     return [path]
 
 
