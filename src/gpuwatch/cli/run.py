@@ -16,19 +16,24 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from gpuwatch.agent import Agent
-from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NVML_NOT_FOUND, UsageError
+from gpuwatch.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    NVML_NOT_FOUND,
+    Fleet,
+    UsageError,
+)
 from gpuwatch.cli.heap import trim_heap
 from gpuwatch.cli.host_checks import check_config, state_dir_users
 from gpuwatch.cli.logsetup import configure_logging
 from gpuwatch.cli.state_lock import StateDirBusyError, StateDirLock
 from gpuwatch.config import Config
-from gpuwatch.core.clock import Clock, ScaledClock, SystemClock
+from gpuwatch.core.clock import SystemClock
 from gpuwatch.history import history_wanted
 from gpuwatch.nvml import NvmlNotFoundError, load_nvml
-from gpuwatch.workloads import WorkloadDeclaration
 
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
@@ -47,36 +52,6 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _nvml(
-    simulate: str | None, speed: float | None, external: Any = None
-) -> tuple[Any, Clock, tuple[WorkloadDeclaration, ...]]:
-    """The pynvml module (real, or the stand-in), its clock, the scenario's workloads;
-    `external` (`ExternalServices`): on their simulated time."""
-    if simulate is None:
-        if speed is not None:
-            raise UsageError("--speed needs --simulate")
-        return load_nvml(), SystemClock(), ()
-    if speed is not None and speed <= 0:
-        raise UsageError("--speed must be positive")
-    # the stand-in, only for a simulated fleet: a real host's agent never loads it
-    from gpuwatch.simulate import SimulatedNvml, load_scenario  # noqa: PLC0415
-    from gpuwatch.simulate.scenario import ScenarioError  # noqa: PLC0415
-
-    try:
-        scenario = load_scenario(simulate)
-    except ScenarioError as exc:
-        raise UsageError(str(exc)) from None
-    if external is None:
-        clock = ScaledClock(speed or 1.0)
-        nv = SimulatedNvml(scenario, clock=clock)
-        return nv, clock, scenario.workloads
-    if speed is not None and speed != external.speed:
-        raise UsageError(f"--speed {speed:g}: the --services run at --speed {external.speed:g}")
-    clock = external.clock()
-    nv = SimulatedNvml(scenario, clock=clock, start_time=external.scenario_start)
-    return nv, clock, scenario.workloads
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the agent until a signal or a fatal error."""
     config = check_config(args.config, listen=args.listen)
@@ -87,42 +62,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpuwatch: agent.state_dir: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        external = _external_services(args.simulate, args.services)
-        nv, clock, workloads = _nvml(args.simulate, args.speed, external)
-        if external is not None:
-            services = external
+        if args.simulate is None:
+            if args.services is not None:
+                raise UsageError("--services needs --simulate")
+            if args.speed is not None:
+                raise UsageError("--speed needs --simulate")
+            fleet = Fleet(load_nvml(), SystemClock())
         else:
-            services = _scenario_services(nv, clock) if args.simulate else None
+            # the stand-in, only for a simulated fleet: a real host's agent never loads it
+            from gpuwatch.cli.simulated import simulated_fleet  # noqa: PLC0415
+
+            fleet = simulated_fleet(args.simulate, args.speed, args.services)
         try:
-            return _serve(config, nv, clock, args, workloads=workloads, services=services)
+            return _serve(config, fleet, args)
         finally:
-            if services is not None:
-                services.stop()
+            if fleet.services is not None:
+                fleet.services.stop()
     finally:
         if lock is not None:
             lock.release()
-
-
-def _external_services(simulate: str | None, path: Path | None) -> Any:
-    """The `--services` FILE's services (`ExternalServices`); None without one."""
-    if path is None:
-        return None
-    if simulate is None:
-        raise UsageError("--services needs --simulate")
-    from gpuwatch.simulate.endpoints import EndpointsError, load_endpoints  # noqa: PLC0415
-
-    try:
-        return load_endpoints(path, simulate)
-    except EndpointsError as exc:
-        raise UsageError(f"--services: {exc}") from None
-
-
-def _scenario_services(nv: Any, clock: Clock) -> Any:
-    from gpuwatch.simulate.services import ScenarioServices  # noqa: PLC0415
-
-    services = ScenarioServices(nv, clock)
-    services.start()
-    return services
 
 
 def _lock_state_dir(config: Config, *, simulated: bool) -> StateDirLock | None:
@@ -138,21 +96,14 @@ def _lock_state_dir(config: Config, *, simulated: bool) -> StateDirLock | None:
         return None
 
 
-def _serve(
-    config: Config,
-    nv: Any,
-    clock: Clock,
-    args: argparse.Namespace,
-    *,
-    workloads: tuple[WorkloadDeclaration, ...],
-    services: Any,
-) -> int:
+def _serve(config: Config, fleet: Fleet, args: argparse.Namespace) -> int:
+    nv, clock, services = fleet.nv, fleet.clock, fleet.services
     agent = Agent(
         config,
         nv,
         clock,
         speed=args.speed or 1.0,
-        extra_workloads=workloads,
+        extra_workloads=fleet.workloads,
         extra_token_sources=() if services is None else services.token_sources(),
         extra_static_prices=nv.scenario.prices if services is not None else (),
         kubernetes=None if services is None else services.kubernetes_config(),
