@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuwatch.alerts.messages import plain_name as slack_plain_name
 from gpuwatch.billing.health import SourceHealth
-from gpuwatch.commands import tco as tco_command
+from gpuwatch.cli import tco as tco_command
 from gpuwatch.core import health, text, units
 from gpuwatch.core.text import MAX_NAME_CHARS, html_escape, md_escape, plain_name, usd
 from gpuwatch.plan import render as plan_render

@@ -96,6 +96,9 @@ def test_a_named_module_without_a_lazy_import_is_stale(tmp_path: Path) -> None:
         ("class C:\n    def m(self) -> None:\n        from os import path\n", [3]),
         ("async def f() -> None:\n    def g() -> None:\n        import os\n", [3]),
         ("if True:\n    import os\n", []),
+        ("import importlib\ndef f() -> None:\n    importlib.import_module('os')\n", [3]),
+        ("def f() -> None:\n    __import__('os')\n", [2]),
+        ("import importlib\nM = importlib.import_module('os')\n", []),
     ],
 )
 def test_lazy_import_lines_finds_imports_in_function_bodies(source: str, lines: list[int]) -> None:

@@ -31,13 +31,26 @@ from importlinter.domain import fields
 from importlinter.domain.contract import Contract, ContractCheck
 
 
+DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
+
+
+def _is_dynamic_import(node: ast.AST) -> bool:
+    """`importlib.import_module(...)`, `import_module(...)` or `__import__(...)`."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in DYNAMIC_IMPORTS
+
+
 def lazy_import_lines(source: str) -> list[int]:
-    """Line numbers of `import` statements inside function bodies (nested ones too)."""
+    """Line numbers of imports inside function bodies (nested ones too): `import`
+    statements and dynamic imports (`importlib.import_module`, `__import__`)."""
     lines: set[int] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for inner in ast.walk(node):
-                if isinstance(inner, ast.Import | ast.ImportFrom):
+                if isinstance(inner, ast.Import | ast.ImportFrom) or _is_dynamic_import(inner):
                     lines.add(inner.lineno)
     return sorted(lines)
 

@@ -3,7 +3,7 @@
 The Slack transport, secret, outbox and mrkdwn escaping live in `gpuwatch.slack` (which
 imports `slack_sdk` only when a message is sent, in `gpuwatch.slack.transport`):
 importing `gpuwatch.alerts` does not load it. Nor does it
-load the dispatcher, the outbox (sqlite3) or the `gpuwatch alert` command: the config,
+load the dispatcher or the outbox (sqlite3): the config,
 the secret and `build_dispatcher` are imported here, the other names on first use
 (PEP 562), so a host without Slack alerting never imports them. This package must not
 import `gpuwatch.config` at module level (that module imports `gpuwatch.alerts.config`).
@@ -20,12 +20,6 @@ from gpuwatch.alerts.factory import build_dispatcher, slack_off_reason
 from gpuwatch.slack.secret import ENV_WEBHOOK_URL, WebhookSecretError, resolve_webhook_url
 
 if TYPE_CHECKING:
-    from gpuwatch.alerts.command import (
-        add_alert_parser,
-        run_alert,
-        run_alert_test,
-        send_test_message,
-    )
     from gpuwatch.alerts.dispatcher import AlertDispatcher
     from gpuwatch.alerts.messages import CostHook
     from gpuwatch.slack.outbox import OutboxError
@@ -38,12 +32,8 @@ __all__ = [
     "OutboxError",
     "SlackConfig",
     "WebhookSecretError",
-    "add_alert_parser",
     "build_dispatcher",
     "resolve_webhook_url",
-    "run_alert",
-    "run_alert_test",
-    "send_test_message",
     "slack_off_reason",
 ]
 
@@ -51,15 +41,11 @@ _LAZY = {
     "AlertDispatcher": "gpuwatch.alerts.dispatcher",
     "CostHook": "gpuwatch.alerts.messages",
     "OutboxError": "gpuwatch.slack.outbox",
-    "add_alert_parser": "gpuwatch.alerts.command",
-    "run_alert": "gpuwatch.alerts.command",
-    "run_alert_test": "gpuwatch.alerts.command",
-    "send_test_message": "gpuwatch.alerts.command",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The dispatcher's, outbox's and command's names, imported on first use."""
+    """The dispatcher's and outbox's names, imported on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

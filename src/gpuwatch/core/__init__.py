@@ -7,8 +7,10 @@ waste analysis's records; `costs`: the cost engine's records), the injected `clo
 and one home per shared concept (`text`: the money formatter and the name sanitisers
 per medium; `units`: byte and time units; `values`: config value syntax; `health`:
 one log line per outage; `failures`: the error a failing data source raises; `paths`:
-whether a directory can hold state). What does not: code that reads NVML, the network
-or a config, computes an analysis or a cost, or renders an output format.
+whether a directory can hold state, atomic writes; `flag_types`: the command line's
+number type; `install`: the one-line hint to install an extra). What does not: code
+that reads NVML, the network or a config, computes an analysis or a cost, or renders
+an output format.
 
 Layer: core, below everything (core < sizing < sources < tco < analysis < cost < ...).
 """

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from gpuwatch.config import Config, ReportConfig
-from gpuwatch.report.command import (
+from gpuwatch.report.period import month_before, month_period, previous_month
+from gpuwatch.report.produce import (
     DataLoader,
     Outcome,
     load_from_source,
     plan_from_source,
     produce,
 )
-from gpuwatch.report.period import month_before, month_period, previous_month
 
 log = logging.getLogger(__name__)
 
