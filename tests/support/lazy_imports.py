@@ -30,7 +30,6 @@ from importlinter.application import output
 from importlinter.domain import fields
 from importlinter.domain.contract import Contract, ContractCheck
 
-
 DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
 
 
