@@ -68,6 +68,7 @@ test: $(BIN)/python prometheus report-tools image-tools
 	$(BIN)/ruff check src tests bench dashboards
 	$(BIN)/ruff format --check src tests bench dashboards
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/python

@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 from benchlib import format_table, verdict
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
-from gpuwatch.core.snapshot import GpuPrice, GpuVerdict
+from gpuwatch.core.costs import GpuPrice
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
 

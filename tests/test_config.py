@@ -25,6 +25,7 @@ import pytest
 from pydantic import BaseModel
 
 from gpuwatch.cli import main
+from gpuwatch.cli.host_checks import check_config
 from gpuwatch.config import (
     DEFAULT_PORT,
     AgentConfig,
@@ -38,7 +39,6 @@ from gpuwatch.config import (
     render_config,
 )
 from gpuwatch.core.values import parse_listen_address
-from gpuwatch.host_checks import check_config
 from gpuwatch.tokens import TokenSourceConfig
 
 TESTS = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from gpuwatch.billing.health import SourceHealth
-from gpuwatch.commands import tco as tco_command
+from gpuwatch.cli import tco as tco_command
 from gpuwatch.core import health, text, units
 from gpuwatch.core.text import MAX_NAME_CHARS, html_escape, md_escape, plain_name, usd
 from gpuwatch.plan import render as plan_render

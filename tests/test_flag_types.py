@@ -3,7 +3,7 @@
 `nan`, `inf`, `-inf` and values out of the flag's range (a negative duration, a zero
 time limit, a headroom of 1) exit 2 with the flag named and no traceback, through the
 real command line (`gpuwatch.cli.main`); and no float flag of those commands is a bare
-`type=float` (which takes `nan` and `inf`): each uses `gpuwatch.flag_types.number`.
+`type=float` (which takes `nan` and `inf`): each uses `gpuwatch.core.flag_types.number`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import pytest
 
 from gpuwatch.cli import _parser, main
-from gpuwatch.flag_types import number
+from gpuwatch.core.flag_types import number
 
 PLAN = ["plan"]
 REPORT = ["report"]

@@ -7,7 +7,7 @@ import platform
 
 import pytest
 
-from gpuwatch.heap import trim_heap
+from gpuwatch.cli.heap import trim_heap
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")

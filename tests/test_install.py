@@ -7,7 +7,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from gpuwatch.install import DISTRIBUTION, install_hint, installed_from
+from gpuwatch.core.install import DISTRIBUTION, install_hint, installed_from
 
 ROOT = Path(__file__).resolve().parent.parent
 

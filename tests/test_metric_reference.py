@@ -16,15 +16,13 @@ from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.costs import CostSummary, GpuUnattributedCost, PodCost
 from gpuwatch.core.snapshot import (
     Attribution,
-    CostSummary,
     DriverInfo,
     FleetSnapshot,
     GpuAttribution,
-    GpuUnattributedCost,
     PodAllocationSample,
-    PodCost,
     PodRef,
 )
 from gpuwatch.export.attribution_families import (

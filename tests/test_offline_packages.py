@@ -35,7 +35,7 @@ def _offending(package: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]
         ("gpuwatch.plan", ("gpuwatch.report",)),
         ("gpuwatch.promapi", ("gpuwatch.report", "gpuwatch.plan", "gpuwatch.cli")),
         ("gpuwatch.slack", ("gpuwatch.alerts", "gpuwatch.report", "gpuwatch.plan", "gpuwatch.cli")),
-        ("gpuwatch.history", ("gpuwatch.host_checks", "gpuwatch.cli")),
+        ("gpuwatch.history", ("gpuwatch.cli",)),
         ("gpuwatch.report", ("gpuwatch.plan.command",)),
     ],
 )

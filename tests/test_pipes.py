@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gpuwatch.stdout import EXIT_BROKEN_PIPE
+from gpuwatch.cli.stdout import EXIT_BROKEN_PIPE
 
 COMMANDS = [
     pytest.param(["size", "--params", "7B", "--json"], id="size-json"),

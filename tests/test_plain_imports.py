@@ -36,9 +36,13 @@ ALSO_OFF = (
     "gpuwatch.history.writer",
     "gpuwatch.alerts.dispatcher",
     "gpuwatch.slack.outbox",
-    "gpuwatch.alerts.command",
-    "gpuwatch.commands.size",
-    "gpuwatch.commands.tco",
+    "gpuwatch.cli.alert",
+    "gpuwatch.cli.size",
+    "gpuwatch.cli.tco",
+    "gpuwatch.cli.size_output",
+    "gpuwatch.cli.status",
+    "gpuwatch.cli.report",
+    "gpuwatch.cli.plan",
 )
 """gpuwatch's own modules for those parts (and the other commands), off as well."""
 

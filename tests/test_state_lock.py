@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.state_lock import LOCK_FILE, StateDirBusyError, StateDirLock
+from gpuwatch.cli.state_lock import LOCK_FILE, StateDirBusyError, StateDirLock
 from tests.agent_process import start_agent
 from tests.conftest import free_port
 
@@ -29,7 +29,7 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import sys, time; from pathlib import Path; "
-            "from gpuwatch.state_lock import StateDirLock; "
+            "from gpuwatch.cli.state_lock import StateDirLock; "
             f"StateDirLock.acquire(Path({str(tmp_path)!r})); print('locked', flush=True); "
             "time.sleep(60)",
         ],

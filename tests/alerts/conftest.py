@@ -25,15 +25,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from gpuwatch.alerts import SlackConfig
 from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import (
-    DriverInfo,
-    FleetSnapshot,
-    GpuIdentity,
-    GpuSample,
-    GpuVerdict,
-    ProcessSample,
-    Recommendation,
-)
+from gpuwatch.core.snapshot import DriverInfo, FleetSnapshot, GpuIdentity, GpuSample, ProcessSample
+from gpuwatch.core.verdict import GpuVerdict, Recommendation
 
 SECRET_TOKEN = "T0SECRET/B0SECRET/xoxSeCrEtToKeN1234567890"  # a fake, to detect leaks
 HOSTNAME = "gpu-host-1"

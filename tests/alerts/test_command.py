@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.alerts import ENV_WEBHOOK_URL, SlackConfig
-from gpuwatch.alerts.command import add_alert_parser, run_alert, run_alert_test, send_test_message
+from gpuwatch.cli.alert import add_alert_parser, run_alert, run_alert_test, send_test_message
 from tests.alerts.conftest import (
     HANG,
     HOSTNAME,

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.alerts import SlackConfig
-from gpuwatch.core.snapshot import FleetSnapshot, Recommendation
+from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.core.verdict import Recommendation
 from tests.alerts.conftest import (
     ARCHIVED,
     FAST,

@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block
 
-from gpuwatch.alerts.command import send_test_message
 from gpuwatch.alerts.messages import build_alert_message, build_test_message
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
+from gpuwatch.cli.alert import send_test_message
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import PodRef, ProcessSample, Recommendation
+from gpuwatch.core.snapshot import PodRef, ProcessSample
+from gpuwatch.core.verdict import Recommendation
 from gpuwatch.report.build import build_report
 from gpuwatch.report.model import ReportData
 from gpuwatch.report.slack import build_summary_message

@@ -26,8 +26,8 @@ from gpuwatch.core.snapshot import (
     PodAllocationSample,
     PodRef,
     ProcessSample,
-    Recommendation,
 )
+from gpuwatch.core.verdict import Recommendation
 from gpuwatch.slack.mrkdwn import escape
 from tests.alerts.conftest import GIB, HELD_PROCESSES, HOSTNAME, START, gpu, snapshot, verdict
 from tests.conftest import REPO_ROOT

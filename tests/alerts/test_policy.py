@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuwatch.alerts.policy import AlertMemory, Decision, alertable_condition, decide
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import GpuVerdict, Recommendation
+from gpuwatch.core.verdict import GpuVerdict, Recommendation
 from tests.alerts.conftest import START, snapshot, uuid_of, verdict
 
 STATES = ("idle", "held", "overprovisioned")

@@ -17,7 +17,7 @@ from gpuwatch.alerts.messages import build_alert_message
 from gpuwatch.alerts.policy import decide
 from gpuwatch.cli import main
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import Recommendation, recommendation_rule_phrase
+from gpuwatch.core.verdict import Recommendation, recommendation_rule_phrase
 from gpuwatch.report.build import build_report
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.sizing import build_gpu_catalog

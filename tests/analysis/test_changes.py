@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuwatch.alerts import slack_off_reason
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.analysis.changes import StateChanges
-from gpuwatch.core.snapshot import GpuVerdict
+from gpuwatch.core.verdict import GpuVerdict
 
 
 def verdict(state: str, uuid: str = "GPU-a", inactive: float = 0.0) -> GpuVerdict:

@@ -21,7 +21,8 @@ import pytest
 from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import FleetSnapshot, GpuVerdict
+from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.sizing import ModelCatalogEntry, build_gpu_catalog, build_model_catalog
 from gpuwatch.sizing.config import SizingConfig
 from gpuwatch.sizing.memory import memory_requirement

@@ -5,7 +5,8 @@ from __future__ import annotations
 from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import FleetSnapshot, GpuVerdict
+from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.workloads import WorkloadDeclaration
 from tests.conftest import REPO_ROOT, make_agent, scenario_agent, simulated

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
-from gpuwatch.core.snapshot import GpuVerdict
+from gpuwatch.core.verdict import GpuVerdict
 
 WINDOW = 1800.0
 

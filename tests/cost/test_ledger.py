@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch.core.snapshot import GpuCost, GpuPrice, GpuVerdict, TimeWindow
+from gpuwatch.core.costs import GpuCost, GpuPrice, TimeWindow
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import CostLedger
 from tests.cost.helpers import Gpu

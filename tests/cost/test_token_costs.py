@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from gpuwatch.core.snapshot import CostSummary, GpuPrice
+from gpuwatch.core.costs import CostSummary, GpuPrice
 from gpuwatch.cost.engine import CostEngine, TokenTotals
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.tco import RentVsBuyConfig

@@ -15,13 +15,13 @@ from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
 from gpuwatch.report.build import build_report
-from gpuwatch.report.command import write_files
 from gpuwatch.report.csv_format import render_pods_csv
 from gpuwatch.report.html import render_html
 from gpuwatch.report.json_format import render_json
 from gpuwatch.report.local import load
 from gpuwatch.report.markdown import render_markdown
 from gpuwatch.report.model import Period
+from gpuwatch.report.produce import write_files
 from tests.history.demo import HistoryRun, history_config
 
 START = 1_767_225_600.0  # 2026-01-01 00:00 UTC

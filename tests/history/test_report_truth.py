@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from gpuwatch.cli import _parser
+from gpuwatch.cli.report import run_report
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.history.store import HISTORY_FILE
-from gpuwatch.report.command import run_report
 from tests.history.demo import HistoryRun, history_config
 
 PRICE = 6.88

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import FleetSnapshot, TimeWindow
+from gpuwatch.core.costs import TimeWindow
+from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history.store import HISTORY_FILE
 from tests.history.demo import HistoryRun
 

@@ -14,9 +14,9 @@ from dataclasses import replace
 
 import pytest
 
+from gpuwatch.cli.plan import slack_payload
 from gpuwatch.core.text import MAX_NAME_CHARS
 from gpuwatch.core.units import HOURS_PER_MONTH
-from gpuwatch.plan.command import slack_payload
 from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import (
     PlanReport,

@@ -20,7 +20,7 @@ from typing import cast
 
 import pytest
 
-from gpuwatch.install import installed_from
+from gpuwatch.core.install import installed_from
 from gpuwatch.plan.mig import COMPUTE_SLICES, MEMORY_SLICES, mig_table
 from gpuwatch.plan.model import Activity, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import SolverMissingError, solve

@@ -12,15 +12,12 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.cli import _parser, main
+from gpuwatch.cli.report import run_report
 from gpuwatch.config import AgentConfig, Config
-from gpuwatch.install import installed_from
-from gpuwatch.report.command import (
-    SourceRequest,
-    parse_formats,
-    run_report,
-)
+from gpuwatch.core.install import installed_from
 from gpuwatch.report.model import Period, ReportData
 from gpuwatch.report.period import ReportUsageError, parse_period
+from gpuwatch.report.produce import SourceRequest, parse_formats
 from tests.report.data import month_data, sample_data
 
 CHECKOUT = installed_from()

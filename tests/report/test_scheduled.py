@@ -12,8 +12,8 @@ import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from gpuwatch.config import AgentConfig, Config, ConfigError, ReportConfig, load_config
-from gpuwatch.report.command import SourceRequest
 from gpuwatch.report.model import ReportData
+from gpuwatch.report.produce import SourceRequest
 from gpuwatch.report.scheduled import report_trigger, write_previous_month
 from tests.conftest import make_agent
 from tests.report.data import month_data

@@ -13,10 +13,11 @@ import pytest
 
 from gpuwatch.alerts import AlertsConfig, SlackConfig
 from gpuwatch.cli import _parser
+from gpuwatch.cli.report import run_report
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.report.build import build_report
-from gpuwatch.report.command import SourceRequest, run_report
 from gpuwatch.report.model import ReportData
+from gpuwatch.report.produce import SourceRequest
 from gpuwatch.report.slack import build_summary_message
 from gpuwatch.slack.outbox import Outbox
 from gpuwatch.slack.summary import REPORT_OUTBOX_FILE

@@ -24,11 +24,11 @@ import pytest
 
 from gpuwatch.alerts import AlertsConfig, SlackConfig
 from gpuwatch.cli import _parser, main
+from gpuwatch.cli.plan import run_plan
 from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.install import installed_from
 from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.history.store import HISTORY_FILE
-from gpuwatch.install import installed_from
-from gpuwatch.plan.command import run_plan
 from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import PlanReport

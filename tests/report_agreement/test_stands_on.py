@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from gpuwatch.cli import main
+from gpuwatch.cli.plan import slack_payload
 from gpuwatch.config import Config
-from gpuwatch.plan.command import slack_payload
 from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import (
@@ -38,7 +38,7 @@ from gpuwatch.plan.render import (
     stands_on,
 )
 from gpuwatch.promapi.client import PrometheusOptions
-from gpuwatch.report.command import load_from_source, plan_from_source, produce
+from gpuwatch.report.produce import load_from_source, plan_from_source, produce
 from gpuwatch.report.result import (
     IDLE_MEANING,
     OWNED_INPUTS_MEANING,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
-from gpuwatch.simulate.device import (
+from gpuwatch.simulate.processes import (
     PROCESS_SAMPLE_BUFFER,
     PROCESS_SAMPLE_PERIOD_S,
     ProcessUtilization,

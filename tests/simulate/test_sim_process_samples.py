@@ -13,8 +13,9 @@ import math
 import pytest
 
 from gpuwatch.simulate import load_scenario
-from gpuwatch.simulate.device import SimProcess, build_devices, process_utilization_since
+from gpuwatch.simulate.device import build_devices
 from gpuwatch.simulate.faults import FaultPlan
+from gpuwatch.simulate.processes import SimProcess, process_utilization_since
 from gpuwatch.simulate.timeline import Activity, Levels, Periodic, Segment, Timeline
 from tests.simulate.helpers import process_utilization_one_by_one
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.commands.size import add_size_parser, run_size
+from gpuwatch.cli.size import add_size_parser, run_size
 from gpuwatch.sizing import (
     GpuCatalogEntry,
     ModelCatalogEntry,

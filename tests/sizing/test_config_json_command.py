@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.commands.size import add_size_parser, run_size
+from gpuwatch.cli.size import add_size_parser, run_size
 
 CONFIGS = Path(__file__).parent / "configs"
 

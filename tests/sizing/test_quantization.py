@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gpuwatch.commands.size import add_size_parser, run_size
+from gpuwatch.cli.size import add_size_parser, run_size
 from gpuwatch.sizing import (
     Mode,
     ModelSpec,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpuwatch.commands.tco import add_tco_parser, parse_utilization, run_tco
+from gpuwatch.cli.tco import add_tco_parser, parse_utilization, run_tco
 from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.tco import RentVsBuyConfig
 

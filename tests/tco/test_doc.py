@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.commands.tco import add_tco_parser, run_tco
+from gpuwatch.cli.tco import add_tco_parser, run_tco
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tco.md"
 COLUMNS = "100"

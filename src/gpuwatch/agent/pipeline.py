@@ -24,16 +24,10 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.agent.wiring import Parts
 from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.collectors.base import timed
+from gpuwatch.core.costs import CostSummary, GpuPrice
 from gpuwatch.core.failures import CollectorFailedError
-from gpuwatch.core.snapshot import (
-    Attribution,
-    CollectorResult,
-    CostSummary,
-    FleetSnapshot,
-    GpuPrice,
-    GpuSample,
-    GpuVerdict,
-)
+from gpuwatch.core.snapshot import Attribution, CollectorResult, FleetSnapshot, GpuSample
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.engine import TokenTotals
 from gpuwatch.export.attribution_families import attribution_health_families
 from gpuwatch.history.rollup import TokenReadingTotals

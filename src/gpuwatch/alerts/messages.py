@@ -20,15 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
-from gpuwatch.core.snapshot import (
-    FleetSnapshot,
-    GpuSample,
-    ProcessSample,
-    need_basis_phrase,
-    recommendation_rule_phrase,
-)
+from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, ProcessSample
 from gpuwatch.core.text import counted, flatten, shorten, usd
 from gpuwatch.core.units import GIB
+from gpuwatch.core.verdict import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.slack.mrkdwn import (
     TEXT_MAX_CHARS,
     clip_text,

@@ -11,7 +11,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, GpuVerdict, PodRef
+from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, PodRef
+from gpuwatch.core.verdict import GpuVerdict
 
 EventKind = Literal["new", "changed", "reminder", "resolved"]
 

@@ -7,4 +7,6 @@ section (gathered into `gpuwatch.config.Config`), `engine` the per-tick analysis
 What must not live here: an import of `gpuwatch.config` (the config sits above the
 analysis and embeds its section), which catalog GPUs a team can get
 (`gpuwatch.sizing.candidates`: billing and the plan use it too), dollars (`gpuwatch.cost`).
+
+Layer: analysis (beside alerts), above tco and the sources, below cost and config.
 """

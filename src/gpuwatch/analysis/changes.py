@@ -6,7 +6,7 @@ sequences from a driver never reach a terminal or a log parser raw.
 
 from __future__ import annotations
 
-from gpuwatch.core.snapshot import GpuVerdict
+from gpuwatch.core.verdict import GpuVerdict
 
 
 class StateChanges:

@@ -28,7 +28,8 @@ from gpuwatch.analysis.activity import activity_of, dram_bandwidth_ratio_of
 from gpuwatch.analysis.measured import MeasuredSample
 from gpuwatch.analysis.rolling import BucketedQuantiles, BucketedWindow
 from gpuwatch.analysis.states import GpuStateTracker, StateSettings
-from gpuwatch.core.snapshot import GpuSample, GpuVerdict, Recommendation
+from gpuwatch.core.snapshot import GpuSample
+from gpuwatch.core.verdict import GpuVerdict, Recommendation
 from gpuwatch.sizing import (
     GpuCatalog,
     GpuSpec,

@@ -46,7 +46,7 @@ from gpuwatch.core.health import Outage
 from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.sizing import ModelCatalog, ModelSpec, UnknownModelError, memory_requirement
 from gpuwatch.sizing.hf_config import ConfigJsonError, model_name_for
-from gpuwatch.sizing.models import match_served_model
+from gpuwatch.sizing.served_names import match_served_model
 from gpuwatch.tokens import TokenReading, TokenSourceConfig
 from gpuwatch.workloads import config_json_workload, served_workload
 

@@ -11,6 +11,8 @@ A source package: it may import `gpuwatch.core` (a failing tier raises
 `core.failures.CollectorFailedError`) and the sizing catalog (`sizing.candidates` for a
 region's GPUs), never the analysis, the collectors, the agent or `gpuwatch.config`
 (which embeds `[billing]` from `billing.config`).
+
+Layer: a source (beside nvml, kube, tokens), above core and sizing, below tco.
 """
 
 from __future__ import annotations

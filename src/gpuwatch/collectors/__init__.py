@@ -13,4 +13,7 @@ reported the same way, by `gpuwatch.agent.pipeline`.
 
 billing and tokens report their own health (`gpuwatch_billing_up{source}`,
 `gpuwatch_token_source_up{source}`) because each has several independent sources.
+
+Layer: with export, history and simulate, above config, below plan, report and the
+agent that wires them; they import the sources and the analysis, never the agent.
 """

@@ -9,7 +9,10 @@ public API; import from it (`from gpuwatch.config import Config, load_config`).
 
 What must not live here: a feature's settings model (it lives beside its package, and
 no feature package imports `gpuwatch.config`), checks against this host (files,
-directories, addresses: `gpuwatch.host_checks`).
+directories, addresses: `gpuwatch.cli.host_checks`).
+
+Layer: config, above every package whose section it gathers (sources, tco, analysis,
+alerts), below collectors, export, history and everything that reads a `Config`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Loading a config: the TOML file, the environment's overrides, validation, and every
 error at once, each with its dotted path and who set it (the file or a variable).
 
-Checks against this host (files, directories, addresses) are `gpuwatch.host_checks`'s.
+Checks against this host (files, directories, addresses) are `gpuwatch.cli.host_checks`'s.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
     """Load and validate the config at `path` (defaults when None) plus env overrides.
 
     Raises ConfigError listing every problem, each with its dotted path. Checks against
-    this host (files, directories, addresses) are `gpuwatch.host_checks`'s.
+    this host (files, directories, addresses) are `gpuwatch.cli.host_checks`'s.
     """
     result = validate_config(path, environ)
     if result.errors:

@@ -1,5 +1,6 @@
-"""Whether a directory can hold state: the one check the agent's state users (the
-history, the CLI's pre-flight checks) share. Reads the file system, writes nothing."""
+"""Paths: whether a directory can hold state (the one check the agent's state users, the
+history and the CLI's pre-flight checks, share; it writes nothing), and the one way a
+file is written whole or not at all (`write_atomic`)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,11 @@ def usable_directory(path: Path) -> str | None:
         why = "read-only file system" if read_only else "permission denied"
         return f"cannot {verb} {target}: {why}"
     return None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through `<path>.partial` and a rename: a reader sees the old
+    file or the whole new one, never a part."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    partial.replace(path)

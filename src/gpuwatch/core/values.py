@@ -1,7 +1,7 @@
 """Syntax of config values that several sections share: host names, IP addresses,
 listen addresses, HTTP URLs, file paths and one-line text.
 
-Pure checks, no I/O (whether a name resolves or a file opens is `gpuwatch.host_checks`'s
+Pure checks, no I/O (whether a name resolves or a file opens is `gpuwatch.cli.host_checks`'s
 job). A neutral module: every package's config section may import it; it imports none.
 """
 

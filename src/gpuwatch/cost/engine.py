@@ -24,20 +24,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuwatch.core.snapshot import (
+from gpuwatch.core.costs import (
     TOKEN_KINDS,
-    Attribution,
     CostSummary,
     GpuCost,
     GpuCostSplit,
     GpuPrice,
-    GpuSample,
-    GpuVerdict,
     RentVsBuyPosition,
     TokenCostWindow,
     TokenSourceCost,
 )
+from gpuwatch.core.snapshot import Attribution, GpuSample
 from gpuwatch.core.units import HOUR_SECONDS
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.history import CheckpointHistory
 from gpuwatch.cost.ledger import WINDOWS, CostLedger, tick_cost_usd
 from gpuwatch.cost.pods import PodLedger, split_gpu_cost, unattributed_split

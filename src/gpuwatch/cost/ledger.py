@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuwatch.analysis.states import TIME_CLASSES
-from gpuwatch.core.snapshot import GpuCost, GpuPrice, GpuVerdict, HourTotals, TimeWindow
+from gpuwatch.core.costs import GpuCost, GpuPrice, HourTotals, TimeWindow
 from gpuwatch.core.units import HOUR_SECONDS
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.history import CheckpointHistory
 
 WINDOWS: tuple[tuple[str, float], ...] = (("1h", 3600.0), ("24h", 86400.0), ("30d", 30 * 86400.0))

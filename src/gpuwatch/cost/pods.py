@@ -35,17 +35,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from gpuwatch.analysis.activity import activity_of
-from gpuwatch.core.snapshot import (
-    Attribution,
-    GpuAttribution,
-    GpuCostSplit,
-    GpuSample,
-    GpuUnattributedCost,
-    PodCost,
-    PodCostShare,
-    PodRef,
-    ProcessSample,
-)
+from gpuwatch.core.costs import GpuCostSplit, GpuUnattributedCost, PodCost, PodCostShare
+from gpuwatch.core.snapshot import Attribution, GpuAttribution, GpuSample, PodRef, ProcessSample
 
 PodKey = tuple[str, str]  # (namespace, pod)
 K = TypeVar("K")  # what weights are grouped by: a PodKey, a PodRef, or None

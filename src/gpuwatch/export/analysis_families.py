@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.core.snapshot import GPU_STATES, FleetSnapshot
+from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.core.verdict import GPU_STATES
 
 GPU_LABELS = ("gpu", "uuid")
 
@@ -124,3 +125,20 @@ def analysis_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     ):
         if family.samples:
             yield family
+
+
+ANALYSIS_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpuwatch_gpu_state", "gauge"),
+    ("gpuwatch_gpu_state_seconds", "gauge"),
+    ("gpuwatch_gpu_idle_seconds", "counter"),
+    ("gpuwatch_gpu_inactive_seconds", "gauge"),
+    ("gpuwatch_gpu_unsettled_seconds", "gauge"),
+    ("gpuwatch_gpu_activity_mean_ratio", "gauge"),
+    ("gpuwatch_gpu_required_memory_bytes", "gauge"),
+    ("gpuwatch_gpu_required_bandwidth_bytes_per_second", "gauge"),
+    ("gpuwatch_gpu_need_basis_info", "gauge"),
+    ("gpuwatch_gpu_overprovisioned", "gauge"),
+    ("gpuwatch_gpu_recommendation_info", "gauge"),
+    ("gpuwatch_gpu_potential_savings_usd_per_hour", "gauge"),
+)
+"""(name, type) of every family `analysis_families` may yield: its `describe()`."""

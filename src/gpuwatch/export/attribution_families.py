@@ -140,3 +140,19 @@ def attribution_health_families(reason: str | None) -> Iterator[Metric]:
         )
         info.add_metric([reason], 1.0)
         yield info
+
+
+ATTRIBUTION_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpuwatch_attribution_pods", "gauge"),
+    ("gpuwatch_attribution_stale", "gauge"),
+    ("gpuwatch_attribution_unresolved_devices", "gauge"),
+    ("gpuwatch_attribution_listed_timestamp_seconds", "gauge"),
+    ("gpuwatch_gpu_pod", "info"),
+    ("gpuwatch_gpu_pod_allocated_idle", "gauge"),
+    ("gpuwatch_gpu_pod_allocated_idle_unknown", "gauge"),
+    ("gpuwatch_gpu_unmapped_processes", "gauge"),
+    ("gpuwatch_gpu_unowned_processes", "gauge"),
+    ("gpuwatch_pod_unallocated_gpu_processes", "gauge"),
+)
+"""(name, type) of every family `attribution_families` may yield: its `describe()`.
+(`attribution_health_families` are the agent's, published with each tick.)"""

@@ -232,3 +232,29 @@ def pod_cost_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     for family in (pod_cost, pod_idle, unattributed):
         if family.samples:
             yield family
+
+
+COST_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpuwatch_gpu_price_usd_per_hour", "gauge"),
+    ("gpuwatch_gpu_cost_usd", "counter"),
+    ("gpuwatch_gpu_idle_cost_usd", "counter"),
+    ("gpuwatch_gpu_held_cost_usd", "counter"),
+    ("gpuwatch_gpu_busy_ratio", "gauge"),
+    ("gpuwatch_cost_per_million_tokens_usd", "gauge"),
+    ("gpuwatch_token_source_cost_usd", "counter"),
+    ("gpuwatch_token_source_charged_tokens", "counter"),
+    ("gpuwatch_token_source_charged_cost_usd", "counter"),
+    ("gpuwatch_utilization_busy_ratio", "gauge"),
+    ("gpuwatch_rent_vs_buy_breakeven_utilization_ratio", "gauge"),
+    ("gpuwatch_rent_vs_buy_monthly_delta_usd", "gauge"),
+    ("gpuwatch_rent_vs_buy_host_monthly_delta_usd", "gauge"),
+    ("gpuwatch_rent_vs_buy_rent_usd_per_hour", "gauge"),
+    ("gpuwatch_rent_vs_buy_owned_usd_per_year", "gauge"),
+    ("gpuwatch_rent_vs_buy_inputs_info", "gauge"),
+    ("gpuwatch_gpu_theoretical_tokens_per_second", "gauge"),
+    ("gpuwatch_pod_cost_usd", "counter"),
+    ("gpuwatch_pod_idle_cost_usd", "counter"),
+    ("gpuwatch_gpu_unattributed_cost_usd", "counter"),
+)
+"""(name, type) of every family `cost_families` (with `pod_cost_families`) may yield:
+its `describe()`."""

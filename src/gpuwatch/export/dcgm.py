@@ -434,3 +434,9 @@ def _labels(gpu: GpuSample, hostname: str, driver: str, pod: PodRef | None) -> l
         pod.pod if pod else "",
         pod.container if pod else "",
     ]
+
+
+def dcgm_declared(naming: DcgmNaming) -> tuple[tuple[str, str], ...]:
+    """(name, type) of every family `dcgm_families` may yield under `naming`: all gauges
+    (see `dcgm_families`), the export registry's `describe()`."""
+    return tuple((name, "gauge") for field in FIELDS if (name := field.name(naming)) is not None)

@@ -410,3 +410,27 @@ def _mig_families(gpus: list[GpuSample]) -> Iterator[Metric]:
     for family, _ in families:
         if family.samples:
             yield family
+
+
+GPUWATCH_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpuwatch_build", "info"),
+    ("gpuwatch_collector_success", "gauge"),
+    ("gpuwatch_collector_duration_seconds", "gauge"),
+    ("gpuwatch_last_sample_timestamp_seconds", "gauge"),
+    ("gpuwatch_gpu", "info"),
+    ("gpuwatch_gpu_up", "gauge"),
+    *((f"gpuwatch_{name}", "gauge") for name, _, _ in _GPU_GAUGES),
+    *((f"gpuwatch_{name}", "counter") for name, _, _ in _GPU_COUNTERS),
+    ("gpuwatch_gpu_activity_source_info", "gauge"),
+    ("gpuwatch_gpu_clock_hertz", "gauge"),
+    ("gpuwatch_gpu_throttle_reason_active", "gauge"),
+    ("gpuwatch_gpu_pcie_bytes_per_second", "gauge"),
+    ("gpuwatch_gpu_nvlink_bytes", "counter"),
+    ("gpuwatch_gpu_xid_errors", "counter"),
+    ("gpuwatch_gpu_processes", "gauge"),
+    ("gpuwatch_process_memory_used_bytes", "gauge"),
+    ("gpuwatch_process_sm_utilization_ratio", "gauge"),
+    *((f"gpuwatch_mig_{name}", "gauge") for name, _, _ in _MIG_GAUGES),
+)
+"""(name, type) of every family `gpuwatch_families` may yield, as prometheus-client
+names them (a counter without `_total`): the export registry's `describe()`."""

@@ -34,8 +34,10 @@ from typing import Any, cast
 
 from gpuwatch.analysis.activity import dram_bandwidth_ratio_of
 from gpuwatch.analysis.rolling import QuantileSketch
-from gpuwatch.core.snapshot import GPU_STATES, FleetSnapshot, GpuCost, GpuSample, HourTotals, PodRef
+from gpuwatch.core.costs import GpuCost, HourTotals
+from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, PodRef
 from gpuwatch.core.units import HOUR_SECONDS
+from gpuwatch.core.verdict import GPU_STATES
 from gpuwatch.history.rows import GpuHourRow, GpuStateRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
 

@@ -10,6 +10,9 @@ Here: `api.py` (the protocol), `binding.py` (what an older binding lacks), `erro
 `reliability.py`, `parse.py` (pure parsing of NVML's structs), `xid.py` (XID events),
 `sampler.py` (NVML's lifetime and every GPU per tick). Not here: metrics, analysis, or
 anything that does not talk to NVML.
+
+Layer: a source (beside kube, tokens, billing, promapi, slack), above core; it imports
+core only.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ every workload's measured need with headroom (`gpuwatch plan`; docs/plan.md).
 placement rules, `solve.py` the optimisation (HiGHS through highspy, the optional
 ``plan`` extra), `local.py` and `prometheus.py` the workloads read from the local history
 or a Prometheus-compatible API (`gpuwatch.promapi`), `usage.py` the units, and
-`render.py` the plan in words, Markdown, HTML, JSON and Slack. `command.py` is the CLI
-only (flags, printing, files).
+`render.py` the plan in words, Markdown, HTML, JSON and Slack. The command (flags,
+printing, files) is `gpuwatch.cli.plan`: nothing here parses flags or prints.
 
 Nothing here imports `gpuwatch.report` (the report embeds the plan, not the other way
 round); the agent never imports this package.

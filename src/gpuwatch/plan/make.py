@@ -1,7 +1,7 @@
 """The fleet plan as a library call: `make_plan` loads the lookback from the host's
 history or a Prometheus-compatible API, turns it into units (`usage.py`), prices the GPU
 models the fleet runs at what it pays (`fleet_price_overrides`) and solves
-(`solve.py`). `gpuwatch plan` (`command.py`) and the report's "What the fleet should be"
+(`solve.py`). `gpuwatch plan` (`gpuwatch.cli.plan`) and the report's "What the fleet should be"
 both call it; nothing here parses flags or prints.
 """
 

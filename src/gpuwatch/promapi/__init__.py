@@ -5,4 +5,7 @@
 
 Generic: no report or plan figure, no PromQL of theirs, and nothing of `gpuwatch.report`
 or `gpuwatch.plan` is imported here; they import it.
+
+Layer: a source (beside nvml, kube, tokens, billing, slack), above core; report and
+plan, far above, are its users.
 """

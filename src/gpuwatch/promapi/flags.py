@@ -8,7 +8,7 @@ import math
 import time
 from pathlib import Path
 
-from gpuwatch.flag_types import POSITIVE
+from gpuwatch.core.flag_types import POSITIVE
 from gpuwatch.promapi.client import PrometheusOptions
 
 

@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from gpuwatch.config import Config
-from gpuwatch.core.snapshot import RentVsBuyPosition
+from gpuwatch.core.costs import RentVsBuyPosition
 from gpuwatch.core.text import counted
 from gpuwatch.cost.engine import RENT_VS_BUY_WINDOW, rent_vs_buy_position
 from gpuwatch.cost.ledger import WINDOWS

@@ -1,6 +1,6 @@
 """The report as PDF: the HTML page (`html.py`) laid out by WeasyPrint.
 
-WeasyPrint (PyPI, the `pdf` extra: `gpuwatch.install.install_hint("pdf")`) draws the inline SVG
+WeasyPrint (PyPI, the `pdf` extra: `gpuwatch.core.install.install_hint("pdf")`) draws the inline SVG
 charts itself and needs Pango from the system (Debian `libpango-1.0-0`,
 `libpangoft2-1.0-0`). It is imported only here and only when a PDF is asked for; when
 it or Pango is missing, `render_pdf` raises `PdfRendererMissingError` with one line
@@ -13,7 +13,7 @@ import logging
 import warnings
 from typing import Any
 
-from gpuwatch.install import install_hint
+from gpuwatch.core.install import install_hint
 
 
 def _install_hint() -> str:

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
-from gpuwatch.core.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.core.units import HOUR_SECONDS, HOURS_PER_MONTH
+from gpuwatch.core.verdict import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.report.model import (
     TOKEN_KINDS,

@@ -20,14 +20,14 @@ from typing import Any
 from apscheduler.triggers.cron import CronTrigger
 
 from gpuwatch.config import Config, ReportConfig
-from gpuwatch.report.command import (
+from gpuwatch.report.period import month_before, month_period, previous_month
+from gpuwatch.report.produce import (
     DataLoader,
     Outcome,
     load_from_source,
     plan_from_source,
     produce,
 )
-from gpuwatch.report.period import month_before, month_period, previous_month
 from gpuwatch.slack.secret import resolve_webhook_url
 
 log = logging.getLogger(__name__)

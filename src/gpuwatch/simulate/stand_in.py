@@ -41,18 +41,16 @@ import pynvml
 
 from gpuwatch.core.clock import Clock, SystemClock
 from gpuwatch.nvml.api import NvmlApi
-from gpuwatch.simulate.device import (
-    PROCESS_SAMPLE_PERIOD_S,
-    GpuDevice,
-    MigDevice,
-    SimProcess,
-    build_devices,
-    memory_busy,
-    process_utilization_since,
-)
+from gpuwatch.simulate.device import GpuDevice, MigDevice, build_devices
 from gpuwatch.simulate.events import EventSets, InvalidEventSetError
 from gpuwatch.simulate.faults import FaultPlan
 from gpuwatch.simulate.gpm import GpmSamples, InvalidSampleError
+from gpuwatch.simulate.processes import (
+    PROCESS_SAMPLE_PERIOD_S,
+    SimProcess,
+    memory_busy,
+    process_utilization_since,
+)
 from gpuwatch.simulate.scenario import Scenario
 
 Target = GpuDevice | MigDevice

@@ -11,7 +11,9 @@ or keeps global state beyond cached package data.
 
 What must not live here: dollars beyond the catalog's prices (cost per token, owning,
 ranking by price are `gpuwatch.tco`'s, which sits above sizing), a command or its output
-(``gpuwatch size`` is `gpuwatch.commands.size`), an import of `gpuwatch.config`.
+(``gpuwatch size`` is `gpuwatch.cli.size`), an import of `gpuwatch.config`.
+
+Layer: sizing, right above core (core < sizing < sources < tco); it imports core only.
 """
 
 from __future__ import annotations
@@ -38,11 +40,10 @@ from gpuwatch.sizing.models import (
     ModelCatalog,
     ModelCatalogEntry,
     ModelSpec,
-    ServedModelMatch,
     UnknownModelError,
     build_model_catalog,
-    match_served_model,
 )
+from gpuwatch.sizing.served_names import ServedModelMatch, match_served_model
 from gpuwatch.sizing.throughput import (
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_TRAINING_MFU,

@@ -7,4 +7,7 @@ limits (`mrkdwn.py`) and a one-off summary sent through an outbox (`summary.py`)
 Transport only: no alert, report or plan wording lives here, and nothing of
 `gpuwatch.alerts`, `gpuwatch.report`, `gpuwatch.plan` or the CLI is imported; they
 import it.
+
+Layer: a source (beside nvml, kube, tokens, billing, promapi), above core; alerts,
+report, plan and the CLI are its users.
 """

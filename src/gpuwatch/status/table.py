@@ -17,9 +17,9 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from gpuwatch.core.snapshot import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.core.text import flatten, usd
 from gpuwatch.core.units import GIB
+from gpuwatch.core.verdict import need_basis_phrase, recommendation_rule_phrase
 from gpuwatch.status.names import short_gpu_name, short_process_name
 
 NO_VALUE = "-"

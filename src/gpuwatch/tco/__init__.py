@@ -8,9 +8,11 @@ it (sizing says which fit and how fast; the dollars are here). The cost model: r
 pays only the GPU-hours used, owning pays for every hour of the life. See docs/tco.md.
 
 What must not live here: a command or its output (``gpuwatch tco`` and ``gpuwatch
-size`` are `gpuwatch.commands`'), an import of `gpuwatch.config` (which embeds
+size`` are `gpuwatch.cli`'s), an import of `gpuwatch.config` (which embeds
 `[rent_vs_buy]`), anything that reads the world. tco sits above sizing: it may import
 the sizing catalog and physics, never the other way round.
+
+Layer: tco, above sizing and the sources, below analysis and cost.
 """
 
 from __future__ import annotations

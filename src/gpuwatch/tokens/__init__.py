@@ -8,6 +8,9 @@
 Modules: `config` (the `[[token_sources]]` entries), `parse` (pure, finds the wanted
 counters in a /metrics body), `counters` (pure, reset correction) and `collector`
 (fetching on a schedule, failure handling, metric families). See docs/tokens.md.
+
+What must not live here: cost per token (`gpuwatch.cost`), the sizing model, an import
+of `gpuwatch.config`. Layer: a source (beside nvml, kube, billing), above core.
 """
 
 from gpuwatch.tokens.collector import TokenCollector, TokenReading, UrllibFetch

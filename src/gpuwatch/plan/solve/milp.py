@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwatch.install import install_hint
+from gpuwatch.core.install import install_hint
 from gpuwatch.plan.model import Placement, PlacementMode, PlanOptions
 from gpuwatch.plan.solve.clock import Clock
 from gpuwatch.plan.solve.columns import (

@@ -11,7 +11,7 @@ Prometheus-compatible API (the report's `--prometheus*` flags), turns it into un
 HiGHS: the `plan` extra) and writes the plan: text on stdout without `--out`, else the
 formats asked for (`gpuwatch-plan.<fmt>`). Exit codes: 0 written, 1 the source, the
 solver or Slack failed, or the lookback holds no GPU data (one line, no plan), 2 bad
-usage or config (every number flag finite and in range: `gpuwatch.flag_types`).
+usage or config (every number flag finite and in range: `gpuwatch.core.flag_types`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpuwatch.alerts.command import NO_WEBHOOK
-from gpuwatch.config import Config
-from gpuwatch.flag_types import POSITIVE, number
+from gpuwatch.cli import summary
+from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from gpuwatch.config import Config, load_config
+from gpuwatch.core.flag_types import POSITIVE, number
+from gpuwatch.core.paths import write_atomic
 from gpuwatch.history.store import last_sample_epoch
 from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
@@ -41,12 +42,7 @@ from gpuwatch.plan.render import (
 )
 from gpuwatch.promapi.flags import PrometheusFlagError, add_prometheus_arguments, prometheus_options
 from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
-from gpuwatch.slack.secret import resolve_webhook_url
-from gpuwatch.slack.summary import send_summary
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 FORMATS = ("text", "md", "html", "json")
 _SUFFIX = {"text": "txt", "md": "md", "html": "html", "json": "json"}
 _RENDER: Mapping[str, Callable[[PlanReport], str]] = {
@@ -61,13 +57,13 @@ class PlanUsageError(Exception):
     """A mistake on the command line: one line, exit 2."""
 
 
-def add_plan_parser(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
-    """Add `plan` to the CLI's subcommands."""
-    plan = subparsers.add_parser(
-        "plan", help="the cheapest set of GPUs that holds every workload's measured need"
-    )
+def run(args: argparse.Namespace) -> int:
+    """Run `gpuwatch plan` with the `--config` file."""
+    return run_plan(args, load_config(args.config))
+
+
+def add_arguments(plan: argparse.ArgumentParser) -> None:
+    """`gpuwatch plan`'s flags."""
     source = plan.add_mutually_exclusive_group()
     source.add_argument(
         "--source", choices=("local",), default="local", help="this host's history (default)"
@@ -116,7 +112,6 @@ def add_plan_parser(
         "--time-limit", type=POSITIVE, default=20.0, metavar="SECONDS", help="solver time limit"
     )
     plan.add_argument("--slack", action="store_true", help="send a summary through Slack")
-    return plan
 
 
 def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
@@ -192,9 +187,8 @@ def run_plan(
         return EXIT_USAGE
     webhook = None
     if args.slack:
-        webhook = resolve_webhook_url(config.alerts.slack, env)
+        webhook = summary.webhook(config, env, err)
         if webhook is None:
-            print(f"gpuwatch: {NO_WEBHOOK}", file=err)
             return EXIT_USAGE
     try:
         until = parse_until(args.until)
@@ -223,16 +217,14 @@ def run_plan(
             args.out.mkdir(parents=True, exist_ok=True)
             for fmt in formats:
                 path = args.out / f"gpuwatch-plan.{_SUFFIX[fmt]}"
-                partial = path.with_name(path.name + ".partial")
-                partial.write_text(_RENDER[fmt](report), encoding="utf-8")
-                partial.replace(path)
+                write_atomic(path, _RENDER[fmt](report).encode("utf-8"))
                 print(f"gpuwatch: wrote {path}", file=err)
         except OSError as exc:
             print(f"gpuwatch: cannot write the plan to {args.out}: {exc.strerror}", file=err)
             return EXIT_FAILURE
     if webhook is None:
         return EXIT_OK
-    return _tell_slack(report, config, webhook, err)
+    return summary.send(slack_payload(report), config, webhook, err)
 
 
 def _last_local_sample(config: Config) -> float | None:
@@ -252,16 +244,3 @@ def slack_payload(report: PlanReport) -> dict[str, Any]:
         "text": clip_text(lines[0]),
         "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
     }
-
-
-def _tell_slack(report: PlanReport, config: Config, webhook: str, err: IO[str]) -> int:
-    result = send_summary(
-        slack_payload(report),
-        config.alerts.slack,
-        webhook,
-        config.agent.state_dir,
-        now=time.time,
-        sleep=time.sleep,
-    )
-    print(f"gpuwatch: {result.line}", file=err)
-    return EXIT_FAILURE if result.failed else EXIT_OK

@@ -1,35 +1,30 @@
 """`gpuwatch alert test`: send one test message through the configured webhook.
 
-The CLI owns config loading; it calls `run_alert` with the loaded `[alerts.slack]`
-section. Exit codes: 0 delivered, 1 Slack did not take it, 2 no (readable) webhook.
+`run` loads the config and calls `run_alert` with its `[alerts.slack]` section. Exit
+codes: 0 delivered, 1 Slack did not take it, 2 no (readable) webhook.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from gpuwatch.alerts.config import SlackConfig
 from gpuwatch.alerts.messages import build_test_message
+from gpuwatch.cli import add_command
+from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NO_WEBHOOK
+from gpuwatch.config import load_config
 from gpuwatch.core.clock import SystemClock
 from gpuwatch.slack.secret import (
-    ENV_WEBHOOK_URL,
     WebhookSecretError,
     WebhookUrl,
     resolve_webhook_url,
 )
 from gpuwatch.slack.transport import HttpResult, WebhookTransport, classify
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-
-NO_WEBHOOK = (
-    f"no Slack webhook configured: set {ENV_WEBHOOK_URL} or point "
-    "[alerts.slack] webhook_url_file at a file holding the URL"
-)
 
 _PERMANENT_HINTS = {
     "no_service": "the webhook was removed or revoked; create a new one",
@@ -44,11 +39,21 @@ def add_alert_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
     """Add `alert test [--config FILE]` to the CLI's subcommands; returns the `alert` parser."""
-    alert = subparsers.add_parser("alert", help="alert channels")
+    return add_command(subparsers, "alert")
+
+
+def add_arguments(alert: argparse.ArgumentParser) -> None:
+    """`gpuwatch alert`'s subcommands: `test [--config FILE]`."""
     commands = alert.add_subparsers(dest="alert_command", required=True)
     test = commands.add_parser("test", help="send a test message to the Slack webhook")
     test.add_argument("--config", type=Path, help="TOML config file")
-    return alert
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `gpuwatch alert` with the `--config` file's `[alerts.slack]`."""
+    config = load_config(args.config)
+    hostname = config.agent.hostname or socket.gethostname()
+    return run_alert(args, slack=config.alerts.slack, hostname=hostname, environ=os.environ)
 
 
 def run_alert(

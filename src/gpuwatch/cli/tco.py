@@ -28,10 +28,13 @@ from typing import Any
 
 from rich.table import Table
 
-from gpuwatch.console import stdout_console
+from gpuwatch.cli import add_command
+from gpuwatch.cli.common import EXIT_OK, EXIT_USAGE
+from gpuwatch.cli.console import stdout_console
+from gpuwatch.config import load_config
+from gpuwatch.core.flag_types import NON_NEGATIVE, POSITIVE, number
 from gpuwatch.core.text import usd
 from gpuwatch.core.units import HOURS_PER_YEAR
-from gpuwatch.flag_types import NON_NEGATIVE, POSITIVE, number
 from gpuwatch.sizing.gpus import GpuCatalogEntry, GpuSpec, UnknownGpuError, build_gpu_catalog
 from gpuwatch.tco.config import DEFAULT_LIFE_YEARS, RentVsBuyConfig
 from gpuwatch.tco.model import (
@@ -49,25 +52,32 @@ from gpuwatch.tco.model import (
     evaluate_tco,
 )
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-
 
 class TcoUsageError(ValueError):
     """Bad input to `gpuwatch tco`: one line, exit 2."""
 
 
+DESCRIPTION = (
+    "Rent vs buy for one GPU over its life: renting pays the hours used, owning "
+    "pays the purchase plus power, hosting and operations every hour. Prints both "
+    "totals, the break-even utilization, the months to break even and the verdict."
+)
+
+
 def add_tco_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``tco`` subcommand (numbers are parsed by `run_tco`, one-line errors)."""
-    tco = subparsers.add_parser(
-        "tco",
-        help="rent vs buy: totals, break-even utilization, $/1M tokens owned vs rented",
-        description=(
-            "Rent vs buy for one GPU over its life: renting pays the hours used, owning "
-            "pays the purchase plus power, hosting and operations every hour. Prints both "
-            "totals, the break-even utilization, the months to break even and the verdict."
-        ),
-    )
+    add_command(subparsers, "tco")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpuwatch tco`` with the `--config` file's catalog and `[rent_vs_buy]`."""
+    config = load_config(args.config)
+    return run_tco(args, gpu_overrides=config.sizing.gpus, rent_vs_buy=config.rent_vs_buy)
+
+
+def add_arguments(tco: argparse.ArgumentParser) -> None:
+    """``gpuwatch tco``'s arguments."""
+    tco.description = DESCRIPTION
     tco.add_argument("--gpu", metavar="ID", help="a sizing-catalog GPU for unset prices and TDP")
     tco.add_argument(
         "--config",
@@ -209,7 +219,7 @@ def parse_utilization(text: str) -> float:
 def _optional_number(
     flag: str, text: str | None, parse: Callable[[str], float] = NON_NEGATIVE
 ) -> float | None:
-    """The flag's value, None when absent, checked by `parse` (a `gpuwatch.flag_types`
+    """The flag's value, None when absent, checked by `parse` (a `gpuwatch.core.flag_types`
     number type, the one every float flag uses); raises TcoUsageError naming the flag."""
     if text is None:
         return None

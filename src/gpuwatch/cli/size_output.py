@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from gpuwatch.console import stdout_console
+from gpuwatch.cli.console import stdout_console
 from gpuwatch.sizing.memory import MemoryBreakdown
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts

@@ -1,8 +1,4 @@
-"""`gpuwatch report`: pick the period, load it from a source, write the formats, tell Slack.
-
-    gpuwatch report [--month YYYY-MM | --from DATE --to DATE]
-                    [--source local | --prometheus URL] [--config F]
-                    [--format html,md,csv,json,pdf] [--out DIR] [--slack]
+"""Produce a report: pick the period, load it from a source, build it, write the formats.
 
 Periods are UTC. `--month` covers the month; the month in progress is month to date
 (it ends now: the source stops at its last sample). `--from`/`--to` are whole days,
@@ -14,46 +10,28 @@ tests pass their own.
 "Generated" is when the report was made (the wall clock), whatever period it covers;
 its fleet plan carries its own time and lookback (`gpuwatch.plan.render.stands_on`).
 
-Exit codes: 0 written (and Slack took the summary when asked), 1 the source, a renderer
-or Slack failed, or the period holds no GPU data (the report is written and says so;
-one line on stderr, no Slack), 2 bad usage or config.
+The command (`gpuwatch report`: its flags, exit codes and lines on stderr) is
+`gpuwatch.cli.report`; the scheduled report (`gpuwatch.report.scheduled`) uses this
+module too.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import os
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from gpuwatch.config import Config
-from gpuwatch.core.text import plain_name
+from gpuwatch.core.paths import write_atomic
 from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
-from gpuwatch.promapi.flags import (
-    PrometheusFlagError,
-    add_prometheus_arguments,
-    prometheus_options,
-)
 from gpuwatch.report.build import build_report
-from gpuwatch.report.figures import period_text
 from gpuwatch.report.model import Period, ReportData
-from gpuwatch.report.period import (
-    ReportUsageError,
-    month_before,
-    parse_period,
-    utc_text,
-)
+from gpuwatch.report.period import ReportUsageError, utc_text
 from gpuwatch.report.result import Report
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 FORMATS = ("html", "md", "csv", "json", "pdf")
 DEFAULT_FILE_FORMATS = ("html", "md", "csv", "json")
@@ -141,38 +119,6 @@ def load_from_source(request: SourceRequest) -> ReportData:
     return data
 
 
-def add_report_parser(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
-    """Add `report` to the CLI's subcommands."""
-    report = subparsers.add_parser(
-        "report", help="the GPU cost report of a month (or days) from local history or Prometheus"
-    )
-    when = report.add_mutually_exclusive_group()
-    when.add_argument("--month", metavar="YYYY-MM", help="a UTC month (default: this month)")
-    when.add_argument("--from", dest="from_date", metavar="YYYY-MM-DD", help="first UTC day")
-    report.add_argument("--to", dest="to_date", metavar="YYYY-MM-DD", help="last UTC day, included")
-    source = report.add_mutually_exclusive_group()
-    source.add_argument(
-        "--source", choices=("local",), default="local", help="this host's history (default)"
-    )
-    source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
-    add_prometheus_arguments(report)
-    report.add_argument("--config", type=Path, help="TOML config file")
-    report.add_argument(
-        "--format",
-        dest="formats",
-        metavar="LIST",
-        help="comma-separated: html,md,csv,json,pdf (default: json on stdout without --out, "
-        "html,md,csv,json with it)",
-    )
-    report.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
-    report.add_argument(
-        "--slack", action="store_true", help="send a summary through the Slack webhook"
-    )
-    return report
-
-
 def month_to_date_end(now: datetime, config: Config, prometheus: Any) -> datetime:
     """Where a month in progress ends: the source's last sample when there is one this
     month (the hour under way included; later than the wall clock for a simulated run
@@ -250,9 +196,7 @@ def write_files(
     written = []
     for fmt in formats:
         path = out / f"{file_stem(report.period)}.{fmt}"
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(render(report, data, fmt, generated))
-        partial.replace(path)
+        write_atomic(path, render(report, data, fmt, generated))
         written.append(path)
         if fmt == "csv":
             written += _write_pods_csv(data, out / f"{file_stem(report.period)}-pods.csv")
@@ -266,9 +210,7 @@ def _write_pods_csv(data: ReportData, path: Path) -> list[Path]:
     text = render_pods_csv(data)
     if text is None:
         return []
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(text.encode())
-    partial.replace(path)
+    write_atomic(path, text.encode())
     return [path]
 
 
@@ -318,121 +260,3 @@ def produce(
         stdout.write(render(report, data, "json", generated).decode())
         return Outcome(report, ())
     return Outcome(report, tuple(write_files(report, data, formats, out, generated)))
-
-
-class _RichProgress:
-    """A rich progress bar on stderr (only on a terminal)."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        from rich.console import Console  # noqa: PLC0415
-        from rich.progress import Progress as RichProgress  # noqa: PLC0415
-
-        self._bar = RichProgress(transient=True, console=Console(file=stream))
-        self._task = self._bar.add_task("querying", total=None)
-        self._bar.start()
-
-    def __call__(self, done: float, total: float) -> None:
-        self._bar.update(self._task, completed=done, total=total)
-
-    def close(self) -> None:
-        self._bar.stop()
-
-
-def run_report(
-    args: argparse.Namespace,
-    config: Config,
-    *,
-    loader: DataLoader = load_from_source,
-    now: datetime | None = None,
-    environ: Mapping[str, str] | None = None,
-    stdout: IO[str] | None = None,
-    stderr: IO[str] | None = None,
-    slack_sleep: Callable[[float], object] | None = None,
-) -> int:
-    """Run `gpuwatch report` with the loaded config; returns the exit code."""
-    from gpuwatch.alerts.command import NO_WEBHOOK  # noqa: PLC0415
-    from gpuwatch.report.pdf import PdfRendererMissingError  # noqa: PLC0415
-    from gpuwatch.slack.secret import resolve_webhook_url  # noqa: PLC0415
-
-    out_stream = stdout or sys.stdout
-    err = stderr or sys.stderr
-    env = os.environ if environ is None else environ
-    made = now or datetime.now(UTC)  # "Generated": the wall clock, not the period's end
-    moment = made
-    try:
-        prometheus = prometheus_options(args)
-        if now is None and loader is load_from_source:
-            moment = month_to_date_end(moment, config, prometheus)
-        period = parse_period(args.month, args.from_date, args.to_date, moment)
-        formats = parse_formats(args.formats, args.out is not None)
-    except (ReportUsageError, PrometheusFlagError) as exc:
-        print(f"gpuwatch: {exc}", file=err)
-        return EXIT_USAGE
-    webhook = None
-    if args.slack:
-        webhook = resolve_webhook_url(config.alerts.slack, env)  # raises WebhookSecretError
-        if webhook is None:
-            print(f"gpuwatch: {NO_WEBHOOK}", file=err)
-            return EXIT_USAGE
-    progress = _RichProgress(err) if args.prometheus and err.isatty() else None
-    generated = utc_text(made)
-    try:
-        outcome = produce(
-            config,
-            period,
-            formats=formats,
-            out=args.out,
-            loader=loader,
-            prometheus=prometheus,
-            progress=progress,
-            previous_period=None if args.from_date else month_before(period),
-            generated=generated,
-            stdout=out_stream,
-            planner=plan_from_source if loader is load_from_source else None,
-        )
-    except (ReportSourceError, PdfRendererMissingError) as exc:
-        print(f"gpuwatch: {exc}", file=err)
-        return EXIT_FAILURE
-    except ModuleNotFoundError as exc:
-        print(f"gpuwatch: this build has no report source {exc.name!r}", file=err)
-        return EXIT_FAILURE
-    except OSError as exc:
-        print(f"gpuwatch: cannot write the report to {args.out}: {exc.strerror}", file=err)
-        return EXIT_FAILURE
-    finally:
-        if progress is not None:
-            progress.close()
-    for path in outcome.files:
-        print(f"gpuwatch: wrote {path}", file=err)
-    if not outcome.report.gpus:
-        source = plain_name(outcome.report.source)
-        print(f"gpuwatch: no GPU data in {period_text(period)} from {source}", file=err)
-        return EXIT_FAILURE
-    if webhook is None:
-        return EXIT_OK
-    return _tell_slack(outcome, config, webhook, err, slack_sleep)
-
-
-def _tell_slack(
-    outcome: Outcome,
-    config: Config,
-    webhook: str,
-    err: IO[str],
-    sleep: Callable[[float], object] | None,
-) -> int:
-    import time  # noqa: PLC0415
-
-    from gpuwatch.report.slack import build_summary_message  # noqa: PLC0415
-    from gpuwatch.slack.summary import send_summary  # noqa: PLC0415
-
-    payload = build_summary_message(outcome.report, tuple(p.name for p in outcome.files))
-    result = send_summary(
-        payload,
-        config.alerts.slack,
-        webhook,
-        config.agent.state_dir,
-        now=time.time,
-        sleep=sleep or time.sleep,
-    )
-    print(f"gpuwatch: {result.line}", file=err)
-    return EXIT_FAILURE if result.failed else EXIT_OK

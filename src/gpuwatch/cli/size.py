@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gpuwatch.commands.size_output import SizeRun, render_text, size_report
-from gpuwatch.commands.tco import add_ownership_options, ownership_config, parse_utilization
-from gpuwatch.flag_types import NON_NEGATIVE, number
+from gpuwatch.cli import add_command
+from gpuwatch.cli.common import EXIT_OK, EXIT_USAGE
+from gpuwatch.cli.size_output import SizeRun, render_text, size_report
+from gpuwatch.cli.tco import add_ownership_options, ownership_config, parse_utilization
+from gpuwatch.config import load_config
+from gpuwatch.core.flag_types import NON_NEGATIVE, number
 from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM
 from gpuwatch.sizing.gpus import GpuCatalogEntry, build_gpu_catalog
@@ -53,9 +56,6 @@ from gpuwatch.sizing.workload import (
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tco.per_token import Ownership, rank_gpus
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-
 PRECISION_VALUES = tuple(p.value for p in Precision)
 PRECISION_CHOICES = PRECISION_VALUES + tuple(n for n in SCHEMES if n not in PRECISION_VALUES)
 """--precision: the storage precisions, then the checkpoint layouts (`quantization.SCHEMES`)."""
@@ -72,16 +72,31 @@ class SizeUsageError(ValueError):
     """Bad input to `gpuwatch size`: one line, exit 2."""
 
 
+DESCRIPTION = (
+    "Size a model: memory by component, then every catalog GPU with whether it "
+    "fits, tokens/s and $ per 1M tokens rented and owned, cheapest fitting first."
+)
+
+
 def add_size_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``size`` subcommand."""
-    size = subparsers.add_parser(
-        "size",
-        help="VRAM breakdown, which GPUs fit, tokens/s and $/1M tokens",
-        description=(
-            "Size a model: memory by component, then every catalog GPU with whether it "
-            "fits, tokens/s and $ per 1M tokens rented and owned, cheapest fitting first."
-        ),
+    add_command(subparsers, "size")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpuwatch size`` with the `--config` file's catalog and `[rent_vs_buy]`."""
+    config = load_config(args.config)
+    return run_size(
+        args,
+        gpu_overrides=config.sizing.gpus,
+        extra_models=config.sizing.models,
+        rent_vs_buy=config.rent_vs_buy,
     )
+
+
+def add_arguments(size: argparse.ArgumentParser) -> None:
+    """``gpuwatch size``'s arguments."""
+    size.description = DESCRIPTION
     size.add_argument(
         "model",
         nargs="?",
