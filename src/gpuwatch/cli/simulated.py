@@ -3,7 +3,8 @@
 The pynvml stand-in on a scenario, on a scaled clock, with the scenario's kubelet and
 inference servers started here, or (`--services FILE`) those another process runs
 (`python -m gpuwatch.simulate.services`), on their simulated time. `cli.run` imports
-this module only with `--simulate`: a real host's agent never loads `gpuwatch.simulate`.
+this module only with `--simulate`: a real host's agent never loads `gpuwatch.simulate`,
+and the servers' code loads only when they run here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from gpuwatch.cli.common import Fleet, UsageError
 from gpuwatch.core.clock import ScaledClock
 from gpuwatch.simulate import ScenarioError, SimulatedNvml, load_scenario
 from gpuwatch.simulate.endpoints import EndpointsError, ExternalServices, load_endpoints
-from gpuwatch.simulate.services import ScenarioServices
 
 
 def simulated_fleet(scenario_name: str, speed: float | None, services_file: Path | None) -> Fleet:
@@ -28,6 +28,10 @@ def simulated_fleet(scenario_name: str, speed: float | None, services_file: Path
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     if external is None:
+        # lazy: the scenario's servers (token servers, the gRPC kubelet) load only when
+        # they run in this process, not with --services (the chart's memory benchmark)
+        from gpuwatch.simulate.services import ScenarioServices  # noqa: PLC0415
+
         clock = ScaledClock(speed or 1.0)
         nv = SimulatedNvml(scenario, clock=clock)
         services = ScenarioServices(nv, clock)
