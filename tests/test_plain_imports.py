@@ -32,6 +32,7 @@ FORBIDDEN = ("grpc", "google.protobuf", "sqlite3", "_sqlite3", "gpuwatch.report"
 ALSO_OFF = (
     "gpuwatch.kube.podresources",
     "gpuwatch.collectors.attribution",
+    "gpuwatch.collectors.attribution_join",
     "gpuwatch.history.store",
     "gpuwatch.history.writer",
     "gpuwatch.alerts.dispatcher",

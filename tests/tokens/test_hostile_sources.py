@@ -18,7 +18,7 @@ import pytest
 
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.tokens import TokenCollector, UrllibFetch
-from gpuwatch.tokens.collector import MAX_BODY_BYTES, gunzip
+from gpuwatch.tokens.fetch import MAX_BODY_BYTES, gunzip
 from tests.tokens.conftest import PageServer, vllm_page
 from tests.tokens.test_collector import collector_for, source
 

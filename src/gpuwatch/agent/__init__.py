@@ -39,7 +39,7 @@ from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.tokens import TokenSourceConfig
-from gpuwatch.tokens.collector import Fetch
+from gpuwatch.tokens.fetch import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on

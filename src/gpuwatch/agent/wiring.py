@@ -31,7 +31,7 @@ from gpuwatch.nvml import NvmlSampler
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog, build_model_catalog
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
-from gpuwatch.tokens.collector import Fetch
+from gpuwatch.tokens.fetch import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on

@@ -27,7 +27,7 @@ from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.status import fetch_status, render_table
 from gpuwatch.status.local import MAX_REPLAY_SECONDS, ProgressLine, replay, sample_once
 from gpuwatch.tokens import TokenSourceConfig
-from gpuwatch.tokens.collector import Fetch
+from gpuwatch.tokens.fetch import Fetch
 
 
 def add_arguments(status: argparse.ArgumentParser) -> None:

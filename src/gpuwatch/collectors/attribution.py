@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwatch.analysis.activity import activity_of
+from gpuwatch.collectors.attribution_join import Processes, join_gpu, resolve_holds
 from gpuwatch.collectors.base import timed
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
@@ -42,14 +41,9 @@ from gpuwatch.core.snapshot import (
     CollectorResult,
     GpuAttribution,
     GpuSample,
-    MigInstanceSample,
-    PodAllocationSample,
-    PodRef,
-    ProcessSample,
 )
 from gpuwatch.kube.cgroup import PodCgroup, parse_cgroup
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.kube.device_ids import DeviceRef, is_gpu_resource, parse_device_id
 from gpuwatch.kube.podlogs import PodName, scan_pod_logs
 from gpuwatch.kube.podresources import (
     ContainerDevices,
@@ -87,19 +81,6 @@ class Listing:
     pods: tuple[PodAllocation, ...]
     allocatable: tuple[ContainerDevices, ...] | None
     names_by_uid: dict[str, PodName]
-
-
-@dataclass(frozen=True, slots=True)
-class _Hold:
-    """One (container, GPU or MIG device) hold, before the processes are joined."""
-
-    gpu_index: int
-    uuid: str
-    mig_uuid: str | None
-    gpu_instance_id: int | None
-    pod: PodRef
-    resource_name: str
-    device_ids: tuple[str, ...]
 
 
 class AttributionCollector:
@@ -247,10 +228,10 @@ class AttributionCollector:
         out_attr: list[GpuAttribution] = []
         for gpu in gpus:
             mine = [h for h in holds if h.uuid == gpu.identity.uuid]
-            sample, gpu_attribution = _join(
+            sample, gpu_attribution = join_gpu(
                 gpu,
                 mine,
-                _Processes(self._cgroups, unmapped, listing.names_by_uid),
+                Processes(self._cgroups, unmapped, listing.names_by_uid),
                 self._noise_floor,
             )
             out_gpus.append(sample)
@@ -297,208 +278,3 @@ class AttributionCollector:
             len(unmapped),
             ", ".join(map(str, on)),
         )
-
-
-def resolve_holds(
-    pods: Iterable[PodAllocation], gpus: tuple[GpuSample, ...], extra_resources: Iterable[str]
-) -> tuple[list[_Hold], list[str]]:
-    """Every container's GPU holds resolved to this host's GPUs, and the device IDs that
-    name no GPU here (sorted). Replicas of one GPU held by one container are one hold."""
-    extra = tuple(extra_resources)
-    by_uuid = {g.identity.uuid.lower(): g for g in gpus}  # keys and lookups: lower case
-    by_minor = {g.identity.minor_number: g for g in gpus if g.identity.minor_number is not None}
-    by_index = gpus_by_index(gpus)
-    mig_by_uuid = {m.uuid.lower(): (g, m) for g in gpus for m in g.mig_instances}
-    merged: dict[tuple[int, str | None, PodRef, str], list[str]] = {}
-    instances: dict[tuple[int, str | None], int | None] = {}
-    unresolved: set[str] = set()
-    for pod in pods:
-        for container in pod.containers:
-            ref = PodRef(pod.namespace, pod.name, container.name)
-            for devices in container.devices:
-                if not is_gpu_resource(devices.resource_name, extra):
-                    continue
-                for raw in devices.device_ids:
-                    target = _resolve(
-                        parse_device_id(raw), by_uuid, by_minor, by_index, mig_by_uuid
-                    )
-                    if target is None:
-                        unresolved.add(raw)
-                        continue
-                    gpu, mig_uuid, gi = target
-                    key = (gpu.identity.index, mig_uuid, ref, devices.resource_name)
-                    merged.setdefault(key, []).append(raw)
-                    instances[(gpu.identity.index, mig_uuid)] = gi
-    holds = [
-        _Hold(
-            index,
-            by_index[index].identity.uuid,
-            mig_uuid,
-            instances[(index, mig_uuid)],
-            ref,
-            resource,
-            tuple(ids),
-        )
-        for (index, mig_uuid, ref, resource), ids in merged.items()
-    ]
-    return holds, sorted(unresolved)
-
-
-def gpus_by_index(gpus: tuple[GpuSample, ...]) -> dict[int, GpuSample]:
-    """The GPU samples by NVML index."""
-    return {g.identity.index: g for g in gpus}
-
-
-def _resolve(
-    ref: DeviceRef | None,
-    by_uuid: dict[str, GpuSample],
-    by_minor: dict[int, GpuSample],
-    by_index: dict[int, GpuSample],
-    mig_by_uuid: dict[str, tuple[GpuSample, MigInstanceSample]],
-) -> tuple[GpuSample, str | None, int | None] | None:
-    """(GPU, MIG device UUID or None, GPU instance ID or None) a device ID names here."""
-    if ref is None:
-        return None
-    gpu: GpuSample | None = None
-    if ref.uuid is not None and ref.uuid.startswith("MIG-"):
-        found = mig_by_uuid.get(ref.uuid.lower())
-        if found is None:
-            return None
-        parent, mig = found
-        return parent, mig.uuid, mig.gpu_instance_id
-    if ref.uuid is not None:
-        gpu = by_uuid.get(ref.uuid.lower())
-    elif ref.minor is not None:
-        gpu = by_minor.get(ref.minor)
-    elif ref.index is not None:
-        gpu = by_index.get(ref.index)
-    if gpu is None:
-        return None
-    if ref.gpu_instance_id is None:
-        return gpu, None, None
-    for mig in gpu.mig_instances:
-        if mig.gpu_instance_id == ref.gpu_instance_id:
-            return gpu, mig.uuid, mig.gpu_instance_id
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class _Processes:
-    """What this tick knows of the GPU processes: each readable PID's pod (None: in no
-    pod), the PIDs whose cgroup cannot be read, and pod names by UID."""
-
-    cgroups: dict[int, PodCgroup | None]
-    unmapped: set[int]
-    names: dict[str, PodName]
-
-
-def _join(
-    gpu: GpuSample, holds: list[_Hold], known: _Processes, noise_floor: float
-) -> tuple[GpuSample, GpuAttribution]:
-    """One GPU's processes joined with its holds."""
-    processes: list[ProcessSample] = []
-    running: dict[int, list[int]] = {i: [] for i in range(len(holds))}
-    unknown: dict[int, str] = {}
-    if gpu.processes is None:
-        unknown = dict.fromkeys(range(len(holds)), "no_process_list")
-    unowned: list[int] = []
-    unallocated: list[tuple[PodRef, int]] = []
-    unmapped: list[int] = []
-    for proc in gpu.processes or ():
-        pod = _process_pod(holds, known.cgroups.get(proc.pid), known.names)
-        processes.append(replace(proc, pod=pod))
-        if proc.pid in known.unmapped:
-            unmapped.append(proc.pid)
-            for i, h in enumerate(holds):
-                if h.gpu_instance_id is None or h.gpu_instance_id == proc.gpu_instance_id:
-                    unknown.setdefault(i, "pid_unmapped")
-        if not holds:
-            unowned.append(proc.pid)
-            continue
-        if pod is None:
-            continue  # a host process on a held GPU (or one we cannot read): nobody's
-        matched = [
-            i
-            for i, h in enumerate(holds)
-            if (h.pod.namespace, h.pod.pod) == (pod.namespace, pod.pod)
-            and (h.gpu_instance_id is None or h.gpu_instance_id == proc.gpu_instance_id)
-        ]
-        if not matched:
-            unallocated.append((pod, proc.pid))
-            continue
-        for i in matched:
-            running[i].append(proc.pid)
-    whole = [h for h in holds if h.mig_uuid is None]
-    gpu_pod = None
-    if len(whole) == 1 and len(holds) == 1:
-        gpu_pod = whole[0].pod
-    sample = replace(
-        gpu,
-        pod=gpu_pod,
-        processes=None if gpu.processes is None else tuple(processes),
-    )
-    allocations = tuple(
-        PodAllocationSample(
-            gpu.identity.index,
-            h.uuid,
-            h.mig_uuid,
-            h.pod,
-            h.resource_name,
-            h.device_ids,
-            tuple(sorted(set(running[i]))),
-            unknown.get(i),
-            _works_alone(gpu, h, holds, noise_floor),
-        )
-        for i, h in enumerate(holds)
-    )
-    return sample, GpuAttribution(
-        gpu.identity.index,
-        gpu.identity.uuid,
-        allocations,
-        tuple(unowned),
-        tuple(unallocated),
-        tuple(sorted(set(unmapped))),
-    )
-
-
-def _works_alone(gpu: GpuSample, hold: _Hold, holds: list[_Hold], noise_floor: float) -> bool:
-    """The hold is the only one of its GPU (or MIG device), and that shows activity above
-    the noise floor: the work is the holder's, whatever its processes show."""
-    if sum(h.mig_uuid == hold.mig_uuid for h in holds) != 1:
-        return False
-    if hold.mig_uuid is None:
-        if len(holds) != 1:
-            return False  # MIG devices of this GPU held by others: not the whole GPU's work
-        activity = activity_of(gpu)
-    else:
-        activity = next(
-            (m.sm_active_ratio for m in gpu.mig_instances if m.uuid == hold.mig_uuid), None
-        )
-    return activity is not None and activity > noise_floor
-
-
-def _process_pod(
-    holds: list[_Hold], cgroup: PodCgroup | None, names: dict[str, PodName]
-) -> PodRef | None:
-    """The pod of one process: its cgroup's pod UID named from the pod-log folder; the
-    container is the one of that pod holding this GPU, else the pod's only one."""
-    if cgroup is None:
-        return None
-    name = names.get(cgroup.pod_uid)
-    if name is None:
-        pods = {(h.pod.namespace, h.pod.pod) for h in holds}
-        if len(pods) != 1:
-            return None  # in a pod we cannot name, on a GPU that is not one pod's
-        namespace, pod = next(iter(pods))
-    else:
-        namespace, pod = name.namespace, name.pod
-    containers = sorted(
-        {h.pod.container for h in holds if (h.pod.namespace, h.pod.pod) == (namespace, pod)}
-    )
-    if len(containers) == 1:
-        container = containers[0]
-    elif name is not None and len(name.containers) == 1:
-        container = name.containers[0]
-    else:
-        container = ""
-    return PodRef(namespace, pod, container)

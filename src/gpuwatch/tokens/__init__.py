@@ -6,15 +6,17 @@
     collector.families()            # gpuwatch_tokens_total{source,kind} and friends
 
 Modules: `config` (the `[[token_sources]]` entries), `parse` (pure, finds the wanted
-counters in a /metrics body), `counters` (pure, reset correction) and `collector`
-(fetching on a schedule, failure handling, metric families). See docs/tokens.md.
+counters in a /metrics body), `counters` (pure, reset correction), `fetch` (the HTTP
+transport of one source: a GET bounded in time and size) and `collector` (scraping on a
+schedule, failure handling, metric families). See docs/tokens.md.
 
 What must not live here: cost per token (`gpuwatch.cost`), the sizing model, an import
 of `gpuwatch.config`. Layer: a source (beside nvml, kube, billing), above core.
 """
 
-from gpuwatch.tokens.collector import TokenCollector, TokenReading, UrllibFetch
+from gpuwatch.tokens.collector import TokenCollector, TokenReading
 from gpuwatch.tokens.config import COUNTER_NAMES, TokenSourceConfig, TokenSources
+from gpuwatch.tokens.fetch import UrllibFetch
 
 __all__ = [
     "COUNTER_NAMES",
