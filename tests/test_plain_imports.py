@@ -44,6 +44,8 @@ ALSO_OFF = (
     "gpuwatch.cli.status",
     "gpuwatch.cli.report",
     "gpuwatch.cli.plan",
+    "gpuwatch.billing.aws_pricing",
+    "gpuwatch.billing.aws_cost_explorer",
 )
 """gpuwatch's own modules for those parts (and the other commands), off as well."""
 

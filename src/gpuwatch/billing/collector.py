@@ -12,11 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.billing.aws_cost_explorer import CostExplorerSource
-from gpuwatch.billing.aws_pricing import PricingSource
 from gpuwatch.billing.aws_session import SessionFactory, default_session
 from gpuwatch.billing.config import BillingConfig
 from gpuwatch.billing.families import billing_families
@@ -33,6 +32,10 @@ from gpuwatch.billing.quotes import (
     make_quote,
 )
 from gpuwatch.billing.static import static_quote
+
+if TYPE_CHECKING:  # the AWS tiers' modules load only when configured (below)
+    from gpuwatch.billing.aws_cost_explorer import CostExplorerSource
+    from gpuwatch.billing.aws_pricing import PricingSource
 from gpuwatch.core.clock import Clock
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.sizing.candidates import RentedGpus
@@ -78,6 +81,9 @@ class BillingCollector:
         self._pricing: PricingSource | None = None
         self._cost_explorer: CostExplorerSource | None = None
         if config.pricing_api:
+            # lazy: the AWS Pricing tier's code loads only when configured (agent memory)
+            from gpuwatch.billing.aws_pricing import PricingSource  # noqa: PLC0415
+
             self._requests[API_GET_PRODUCTS] = 0
             self._pricing = PricingSource(
                 config,
@@ -87,6 +93,9 @@ class BillingCollector:
                 count=self._count,
             )
         if config.cost_explorer:
+            # lazy: the Cost Explorer tier's code loads only when configured (agent memory)
+            from gpuwatch.billing.aws_cost_explorer import CostExplorerSource  # noqa: PLC0415
+
             self._requests[API_COST_AND_USAGE] = 0
             if config.cost_explorer_with_resources:
                 self._requests[API_COST_AND_USAGE_WITH_RESOURCES] = 0
