@@ -20,7 +20,7 @@ import functools
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gpuwatch.alerts as alerting
 from gpuwatch.agent.periodic import IntervalJob, PeriodicThread
@@ -38,6 +38,7 @@ from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted
 from gpuwatch.kube.config import KubernetesConfig
+from gpuwatch.nvml import NvmlApi
 from gpuwatch.tokens import TokenSourceConfig
 from gpuwatch.tokens.fetch import Fetch
 from gpuwatch.workloads import WorkloadDeclaration
@@ -59,7 +60,7 @@ class Agent:
     def __init__(
         self,
         config: Config,
-        nv: Any,
+        nv: NvmlApi,
         clock: Clock,
         *,
         speed: float = 1.0,

@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gpuwatch.alerts as alerting
 from gpuwatch.analysis.engine import AnalysisEngine, AnalysisSettings, analysis_settings
@@ -27,7 +27,7 @@ from gpuwatch.core.snapshot import FleetSnapshot, GpuIdentity
 from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.engine import CostEngine
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.nvml import NvmlSampler
+from gpuwatch.nvml import NvmlApi, NvmlSampler
 from gpuwatch.sizing import GpuCatalog, build_gpu_catalog, build_model_catalog
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
@@ -87,7 +87,7 @@ def real_seconds(simulated_seconds: float, speed: float) -> float:
 
 def build(
     config: Config,
-    nv: Any,
+    nv: NvmlApi,
     clock: Clock,
     *,
     speed: float = 1.0,

@@ -105,7 +105,7 @@ def _serve(config: Config, fleet: Fleet, args: argparse.Namespace) -> int:
         speed=args.speed or 1.0,
         extra_workloads=fleet.workloads,
         extra_token_sources=() if services is None else services.token_sources(),
-        extra_static_prices=nv.scenario.prices if services is not None else (),
+        extra_static_prices=fleet.prices,
         kubernetes=None if services is None else services.kubernetes_config(),
     )
     try:

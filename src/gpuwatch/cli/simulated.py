@@ -36,12 +36,12 @@ def simulated_fleet(scenario_name: str, speed: float | None, services_file: Path
         nv = SimulatedNvml(scenario, clock=clock)
         services = ScenarioServices(nv, clock)
         services.start()
-        return Fleet(nv, clock, scenario.workloads, services)
+        return Fleet(nv, clock, scenario.workloads, services, scenario.prices)
     if speed is not None and speed != external.speed:
         raise UsageError(f"--speed {speed:g}: the --services run at --speed {external.speed:g}")
     clock = external.clock()
     nv = SimulatedNvml(scenario, clock=clock, start_time=external.scenario_start)
-    return Fleet(nv, clock, scenario.workloads, external)
+    return Fleet(nv, clock, scenario.workloads, external, scenario.prices)
 
 
 def _external_services(scenario_name: str, path: Path | None) -> ExternalServices | None:

@@ -21,7 +21,7 @@ from gpuwatch.config import Config, load_config
 from gpuwatch.core.clock import Clock, ManualClock, SystemClock
 from gpuwatch.core.values import parse_listen_address
 from gpuwatch.export.status_json import encode, status_document
-from gpuwatch.nvml import NvmlNotFoundError, load_nvml
+from gpuwatch.nvml import NvmlApi, NvmlNotFoundError, load_nvml
 from gpuwatch.simulate import Scenario, ScenarioError, SimulatedNvml, load_scenario
 from gpuwatch.simulate.services import ScenarioServices
 from gpuwatch.status import fetch_status, render_table
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _quiet_agent(
     config: Config,
-    nv: Any,
+    nv: NvmlApi,
     clock: Clock,
     scenario: Scenario | None = None,
     *,
