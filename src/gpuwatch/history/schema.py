@@ -17,7 +17,7 @@ headroom, and its basis) and the pods that held or used the GPU in it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 GpuClassColumn = Literal[
     "busy_seconds",
@@ -40,25 +40,10 @@ StateColumn = Literal[
 ]
 """A column of STATE_COLUMNS."""
 
-GPU_CLASS_COLUMNS: tuple[GpuClassColumn, ...] = (
-    "busy_seconds",
-    "idle_seconds",
-    "held_seconds",
-    "unknown_seconds",
-    "busy_cost_usd",
-    "idle_cost_usd",
-    "held_cost_usd",
-    "unknown_cost_usd",
-)
+GPU_CLASS_COLUMNS: tuple[GpuClassColumn, ...] = get_args(GpuClassColumn)
 """Settled seconds then settled cost by class (TIME_CLASSES order), per GPU-hour."""
 
-STATE_COLUMNS: tuple[StateColumn, ...] = (
-    "pending_state_seconds",
-    "busy_state_seconds",
-    "idle_state_seconds",
-    "held_state_seconds",
-    "underutilized_state_seconds",
-)
+STATE_COLUMNS: tuple[StateColumn, ...] = get_args(StateColumn)
 """Sampled seconds by analysis state (GPU_STATES order), per GPU-hour."""
 
 MIGRATIONS: tuple[str, ...] = (
