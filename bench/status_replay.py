@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.simulate.helpers import process_utilization_one_by_one
 
 from benchlib import REPO_ROOT, format_table, machine_info, verdict
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.status_json import encode, status_document
@@ -61,11 +61,13 @@ def timed_replay(at: float, *, baseline: bool) -> tuple[float, float, Any]:
             Config(agent=AgentConfig(hostname="bench")),
             nv,
             clock,
-            extra_workloads=scenario.workloads,
-            extra_token_sources=services.token_sources(),
-            extra_static_prices=scenario.prices,
-            environ={},
-            token_fetch=services.fetch,
+            AgentOptions(
+                extra_workloads=scenario.workloads,
+                extra_token_sources=services.token_sources(),
+                extra_static_prices=scenario.prices,
+                environ={},
+                token_fetch=services.fetch,
+            ),
         )
         agent.open()
         cpu, wall = time.process_time(), time.perf_counter()

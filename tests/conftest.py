@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import pytest
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.kube.config import KubernetesConfig
@@ -71,12 +71,14 @@ def scenario_agent(
         config,
         nv,
         clock,
-        extra_workloads=nv.scenario.workloads,
-        extra_token_sources=token_sources if services is None else services.token_sources(),
-        extra_static_prices=nv.scenario.prices,
-        environ={} if environ is None else environ,
-        kubernetes=kubernetes,
-        token_fetch=None if services is None else services.fetch,
+        AgentOptions(
+            extra_workloads=nv.scenario.workloads,
+            extra_token_sources=token_sources if services is None else services.token_sources(),
+            extra_static_prices=nv.scenario.prices,
+            environ={} if environ is None else environ,
+            kubernetes=kubernetes,
+            token_fetch=None if services is None else services.fetch,
+        ),
     )
     agent.services = services
     agent.open()

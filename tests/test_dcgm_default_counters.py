@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate.cluster import SimulatedCluster
@@ -160,7 +160,9 @@ def shared(tmp_path: Path) -> Iterator[tuple[Agent, ManualClock]]:
         agent=AgentConfig(hostname="test-host"),
         exporter=ExporterConfig(dcgm_compat=True),
     )
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     yield agent, clock
     agent.stop()
@@ -278,7 +280,9 @@ def test_pods_on_mig_get_nothing_from_opencosts_two_families(tmp_path: Path) -> 
     config = Config(
         agent=AgentConfig(hostname="test-host"), exporter=ExporterConfig(dcgm_compat=True)
     )
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     try:
         for _ in range(5):

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.cli import main
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.export.dcgm import DRIVER_LABEL, FIELDS, DcgmNaming
@@ -186,7 +186,9 @@ def _shared(tmp_path: Path, naming: DcgmNaming) -> dict[str, list[dict[str, str]
         agent=AgentConfig(hostname="test-host"),
         exporter=ExporterConfig(dcgm_compat=True, dcgm_naming=naming),
     )
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     try:
         for _ in range(5):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client.exposition import generate_latest
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
@@ -55,7 +55,7 @@ def stand_in(path: Path, clock: ManualClock | None = None) -> tuple[SimulatedNvm
 def agent_on(path: Path, *, per_process_metrics: bool = True) -> tuple[Agent, ManualClock]:
     nv, clock = stand_in(path)
     config = Config(agent=AgentConfig(hostname="h", per_process_metrics=per_process_metrics))
-    agent = Agent(config, nv, clock, environ={})
+    agent = Agent(config, nv, clock, AgentOptions(environ={}))
     agent.open()
     return agent, clock
 
@@ -229,7 +229,7 @@ def test_an_unexpected_sampling_error_is_a_failed_collector_not_a_frozen_one(
     clock = ManualClock()
     inner = SimulatedNvml(load_scenario("demo"), clock=clock, sleep=lambda s: None)
     broken = BrokenBinding(inner, "nvmlDeviceGetPowerUsage")
-    agent = Agent(Config(agent=AgentConfig(hostname="h")), broken, clock, environ={})
+    agent = Agent(Config(agent=AgentConfig(hostname="h")), broken, clock, AgentOptions(environ={}))
     agent.open()
     try:
         clock.advance(1)

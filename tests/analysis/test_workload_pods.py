@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.snapshot import GpuIdentity, GpuSample, PodRef, ProcessSample
 from gpuwatch.simulate.cluster import SimulatedCluster
@@ -55,7 +55,9 @@ def test_demo_declaration_by_pod_reaches_the_shared_gpu() -> None:
     cluster.start()
     declaration = WorkloadDeclaration(namespace="team-b", pod="vllm-llama-*", model="qwen2.5-7b")
     config = Config(agent=AgentConfig(hostname="h"), workloads=[declaration])
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     try:
         agent.refresh_attribution()

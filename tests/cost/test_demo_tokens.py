@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from prometheus_client.exposition import generate_latest
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate.services import ScenarioServices
@@ -218,12 +218,14 @@ def test_sources_without_a_cost_basis_are_named_once_at_start(
         Config(agent=AgentConfig(hostname="test-host")),
         nv,
         clock,
-        extra_token_sources=(
-            TokenSourceConfig(name="fine", url=url, gpus=[3]),
-            TokenSourceConfig(name="elsewhere", url=url, gpus=[3, 7]),
-            TokenSourceConfig(name="no-gpus", url=url),
+        AgentOptions(
+            extra_token_sources=(
+                TokenSourceConfig(name="fine", url=url, gpus=[3]),
+                TokenSourceConfig(name="elsewhere", url=url, gpus=[3, 7]),
+                TokenSourceConfig(name="no-gpus", url=url),
+            ),
+            environ={},
         ),
-        environ={},
     )
     with caplog.at_level(logging.INFO, logger="gpuwatch.agent"):
         agent.open()

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import (
@@ -132,7 +132,9 @@ def demo() -> Iterator[tuple[Agent, ManualClock]]:
     cluster = SimulatedCluster(nv)
     cluster.start()
     config = Config(agent=AgentConfig(hostname="test-host"))
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     yield agent, clock
     agent.stop()

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot, PodRef
@@ -31,7 +31,9 @@ def demo() -> Iterator[tuple[Agent, ManualClock, SimulatedCluster]]:
         agent=AgentConfig(hostname="test-host", per_process_metrics=True),
         exporter=ExporterConfig(dcgm_compat=True),
     )
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     yield agent, clock, cluster
     agent.stop()
@@ -183,7 +185,9 @@ def test_without_the_host_proc_no_busy_pod_is_allocated_idle(tmp_path: Path) -> 
     cluster = SimulatedCluster(nv)
     cluster.start()
     config = Config(agent=AgentConfig(hostname="test-host", per_process_metrics=True))
-    agent = Agent(config, nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     try:
         for _ in range(3):
@@ -293,7 +297,9 @@ def test_mig_devices_without_the_host_proc(tmp_path: Path) -> None:
     nv, clock = simulated(str(scenario))
     cluster = SimulatedCluster(nv)
     cluster.start()
-    agent = Agent(Config(), nv, clock, environ={}, kubernetes=cluster.kubernetes_config())
+    agent = Agent(
+        Config(), nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
+    )
     agent.open()
     try:
         for _ in range(3):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate import SimulatedNvml, load_scenario
@@ -15,7 +15,7 @@ from gpuwatch.status.local import PROGRESS_EVERY_SECONDS, ProgressLine, replay
 def test_replay_reports_its_progress_up_to_one() -> None:
     clock = ManualClock()
     nv = SimulatedNvml(load_scenario("demo"), clock=clock, sleep=lambda s: time.sleep(min(s, 0.01)))
-    agent = Agent(Config(agent=AgentConfig(hostname="h")), nv, clock, environ={})
+    agent = Agent(Config(agent=AgentConfig(hostname="h")), nv, clock, AgentOptions(environ={}))
     agent.open()
     fractions: list[float] = []
     try:

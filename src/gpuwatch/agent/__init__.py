@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import gpuwatch.alerts as alerting
 from gpuwatch.agent.periodic import IntervalJob, PeriodicThread
 from gpuwatch.agent.pipeline import Pipeline
-from gpuwatch.agent.wiring import build, build_billing, check_token_source_gpus
-from gpuwatch.billing import BillingCollector, StaticPrice
+from gpuwatch.agent.wiring import (
+    DEFAULT_OPTIONS,
+    AgentOptions,
+    build,
+    build_billing,
+    check_token_source_gpus,
+)
+from gpuwatch.billing import BillingCollector
 from gpuwatch.config import Config
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.snapshot import FleetSnapshot
@@ -37,11 +43,7 @@ from gpuwatch.export.serve import metrics_server
 from gpuwatch.export.server import MetricsServer
 from gpuwatch.export.status_json import encode, status_document
 from gpuwatch.history import history_wanted
-from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.nvml import NvmlApi
-from gpuwatch.tokens import TokenSourceConfig
-from gpuwatch.tokens.fetch import Fetch
-from gpuwatch.workloads import WorkloadDeclaration
 
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -62,40 +64,20 @@ class Agent:
         config: Config,
         nv: NvmlApi,
         clock: Clock,
-        *,
-        speed: float = 1.0,
-        extra_workloads: tuple[WorkloadDeclaration, ...] = (),
-        extra_token_sources: tuple[TokenSourceConfig, ...] = (),
-        extra_static_prices: tuple[StaticPrice, ...] = (),
-        environ: Mapping[str, str] | None = None,
-        kubernetes: KubernetesConfig | None = None,
-        token_fetch: Fetch | None = None,
+        options: AgentOptions = DEFAULT_OPTIONS,
     ) -> None:
-        """The `extra_*` arguments come from a simulated scenario, after the config's;
-        `kubernetes` replaces `[kubernetes]` (a simulated cluster's kubelet and paths);
-        `token_fetch` replaces the token sources' HTTP GET (a replay reads its simulated
-        servers' pages in process).
+        """`options`: a simulated scenario's additions, `--speed` and the replaced
+        environment, kubelet and token fetch (`AgentOptions`).
 
         Raises WebhookSecretError when Slack alerting is configured but its secret cannot
         be read. An unusable alert outbox turns alerting off (one ERROR line,
         `gpuwatch_alert_outbox_up 0`); monitoring goes on.
         """
-        self.parts = build(
-            config,
-            nv,
-            clock,
-            speed=speed,
-            extra_workloads=extra_workloads,
-            extra_token_sources=extra_token_sources,
-            extra_static_prices=extra_static_prices,
-            environ=environ,
-            kubernetes=kubernetes,
-            token_fetch=token_fetch,
-        )
+        self.parts = build(config, nv, clock, options)
         parts = self.parts
         self.config = config
         self.clock = clock
-        self.speed = speed
+        self.speed = options.speed
         self.hostname = parts.hostname
         self.store = parts.store
         self.sampler = parts.sampler
@@ -344,3 +326,6 @@ class Agent:
             log.error("stopping %s failed: %s: %s", what, type(exc).__name__, str(exc)[:200])
             return False
         return True
+
+
+__all__ = ["Agent", "AgentOptions"]

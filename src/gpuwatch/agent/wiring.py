@@ -85,20 +85,35 @@ def real_seconds(simulated_seconds: float, speed: float) -> float:
     return max(simulated_seconds / speed, MIN_REAL_INTERVAL_SECONDS)
 
 
+@dataclass(frozen=True, slots=True)
+class AgentOptions:
+    """What an agent takes beyond its config: a simulated scenario's additions (after
+    the config's workloads, token sources and static prices), its `--speed` (simulated
+    seconds per real second), the environment the Slack secret is read from (None:
+    `os.environ`), `kubernetes` in place of `[kubernetes]` (a simulated cluster's kubelet
+    and paths) and `token_fetch` in place of the token sources' HTTP GET (a replay reads
+    its simulated servers' pages in process)."""
+
+    speed: float = 1.0
+    extra_workloads: tuple[WorkloadDeclaration, ...] = ()
+    extra_token_sources: tuple[TokenSourceConfig, ...] = ()
+    extra_static_prices: tuple[StaticPrice, ...] = ()
+    environ: Mapping[str, str] | None = None
+    kubernetes: KubernetesConfig | None = None
+    token_fetch: Fetch | None = None
+
+
+DEFAULT_OPTIONS = AgentOptions()
+"""A real host's: the config alone, real time."""
+
+
 def build(
     config: Config,
     nv: NvmlApi,
     clock: Clock,
-    *,
-    speed: float = 1.0,
-    extra_workloads: tuple[WorkloadDeclaration, ...] = (),
-    extra_token_sources: tuple[TokenSourceConfig, ...] = (),
-    extra_static_prices: tuple[StaticPrice, ...] = (),
-    environ: Mapping[str, str] | None = None,
-    kubernetes: KubernetesConfig | None = None,
-    token_fetch: Fetch | None = None,
+    options: AgentOptions = DEFAULT_OPTIONS,
 ) -> Parts:
-    """The agent's parts (see `gpuwatch.agent.Agent` for the arguments).
+    """The agent's parts from its config, NVML binding, clock and `options`.
 
     Raises WebhookSecretError when Slack alerting is configured but its secret cannot
     be read. An unusable alert outbox turns alerting off (one ERROR line); monitoring
@@ -109,19 +124,21 @@ def build(
     catalog = build_gpu_catalog(config.sizing.gpus)
     models = build_model_catalog(config.sizing.models)
     analysis = AnalysisEngine(
-        with_gap_limit(analysis_settings(config.analysis), config, speed),
-        (*config.workloads, *extra_workloads),
+        with_gap_limit(analysis_settings(config.analysis), config, options.speed),
+        (*config.workloads, *options.extra_workloads),
         catalog,
         models,
     )
-    kube = config.kubernetes if kubernetes is None else kubernetes
-    tokens = TokenCollector((*config.token_sources, *extra_token_sources), clock, fetch=token_fetch)
+    kube = config.kubernetes if options.kubernetes is None else options.kubernetes
+    tokens = TokenCollector(
+        (*config.token_sources, *options.extra_token_sources), clock, fetch=options.token_fetch
+    )
     sources = sources_on(Switches(kube.enabled, len(tokens.sources)))
-    alerts, alerts_broken = _alerts(config, environ, clock, hostname)
+    alerts, alerts_broken = _alerts(config, options.environ, clock, hostname)
     return Parts(
         config=config,
         clock=clock,
-        speed=speed,
+        speed=options.speed,
         hostname=hostname,
         store=SnapshotStore(),
         sampler=sampler,
@@ -130,13 +147,17 @@ def build(
         analysis=analysis,
         cost=CostEngine(catalog, config.rent_vs_buy),
         kubernetes=kube,
-        attribution=_attribution(config, kube, clock, speed) if "attribution" in sources else None,
+        attribution=_attribution(config, kube, clock, options.speed)
+        if "attribution" in sources
+        else None,
         tokens=tokens,
         needs=MeasuredNeeds(
-            tokens.sources, models, scrape_floor_seconds=real_seconds(1.0, speed) * speed
+            tokens.sources,
+            models,
+            scrape_floor_seconds=real_seconds(1.0, options.speed) * options.speed,
         ),
         billing_config=config.billing.model_copy(
-            update={"static": [*config.billing.static, *extra_static_prices]}
+            update={"static": [*config.billing.static, *options.extra_static_prices]}
         ),
         alerts=alerts,
         alerts_broken=alerts_broken,

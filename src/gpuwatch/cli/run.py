@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.cli.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -102,11 +102,13 @@ def _serve(config: Config, fleet: Fleet, args: argparse.Namespace) -> int:
         config,
         nv,
         clock,
-        speed=args.speed or 1.0,
-        extra_workloads=fleet.workloads,
-        extra_token_sources=() if services is None else services.token_sources(),
-        extra_static_prices=fleet.prices,
-        kubernetes=None if services is None else services.kubernetes_config(),
+        AgentOptions(
+            speed=args.speed or 1.0,
+            extra_workloads=fleet.workloads,
+            extra_token_sources=() if services is None else services.token_sources(),
+            extra_static_prices=fleet.prices,
+            kubernetes=None if services is None else services.kubernetes_config(),
+        ),
     )
     try:
         agent.open()

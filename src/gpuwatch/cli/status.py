@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuwatch.agent import Agent
+from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, NVML_NOT_FOUND, UsageError
 from gpuwatch.cli.console import stdout_console
 from gpuwatch.cli.logsetup import configure_logging
@@ -97,10 +97,12 @@ def _quiet_agent(
         config,
         nv,
         clock,
-        extra_workloads=scenario.workloads,
-        extra_token_sources=token_sources,
-        extra_static_prices=scenario.prices,
-        token_fetch=token_fetch,
+        AgentOptions(
+            extra_workloads=scenario.workloads,
+            extra_token_sources=token_sources,
+            extra_static_prices=scenario.prices,
+            token_fetch=token_fetch,
+        ),
     )
 
 
