@@ -21,11 +21,11 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import IO, Any
 
 from gpuwatch.cli import summary
 from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from gpuwatch.cli.history_flags import add_output_arguments, add_source_arguments
 from gpuwatch.config import Config, load_config
 from gpuwatch.core.flag_types import POSITIVE, number
 from gpuwatch.core.paths import write_atomic
@@ -40,7 +40,7 @@ from gpuwatch.plan.render import (
     render_text,
     slack_lines,
 )
-from gpuwatch.promapi.flags import PrometheusFlagError, add_prometheus_arguments, prometheus_options
+from gpuwatch.promapi.flags import PrometheusFlagError, prometheus_options
 from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
 
 FORMATS = ("text", "md", "html", "json")
@@ -64,12 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_arguments(plan: argparse.ArgumentParser) -> None:
     """`gpuwatch plan`'s flags."""
-    source = plan.add_mutually_exclusive_group()
-    source.add_argument(
-        "--source", choices=("local",), default="local", help="this host's history (default)"
-    )
-    source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
-    add_prometheus_arguments(plan, rules=False)
+    add_source_arguments(plan, rules=False)
     plan.add_argument(
         "--days", type=POSITIVE, default=30.0, help="the lookback in days (default 30)"
     )
@@ -79,15 +74,11 @@ def add_arguments(plan: argparse.ArgumentParser) -> None:
         help="the lookback's end, UTC: YYYY-MM-DD (midnight) or YYYY-MM-DDTHH:MM "
         "(default: now, or the history's last sample when later)",
     )
-    plan.add_argument("--config", type=Path, help="TOML config file")
-    plan.add_argument(
-        "--format",
-        dest="formats",
-        metavar="LIST",
-        help="comma-separated: text,md,html,json (default: text on stdout without --out, "
-        "md,html,json with it)",
+    add_output_arguments(
+        plan,
+        formats_help="comma-separated: text,md,html,json (default: text on stdout without "
+        "--out, md,html,json with it)",
     )
-    plan.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
     plan.add_argument(
         "--headroom",
         type=number(ge=0, lt=1),

@@ -17,7 +17,6 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import IO
 
 from rich.console import Console
@@ -25,11 +24,11 @@ from rich.progress import Progress as RichProgress
 
 from gpuwatch.cli import summary
 from gpuwatch.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from gpuwatch.cli.history_flags import add_output_arguments, add_source_arguments
 from gpuwatch.config import Config, load_config
 from gpuwatch.core.text import plain_name
 from gpuwatch.promapi.flags import (
     PrometheusFlagError,
-    add_prometheus_arguments,
     prometheus_options,
 )
 from gpuwatch.report.figures import period_text
@@ -53,21 +52,12 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
     when.add_argument("--month", metavar="YYYY-MM", help="a UTC month (default: this month)")
     when.add_argument("--from", dest="from_date", metavar="YYYY-MM-DD", help="first UTC day")
     report.add_argument("--to", dest="to_date", metavar="YYYY-MM-DD", help="last UTC day, included")
-    source = report.add_mutually_exclusive_group()
-    source.add_argument(
-        "--source", choices=("local",), default="local", help="this host's history (default)"
+    add_source_arguments(report, rules=True)
+    add_output_arguments(
+        report,
+        formats_help="comma-separated: html,md,csv,json,pdf (default: json on stdout without "
+        "--out, html,md,csv,json with it)",
     )
-    source.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (fleet)")
-    add_prometheus_arguments(report)
-    report.add_argument("--config", type=Path, help="TOML config file")
-    report.add_argument(
-        "--format",
-        dest="formats",
-        metavar="LIST",
-        help="comma-separated: html,md,csv,json,pdf (default: json on stdout without --out, "
-        "html,md,csv,json with it)",
-    )
-    report.add_argument("--out", type=Path, metavar="DIR", help="directory for the files")
     report.add_argument(
         "--slack", action="store_true", help="send a summary through the Slack webhook"
     )
