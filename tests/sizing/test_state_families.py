@@ -174,3 +174,13 @@ def test_the_measured_need_charges_only_the_attention_layers_per_token() -> None
     model = served_model(spec, None, "auto")
     assert model is not None
     assert model.kv_bytes_per_token == 12 * 2 * 2 * 256 * 2
+
+
+def test_nemotron_3_moe_layers_and_float32_ssm_state() -> None:
+    spec = load_config_json(CONFIGS / "nemotron-3-nano-30b-a3b" / "config.json").spec
+    assert (spec.kv_layer_count, spec.state_layers, spec.moe_layers) == (6, 23, 23)
+    assert spec.recurrent_state_bytes == 4.0
+    assert spec.state_bytes_per_sequence(2.0) == 23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4)
+    # Squared-ReLU experts: up and down only, so 2 x hidden x width each.
+    assert spec.parameters_per_expert == 2 * 2688 * 1856
+    assert spec.active_parameters == spec.parameters - 23 * (128 - 6) * 2 * 2688 * 1856
