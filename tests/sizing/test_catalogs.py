@@ -71,6 +71,7 @@ MODEL_NAMES = (
     "deepseek-v3.2",
     "nemotron-h-8b",
     "llama-3.3-nemotron-super-49b",
+    "nvidia-nemotron-3-nano-30b-a3b",
 )
 
 # --- GPU catalog ------------------------------------------------------------------------

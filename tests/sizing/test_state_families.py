@@ -153,9 +153,11 @@ def test_catalog_entries_match_their_configs() -> None:
         ("deepseek-v3.2", "deepseek-v3.2-exp/config.json"),
         ("nemotron-h-8b", "nemotron-h-8b/config.json"),
         ("llama-3.3-nemotron-super-49b", "llama-3.3-nemotron-super-49b/config.json"),
+        ("nvidia-nemotron-3-nano-30b-a3b", "nemotron-3-nano-30b-a3b/config.json"),
     ):
         entry, loaded = catalog.get(name), load_config_json(CONFIGS / slug).spec
         assert entry.parameters == loaded.parameters, name
+        assert entry.active_parameters == loaded.active_parameters, name
         assert entry.kv_cache_bytes_per_sequence(100, 2.0) == pytest.approx(
             loaded.kv_cache_bytes_per_sequence(100, 2.0)
         ), name
