@@ -186,3 +186,16 @@ def test_nemotron_3_moe_layers_and_float32_ssm_state() -> None:
     # Squared-ReLU experts: up and down only, so 2 x hidden x width each.
     assert spec.parameters_per_expert == 2 * 2688 * 1856
     assert spec.active_parameters == spec.parameters - 23 * (128 - 6) * 2 * 2688 * 1856
+
+
+def test_qwen3_5_moe_reads_its_text_config_as_qwen3_next() -> None:
+    loaded = load_config_json(CONFIGS / "qwen3.5-397b-a17b" / "config.json")
+    spec = loaded.spec
+    assert (spec.kv_layer_count, spec.state_layers, spec.intermediate_size) == (15, 45, None)
+    assert (
+        spec.state_bytes_per_sequence(2.0)
+        == 45 * (3 * (2 * 16 * 128 + 64 * 128) + 64 * 128 * 128) * 2
+    )
+    assert any("vision_config" in note for note in loaded.notes)
+    with pytest.raises(ConfigJsonError, match="text_config"):
+        model_from_config(_config("qwen3.5-397b-a17b") | {"text_config": 3}, name="x")

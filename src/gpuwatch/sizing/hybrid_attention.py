@@ -9,7 +9,10 @@ value heads x value dim) inputs, whatever the context (vLLM
 ``MambaStateShapeCalculator.gated_delta_net_state_shape``). Every layer's MLP is a
 mixture of experts with a shared expert ``shared_expert_intermediate_size`` wide behind a
 one-output gate (transformers ``Qwen3NextSparseMoeBlock``), except ``mlp_only_layers``
-and layers off ``decoder_sparse_step``, which have a dense MLP.
+and layers off ``decoder_sparse_step``, which have a dense MLP. Qwen3.5's MoE models
+(``qwen3_5_moe``) have the same text model in ``text_config`` (its projections split
+differently, ``in_proj_qkv``/``z``/``b``/``a``, with the same widths) beside a vision
+encoder, which is not counted (the notes say so).
 """
 
 from __future__ import annotations
@@ -67,7 +70,6 @@ def read_qwen3_next(
     head_dim = positive(config, "head_dim", hidden // heads)
     vocab = positive(config, "vocab_size")
     tied = flag(config, "tie_word_embeddings", False)
-    intermediate = positive(config, "intermediate_size")
     k_heads = positive(config, "linear_num_key_heads")
     v_heads = positive(config, "linear_num_value_heads")
     k_dim = positive(config, "linear_key_head_dim")
@@ -80,6 +82,8 @@ def read_qwen3_next(
     kinds = _layer_kinds(config, layers)
     full = kinds.count(FULL)
     moe_layers = _moe_layers(config, layers, experts)
+    dense_mlp = moe_layers < layers or config.get("intermediate_size") is not None
+    intermediate = positive(config, "intermediate_size") if dense_mlp else 0
 
     key_dim, value_dim = k_heads * k_dim, v_heads * v_dim
     conv_dim = 2 * key_dim + value_dim
@@ -128,7 +132,7 @@ def read_qwen3_next(
             "attention_heads": heads,
             "kv_heads": kv_heads,
             "head_dim": head_dim,
-            "intermediate_size": intermediate,
+            "intermediate_size": intermediate or None,
             "vocab_size": vocab,
             "tied_embeddings": tied,
             "experts": experts,
@@ -144,3 +148,20 @@ def read_qwen3_next(
         },
         notes,
     )
+
+
+def read_qwen3_5_moe(
+    config: Mapping[str, object], name: str, source: str, base: BaseReader
+) -> FamilyModel:
+    """The `FamilyModel` of a ``qwen3_5_moe`` config.json: its ``text_config``'s text
+    model, read as Qwen3-Next's; the vision encoder is not counted."""
+    text = config.get("text_config")
+    if not isinstance(text, Mapping):
+        raise StateConfigError("config.json: text_config must be an object")
+    merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+    merged.update(text)
+    model = read_qwen3_next(merged, name, source, base)
+    notes = model.notes
+    if config.get("vision_config") is not None:
+        notes += ("text model only: the vision_config encoder's weights are not counted",)
+    return FamilyModel(model.spec, model.quantization, notes)
