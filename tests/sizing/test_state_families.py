@@ -14,7 +14,12 @@ import pytest
 from gpuwatch.analysis.measured import served_model
 from gpuwatch.cli import main as gpuwatch_main
 from gpuwatch.sizing import build_model_catalog
-from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json, model_from_config
+from gpuwatch.sizing.hf_config import (
+    ConfigJsonError,
+    catalog_entry_data,
+    load_config_json,
+    model_from_config,
+)
 from gpuwatch.sizing.memory import kv_cache_bytes
 from gpuwatch.sizing.models import ModelCatalogEntry
 
@@ -199,3 +204,11 @@ def test_qwen3_5_moe_reads_its_text_config_as_qwen3_next() -> None:
     assert any("vision_config" in note for note in loaded.notes)
     with pytest.raises(ConfigJsonError, match="text_config"):
         model_from_config(_config("qwen3.5-397b-a17b") | {"text_config": 3}, name="x")
+
+
+def test_an_agent_config_catalog_entry_from_config_json_keeps_the_state() -> None:
+    data = catalog_entry_data(
+        {"config_json": str(CONFIGS / "nemotron-3-nano-30b-a3b" / "config.json")}
+    )
+    spec = ModelCatalogEntry.model_validate(data).to_spec()
+    assert spec.kv_cache_bytes_per_sequence(10, 2.0) == 10 * 6144 + 49_082_368
