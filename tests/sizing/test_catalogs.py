@@ -67,6 +67,11 @@ MODEL_NAMES = (
     "gpt-oss-20b",
     "gpt-oss-120b",
     "deepseek-v3",
+    "qwen3-next-80b-a3b",
+    "deepseek-v3.2",
+    "nemotron-h-8b",
+    "llama-3.3-nemotron-super-49b",
+    "nvidia-nemotron-3-nano-30b-a3b",
 )
 
 # --- GPU catalog ------------------------------------------------------------------------

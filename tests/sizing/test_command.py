@@ -13,6 +13,7 @@ from gpuwatch.sizing import (
     GpuCatalogEntry,
     ModelCatalogEntry,
     build_gpu_catalog,
+    build_model_catalog,
     parse_param_count,
 )
 from gpuwatch.tco import RentVsBuyConfig
@@ -399,7 +400,8 @@ def test_bad_input_exits_2_with_one_line(
 
 def test_unknown_model_hints_at_params(capsys: pytest.CaptureFixture[str]) -> None:
     _, _, err = size(capsys, "llama-4")
-    assert "deepseek-v3 (or give --params N)" in err
+    known = ", ".join(build_model_catalog().names)  # the whole catalog, in order
+    assert f"known: {known} (or give --params N)" in err
 
 
 def test_argparse_rejects_unknown_choices() -> None:

@@ -17,7 +17,11 @@ the GPUs of an engine. So `engines` copies of the weights spread over the source
 Weights and overhead are the sizing model's inference figures (`memory_requirement`:
 overhead 0.2 x weights); KV bytes per token are layers x (2 x KV heads x head dim, or
 MLA's latent + RoPE key) x bytes per value, the value's bytes from the server's cache
-dtype (``auto``: the model's 16-bit or wider compute precision; ``fp8*``: 1 B).
+dtype (``auto``: the model's 16-bit or wider compute precision; ``fp8*``: 1 B). Only
+the layers that cache K and V count (`ModelSpec.kv_cache_bytes_per_token`: not
+Qwen3-Next's linear-attention or Nemotron-H's Mamba layers, plus DeepSeek-V3.2's indexer
+keys); their fixed state per sequence is not counted, the reading having no count of
+sequences.
 
 A need is bounded by the hardware: a source whose share of the need on one of its GPUs
 is above that GPU's memory (NVML's total), or that reports more engines than it names

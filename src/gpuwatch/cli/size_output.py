@@ -126,6 +126,12 @@ def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
         "qk_rope_head_dim": model.qk_rope_head_dim,
         "kv_values_per_layer_per_token": model.kv_values_per_layer,
         "assumed": list(model.assumed),
+        "kv_layers": model.kv_layer_count,
+        "state_layers": model.state_layers,
+        "conv_state_values_per_layer": model.conv_state_values,
+        "recurrent_state_values_per_layer": model.recurrent_state_values,
+        "recurrent_state_bytes_per_value": model.recurrent_state_bytes,
+        "indexer_bytes_per_layer_per_token": model.indexer_bytes_per_token,
     }
 
 
@@ -307,6 +313,12 @@ def architecture_line(model: ModelSpec) -> str:
     window = "" if model.sliding_window is None else f", window {model.sliding_window}"
     if model.sliding_window is not None and model.full_layers:
         window += f" on {model.sliding_layers} of {model.layers} layers"
+    if model.kv_layer_count < model.layers:
+        window += f", KV cache on {model.kv_layer_count} of {model.layers} layers"
+    if model.has_state:
+        window += f", fixed state on {model.state_layers}"
+    if model.indexer_bytes_per_token:
+        window += f", indexer keys {model.indexer_bytes_per_token} B/token/layer"
     return (
         f"architecture: {model.name}: {model.layers} layers, hidden {model.hidden_size}, "
         f"{heads}, MLP {model.mlp_size}, vocabulary {model.vocabulary}{window}"

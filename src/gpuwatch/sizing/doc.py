@@ -74,6 +74,16 @@ def _experts_cell(model: ModelSpec) -> str:
     )
 
 
+def _kv_cell(model: ModelSpec) -> str:
+    """KV bytes per token (16-bit), on which layers, and a fixed state per sequence."""
+    cell = f"{model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB"
+    if model.kv_layer_count < model.layers:
+        cell += f" ({model.kv_layer_count} of {model.layers} layers)"
+    if model.has_state:
+        cell += f" + {model.state_bytes_per_sequence(2.0) / 2**20:.4g} MiB state per sequence"
+    return cell
+
+
 def render_catalog_tables() -> str:
     """The GPU and model catalogs (figures as written in the TOML) with their sources."""
     gpus = builtin_gpu_entries()
@@ -120,7 +130,7 @@ def render_catalog_tables() -> str:
                 f"{model.vocabulary:,}" + (" (tied)" if model.tied_embeddings else ""),
                 _window_cell(model),
                 _experts_cell(model),
-                f"{model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB",
+                _kv_cell(model),
                 _cell(model.source),
             ]
             for model in models

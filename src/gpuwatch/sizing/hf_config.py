@@ -29,7 +29,7 @@ Multimodal configs are sized as their text model: the ``vision_config`` encoder 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
@@ -42,6 +42,8 @@ from gpuwatch.sizing.models import (
 )
 from gpuwatch.sizing.quantization import QuantizationScheme
 from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
+from gpuwatch.sizing.state_config import FamilyModel
+from gpuwatch.sizing.state_families import read_state_family
 
 
 class ConfigJsonError(ValueError):
@@ -250,6 +252,12 @@ def model_from_config(
     config: Mapping[str, object], *, name: str, source: str = "config.json"
 ) -> LoadedConfig:
     """The `ModelSpec` (parameter count computed) and quantization of a config.json."""
+    try:  # layouts whose cache is not a plain KV cache: gpuwatch.sizing.state_families
+        family = read_state_family(config, name=name, source=source, base=_base_reader(source))
+    except ValueError as exc:
+        raise ConfigJsonError(str(exc)) from None
+    if family is not None:
+        return LoadedConfig(family.spec, family.quantization, family.notes)
     text, notes = _text_config(config)
     model_type = text.get("model_type")
     if not isinstance(model_type, str) or model_type not in MODEL_TYPES:
@@ -391,6 +399,14 @@ def model_from_config(
     except ValueError as exc:
         raise ConfigJsonError(f"config.json: {exc}") from None
     return LoadedConfig(entry.to_spec(), quantization, tuple(notes))
+
+
+def _base_reader(source: str) -> Callable[[Mapping[str, object]], FamilyModel]:
+    def read(config: Mapping[str, object]) -> FamilyModel:
+        loaded = model_from_config(config, name="base", source=source)
+        return FamilyModel(loaded.spec, loaded.quantization, loaded.notes)
+
+    return read
 
 
 def model_name_for(path: Path) -> str:

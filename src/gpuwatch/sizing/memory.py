@@ -106,15 +106,24 @@ def workload_weight_bytes(workload: Workload) -> int:
 
 
 def kv_cache_bytes(
-    model: ModelSpec, context_tokens: int, batch: int, bytes_per_value: float = 2.0
+    model: ModelSpec,
+    context_tokens: int,
+    batch: int,
+    bytes_per_value: float = 2.0,
+    state_bytes_per_value: float | None = None,
 ) -> int:
     """KV cache bytes: per layer 2 x kv_heads x head_dim (MLA: kv_lora_rank +
     qk_rope_head_dim) values x bytes x cached tokens, summed over layers, x batch.
 
     Grouped-query attention is counted through `model.kv_heads`; sliding-window layers
-    cache at most the window (`ModelSpec.kv_cache_bytes_per_sequence`).
+    cache at most the window; linear-attention and Mamba layers add their fixed state
+    per sequence at `state_bytes_per_value` (None: `bytes_per_value`) instead
+    (`ModelSpec.kv_cache_bytes_per_sequence`).
     """
-    return round(model.kv_cache_bytes_per_sequence(context_tokens, bytes_per_value) * batch)
+    per_sequence = model.kv_cache_bytes_per_sequence(
+        context_tokens, bytes_per_value, state_bytes_per_value
+    )
+    return round(per_sequence * batch)
 
 
 def workload_kv_cache_bytes(workload: Workload) -> int:
@@ -129,7 +138,31 @@ def workload_kv_cache_bytes(workload: Workload) -> int:
         workload.context_tokens,
         workload.batch,
         workload.kv_cache_bytes_per_value,
+        workload.compute_bytes,  # vLLM keeps Mamba/linear state in the model's dtype
     )
+
+
+def cache_kind_notes(model: ModelSpec, state_bytes_per_value: float) -> list[str]:
+    """Notes for caches that are not a plain per-token KV cache (fixed state, indexer)."""
+    notes = []
+    if model.has_state or model.kv_layer_count < model.layers:
+        state = model.state_bytes_per_sequence(state_bytes_per_value)
+        rest = model.layers - model.kv_layer_count - model.state_layers
+        text = f"KV cache: {model.kv_layer_count} of {model.layers} layers cache K and V per token"
+        if model.has_state:
+            text += (
+                f"; {model.state_layers} (linear attention / Mamba) keep a fixed state of "
+                f"{state / 1e6:.4g} MB per sequence instead (conv + recurrent state)"
+            )
+        if rest:
+            text += f"; {rest} have no attention and cache nothing"
+        notes.append(text)
+    if model.indexer_bytes_per_token:
+        notes.append(
+            f"KV cache: plus the sparse-attention indexer's keys, "
+            f"{model.indexer_bytes_per_token} B per token per layer (FP8 keys + FP32 scales)"
+        )
+    return notes
 
 
 def _adamw_bytes(parameters: int, compute_bytes: float) -> tuple[int, int, int]:
@@ -191,6 +224,8 @@ def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBrea
             f"KV cache: {model.sliding_layers} of {model.layers} layers slide and cache "
             f"at most {model.sliding_window} tokens, the rest the whole context"
         )
+    if workload.architecture is not None:
+        notes += cache_kind_notes(model, workload.compute_bytes)
     return MemoryBreakdown(
         weights_bytes=base,
         kv_cache_bytes=workload_kv_cache_bytes(workload),

@@ -68,6 +68,21 @@ def check_moe_fields(
         raise ValueError(f"dense_layers ({dense_layers}) must be below layers ({layers})")
 
 
+def check_cache_fields(
+    *, layers: int, kv_layers: int | None, state_layers: int, state_values: int, sliding: bool
+) -> None:
+    """Raise ValueError naming the field when the cache fields contradict each other."""
+    cached = layers if kv_layers is None else kv_layers
+    if cached + state_layers > layers:
+        raise ValueError(
+            f"kv_layers ({cached}) and state_layers ({state_layers}) exceed layers ({layers})"
+        )
+    if (state_layers > 0) != (state_values > 0):
+        raise ValueError("state_layers and conv_state_values/recurrent_state_values come together")
+    if kv_layers is not None and sliding:
+        raise ValueError("kv_layers with a sliding_window is not modelled")
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A decoder-only transformer: its size and the shapes the memory model needs.
@@ -88,6 +103,16 @@ class ModelSpec:
     `layer_types` names each layer's attention ("full_attention" or
     "sliding_attention", the latter caching at most `sliding_window` tokens); None
     with a `sliding_window` means every layer slides.
+
+    Caches that are not a plain per-token KV cache (docs/sizing.md, "Caches that are
+    not a KV cache"): only `kv_layers` layers (None: all) cache K and V per token;
+    `state_layers` layers (linear attention, Mamba-2) keep instead a fixed state per
+    sequence of `conv_state_values` (the short convolution's last inputs) plus
+    `recurrent_state_values` (the recurrent or SSM state), in the model's dtype, the
+    recurrent part at `recurrent_state_bytes` per value when the model says so (None:
+    the model's dtype). `indexer_bytes_per_token` is DeepSeek sparse attention's
+    lightning-indexer key cache per token per KV layer (FP8 keys and FP32 scales,
+    whatever the KV cache's dtype).
     """
 
     name: str
@@ -111,6 +136,12 @@ class ModelSpec:
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     layer_types: tuple[str, ...] | None = None
+    kv_layers: int | None = None
+    state_layers: int = 0
+    conv_state_values: int = 0
+    recurrent_state_values: int = 0
+    recurrent_state_bytes: float | None = None
+    indexer_bytes_per_token: int = 0
 
     @property
     def is_moe(self) -> bool:
@@ -201,9 +232,30 @@ class ModelSpec:
         return sum(kind == SLIDING_ATTENTION for kind in self.layer_types)
 
     @property
+    def kv_layer_count(self) -> int:
+        """Layers that cache keys and values per token: `kv_layers`, else all."""
+        return self.layers if self.kv_layers is None else self.kv_layers
+
+    @property
     def full_layers(self) -> int:
         """Layers that attend to (and cache) the whole context."""
-        return self.layers - self.sliding_layers
+        return self.kv_layer_count - self.sliding_layers
+
+    @property
+    def has_state(self) -> bool:
+        """Whether some layers keep a fixed-size state per sequence (linear attention,
+        Mamba-2) instead of a per-token KV cache."""
+        return self.state_layers > 0
+
+    def state_bytes_per_sequence(self, bytes_per_value: float) -> float:
+        """Bytes of one sequence's fixed state over the `state_layers`, whatever its
+        context: per layer `conv_state_values` x `bytes_per_value` (the model's dtype)
+        + `recurrent_state_values` x (`recurrent_state_bytes` or `bytes_per_value`)."""
+        recurrent = self.recurrent_state_bytes or bytes_per_value
+        per_layer = (
+            self.conv_state_values * bytes_per_value + self.recurrent_state_values * recurrent
+        )
+        return self.state_layers * per_layer
 
     @property
     def kv_values_per_layer(self) -> int:
@@ -226,16 +278,30 @@ class ModelSpec:
 
     def kv_cache_bytes_per_token(self, bytes_per_value: float) -> float:
         """Bytes one token adds to the cache of all layers (while within the window):
-        layers x `kv_values_per_layer` x bytes per value."""
-        return self.layers * self.kv_values_per_layer * bytes_per_value
+        KV layers x (`kv_values_per_layer` x bytes per value + `indexer_bytes_per_token`).
+        Layers with a fixed state (`state_layers`) add nothing per token."""
+        per_layer = self.kv_values_per_layer * bytes_per_value + self.indexer_bytes_per_token
+        return self.kv_layer_count * per_layer
 
-    def kv_cache_bytes_per_sequence(self, context_tokens: int, bytes_per_value: float) -> float:
-        """Bytes of one sequence's KV cache at `context_tokens`, layer type by layer type:
-        full layers cache the context, sliding layers at most `sliding_window` tokens."""
+    def kv_cache_bytes_per_sequence(
+        self,
+        context_tokens: int,
+        bytes_per_value: float,
+        state_bytes_per_value: float | None = None,
+    ) -> float:
+        """Bytes of one sequence's cache at `context_tokens`, layer type by layer type:
+        full layers cache the context, sliding layers at most `sliding_window` tokens
+        (K and V at `bytes_per_value`, plus the indexer's keys), and state layers their
+        fixed state (`state_bytes_per_sequence` at `state_bytes_per_value`, the model's
+        dtype; None: `bytes_per_value`)."""
         cached = self.full_layers * context_tokens
         if self.sliding_window is not None:
             cached += self.sliding_layers * min(context_tokens, self.sliding_window)
-        return cached * self.kv_values_per_layer * bytes_per_value
+        per_token = self.kv_values_per_layer * bytes_per_value + self.indexer_bytes_per_token
+        state = self.state_bytes_per_sequence(
+            bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
+        )
+        return cached * per_token + state
 
     @property
     def embedding_parameters(self) -> int:
@@ -282,6 +348,12 @@ class ModelCatalogEntry(BaseModel):
     layer_types: tuple[LayerType, ...] | None = None
     source: str = CONFIG_SOURCE
     config_json: str | None = Field(default=None, min_length=1, max_length=4096)
+    kv_layers: int | None = Field(default=None, ge=0)
+    state_layers: int = Field(default=0, ge=0)
+    conv_state_values: int = Field(default=0, ge=0)
+    recurrent_state_values: int = Field(default=0, ge=0)
+    recurrent_state_bytes: float | None = Field(default=None, gt=0, le=8)
+    indexer_bytes_per_token: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _heads_consistent(self) -> ModelCatalogEntry:
@@ -310,6 +382,13 @@ class ModelCatalogEntry(BaseModel):
             and self.sliding_window is None
         ):
             raise ValueError("layer_types has sliding_attention layers but no sliding_window")
+        check_cache_fields(
+            layers=self.layers,
+            kv_layers=self.kv_layers,
+            state_layers=self.state_layers,
+            state_values=self.conv_state_values + self.recurrent_state_values,
+            sliding=self.sliding_window is not None,
+        )
         return self
 
     def to_spec(self) -> ModelSpec:
@@ -336,6 +415,12 @@ class ModelCatalogEntry(BaseModel):
             kv_lora_rank=self.kv_lora_rank,
             qk_rope_head_dim=self.qk_rope_head_dim,
             layer_types=self.layer_types,
+            kv_layers=self.kv_layers,
+            state_layers=self.state_layers,
+            conv_state_values=self.conv_state_values,
+            recurrent_state_values=self.recurrent_state_values,
+            recurrent_state_bytes=self.recurrent_state_bytes,
+            indexer_bytes_per_token=self.indexer_bytes_per_token,
         )
 
 
