@@ -38,6 +38,7 @@ from gpuwatch.sizing.models import (
     ModelSpec,
     UnknownModelError,
     build_model_catalog,
+    size_bound_error,
 )
 from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
@@ -313,6 +314,9 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
             model = parse_param_count(args.params)
         except ValueError as exc:
             raise SizeUsageError(f"--params: {exc}") from None
+        too_many = size_bound_error("parameters", model)
+        if too_many is not None:
+            raise SizeUsageError(f"--params: {too_many}")
     else:
         try:
             model = build_model_catalog(extra_models).get(args.model)
