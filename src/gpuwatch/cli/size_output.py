@@ -437,10 +437,11 @@ def _interconnect_lines(run: SizeRun, rows: int = 5) -> list[str]:
     if not lines:
         return []
     rules = (
-        "shapes: a TP degree divides the attention and KV heads, within one NVLink "
-        "domain; PP stages split the layers and add memory, not speed; GeForce cards "
-        "stay in one server; $ is the whole shape's (docs/sizing.md)"
-    )
+        "shapes: FSDP shards the total over the GPUs, each training its own micro-batch"
+        if run.training
+        else "shapes: a TP degree divides the attention and KV heads, within one NVLink "
+        "domain; PP stages split the layers and add memory, not speed"
+    ) + "; GeForce cards stay in one server; $ is the whole shape's (docs/sizing.md)"
     return [*lines, rules]
 
 
