@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gpuwatch.cli.size import add_size_parser, run_size
-from gpuwatch.sizing.gpus import GpuCatalog, build_gpu_catalog
+from gpuwatch.sizing.gpus import GpuCatalog, GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.sizing.hf_config import model_from_config
 from gpuwatch.sizing.memory import memory_requirement
 from gpuwatch.sizing.models import ModelSpec, build_model_catalog
@@ -265,3 +265,16 @@ def test_rank_by_rejects_other_values(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as caught:
         size(capsys, "--params", "7B", "--rank-by", "tokens")
     assert caught.value.code == 2
+
+
+def test_the_agent_config_can_give_a_part_its_nvlink_domain() -> None:
+    """An L40S has no NVLink (pipeline stages only); a config that says otherwise gets TP."""
+    workload = workloads()["llama-3.1-70b"]
+    plain = by_name(rank_gpus(build_gpu_catalog(), workload))["L40S-48GB"].deployment
+    assert plain is not None
+    assert plain.shape.tensor_parallel == 1
+    linked = build_gpu_catalog([GpuCatalogEntry(id="L40S-48GB", nvlink_domain_gpus=8)])
+    deployment = by_name(rank_gpus(linked, workload))["L40S-48GB"].deployment
+    assert deployment is not None
+    assert deployment.shape.tensor_parallel > 1
+    assert linked.get("L40S-48GB").sources["nvlink_domain_gpus"] == "agent config"
