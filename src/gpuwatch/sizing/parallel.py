@@ -11,9 +11,9 @@ Serving (vLLM's rules):
   Multi-head latent attention caches one latent per token that every rank keeps whole.
 - A TP group spans at most one NVLink domain (`GpuSpec.nvlink_domain_gpus`: 8 on an HGX
   board, 2 over a PCIe bridge, 1 without NVLink): TP's all-reduce after every layer
-  wants NVLink, and vLLM's docs send GPUs without it (e.g. L40S) to pipeline
-  parallelism (docs.vllm.ai, "Distributed Inference and Serving": TP within a node, PP
-  across nodes).
+  wants NVLink; vLLM's guide puts TP within a node and PP across nodes (docs.vllm.ai,
+  "Distributed Inference and Serving") and lists GPUs without NVLink (e.g. L40S) among
+  the cases for pipeline parallelism.
 - Pipeline-parallel (PP) stages split the layers, at most one layer each; a stage holds
   ceil(layers / p) of them. Stages talk over NVLink or PCIe inside a server
   (`GpuSpec.gpus_per_node`) and over the network between servers; consumer (GeForce)
