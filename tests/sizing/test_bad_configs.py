@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwatch.cli import main
 from gpuwatch.cli.size import add_size_parser, run_size
 from gpuwatch.cli.stdout import EXIT_BROKEN_PIPE
 from gpuwatch.sizing.bounded_json import BoundedJsonError, nesting_depth, read_json
@@ -219,3 +220,21 @@ def test_json_of_a_config_json_into_a_closing_pipe_ends_quietly() -> None:
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE
     assert err == ""
+
+
+def test_an_absurd_catalog_model_in_the_agent_config_exits_2_naming_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        "[[sizing.models]]\n"
+        'name = "huge"\n'
+        "parameters = 7000000000\n"
+        "layers = 1000000000000000000\n"
+        "hidden_size = 4096\n"
+        "attention_heads = 32\n"
+    )
+    assert main(["size", "huge", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "sizing.models.0: layers 1,000,000,000,000,000,000 is above 1,024" in err
+    assert "Traceback" not in err
