@@ -108,11 +108,16 @@ def test_json_has_the_breakdown_and_every_gpu(capsys: pytest.CaptureFixture[str]
     for gpu in report["gpus"]:
         for key in GPU_KEYS:
             assert key in gpu, key
-    fits = [gpu["fits"] for gpu in report["gpus"]]
-    assert fits == sorted(fits, reverse=True)
-    fitting = [gpu for gpu in report["gpus"] if gpu["fits"]]
-    prices = [gpu["usd_per_million_tokens_rented"] for gpu in fitting]
+    assert report["rank_by"] == "usd-per-million-tokens"
+    # issue 23 part 7: ranked by the whole shape's cost, no longer fitting GPUs first
+    deployments = [gpu["deployment"] for gpu in report["gpus"]]
+    assert all(d is not None for d in deployments)
+    prices = [d["usd_per_million_tokens_rented"] for d in deployments]
     assert prices == sorted(prices)
+    for gpu in report["gpus"]:
+        if gpu["fits"]:
+            assert gpu["deployment"]["shape"] == "1 GPU"
+            assert gpu["deployment"]["tokens_per_second"] == pytest.approx(gpu["tokens_per_second"])
 
 
 def test_json_for_a_bare_parameter_count(capsys: pytest.CaptureFixture[str]) -> None:
@@ -343,7 +348,8 @@ def test_table_shows_breakdown_and_gpus(capsys: pytest.CaptureFixture[str]) -> N
     assert "gradient checkpointing on" in out
     assert "paged AdamW" in out
     code, out, err = size(capsys, "llama-2-70b")
-    assert "no: needs 2" in out
+    assert "TP2" in out  # issue 23 part 7: the shape, where it said "no: needs 2"
+    assert "TP2 over NVLink" in out
 
 
 def test_table_fits_80_columns(

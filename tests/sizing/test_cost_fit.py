@@ -135,12 +135,21 @@ def test_gpus_needed_is_a_ceiling(catalog: GpuCatalog) -> None:
 # --- ranking ----------------------------------------------------------------------------
 
 
-def test_rank_lists_every_gpu_fitting_first_cheapest_first(catalog: GpuCatalog) -> None:
+def test_rank_lists_every_gpu_by_its_shapes_cost(catalog: GpuCatalog) -> None:
+    """Issue 23 part 7: GPUs rank by what their cheapest shape costs, one GPU or many;
+    before, every single-GPU fit ranked above every multi-GPU one."""
     llama = build_model_catalog().get("llama-2-13b")
     ranked = rank_gpus(catalog, Workload(llama))
     assert {row.name for row in ranked} == set(catalog.ids)
     fitting = [row for row in ranked if row.fits]
-    assert ranked[: len(fitting)] == tuple(fitting)
+    deployed = [row.deployment for row in ranked]
+    assert all(d is not None for d in deployed)  # every part holds a 13B in some shape
+    costs = [d.usd_per_million_tokens_rented for d in deployed if d is not None]
+    assert costs == sorted(costs)
+    assert ranked[: len(fitting)] != tuple(fitting)  # a 2-GPU shape beats single fits
+    for row in fitting:
+        assert row.deployment is not None
+        assert row.deployment.shape.gpus == 1
     assert {row.name for row in fitting} == {
         "H100-SXM-80GB",
         "H100-PCIe-80GB",
@@ -161,10 +170,6 @@ def test_rank_lists_every_gpu_fitting_first_cheapest_first(catalog: GpuCatalog) 
         "RTX-6000-Ada-48GB",
         "RTX-A6000-48GB",
     }
-    prices = [row.usd_per_million_tokens_rented for row in fitting]
-    assert prices == sorted(prices)
-    rest = [row.usd_per_million_tokens_rented for row in ranked[len(fitting) :]]
-    assert rest == sorted(rest)
     assert all(row.gpus_needed == 1 for row in fitting)
     needed = {row.name: row.gpus_needed for row in ranked if not row.fits}
     assert needed == {

@@ -5,10 +5,11 @@
 [--utilization U] [owning options: --years, --cost-of-capital, --ops-usd-per-year,
 --facility, --pue, --hosting-usd-per-kw-month, --usd-per-kwh, --bare-card] [--json]``
 prints the memory breakdown, the architecture and assumptions it used, then every
-catalog GPU with whether it fits (with headroom), tokens/s and $/1M tokens rented and
-owned, cheapest fitting first. The owned column is `gpuwatch tco`'s owned $/GPU-year
-(the config's `[rent_vs_buy]` with the owning options over it, host share included)
-spread over the tokens of the busy hours. `add_size_parser`
+catalog GPU with its cheapest shape that fits with headroom (one GPU, or tensor and
+pipeline parallel: `sizing.parallel`), the shape's tokens/s, $/h and $/1M tokens rented
+and owned, ranked by `--rank-by` (rented $/1M tokens or $/h). The owned column is
+`gpuwatch tco`'s owned $/GPU-year (the config's `[rent_vs_buy]` with the owning options
+over it, host share included) spread over the tokens of the busy hours. `add_size_parser`
 registers the subcommand on the CLI's subparsers; `run_size` runs it: exit 0, or 2 with
 one line on stderr for bad input, never a traceback. `size_output` renders the output.
 """
@@ -38,6 +39,7 @@ from gpuwatch.sizing.models import (
     ModelSpec,
     UnknownModelError,
     build_model_catalog,
+    size_bound_error,
 )
 from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
@@ -54,7 +56,7 @@ from gpuwatch.sizing.workload import (
     Workload,
 )
 from gpuwatch.tco.config import RentVsBuyConfig
-from gpuwatch.tco.per_token import Ownership, rank_gpus
+from gpuwatch.tco.per_token import RANK_BY, Ownership, RankBy, rank_gpus
 
 PRECISION_VALUES = tuple(p.value for p in Precision)
 PRECISION_CHOICES = PRECISION_VALUES + tuple(n for n in SCHEMES if n not in PRECISION_VALUES)
@@ -73,8 +75,9 @@ class SizeUsageError(ValueError):
 
 
 DESCRIPTION = (
-    "Size a model: memory by component, then every catalog GPU with whether it "
-    "fits, tokens/s and $ per 1M tokens rented and owned, cheapest fitting first."
+    "Size a model: memory by component, then every catalog GPU with the cheapest shape "
+    "that holds it (one GPU, tensor or pipeline parallel), its tokens/s, $/h and $ per "
+    "1M tokens rented and owned, cheapest first."
 )
 
 
@@ -184,6 +187,15 @@ def add_arguments(size: argparse.ArgumentParser) -> None:
         "--utilization",
         metavar="U",
         help="busy fraction of an owned GPU, for owned $/1M tokens: 0.7 or 70%% (default 0.7)",
+    )
+    size.add_argument(
+        "--rank-by",
+        choices=RANK_BY,
+        default=RANK_BY[0],
+        help=(
+            "what ranks the GPUs, each by its cheapest shape (one GPU, tensor or pipeline "
+            "parallel): rented $ per 1M tokens (default) or rented $ per hour"
+        ),
     )
     add_ownership_options(size)
     size.add_argument("--json", action="store_true", help="print JSON")
@@ -313,6 +325,9 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
             model = parse_param_count(args.params)
         except ValueError as exc:
             raise SizeUsageError(f"--params: {exc}") from None
+        too_many = size_bound_error("parameters", model)
+        if too_many is not None:
+            raise SizeUsageError(f"--params: {too_many}")
     else:
         try:
             model = build_model_catalog(extra_models).get(args.model)
@@ -395,6 +410,11 @@ def _ownership(args: argparse.Namespace, config: RentVsBuyConfig) -> Ownership:
     )
 
 
+def _rank_by(args: argparse.Namespace) -> RankBy:
+    value: RankBy = getattr(args, "rank_by", RANK_BY[0])  # argparse's choices: one of RANK_BY
+    return value
+
+
 def run_size(
     args: argparse.Namespace,
     *,
@@ -421,7 +441,9 @@ def run_size(
                 ownership=ownership,
                 assumptions=assumptions,
                 rent_vs_buy=owning,
+                rank_by=_rank_by(args),
             ),
+            rank_by=_rank_by(args),
             headroom=args.headroom,
             efficiency=args.efficiency,
             ownership=ownership,

@@ -26,7 +26,7 @@ from gpuwatch.sizing.throughput import (
 from gpuwatch.sizing.units import to_gb, to_gib
 from gpuwatch.sizing.workload import MemoryAssumptions, Mode, Workload
 from gpuwatch.tco.config import RentVsBuyConfig
-from gpuwatch.tco.per_token import Ownership, RankedGpu
+from gpuwatch.tco.per_token import Ownership, PricedShape, RankBy, RankedGpu
 
 BREAKDOWN_KEYS = (
     "weights_bytes",
@@ -45,6 +45,7 @@ class SizeRun:
 
     `efficiency` None means the mode's default. `rent_vs_buy`: what priced the owned
     column (`gpuwatch tco`'s model); None: seed 001's method with `ownership`.
+    `rank_by`: the cost `ranked` is sorted by.
     """
 
     workload: Workload
@@ -55,6 +56,7 @@ class SizeRun:
     efficiency: float | None
     ownership: Ownership
     rent_vs_buy: RentVsBuyConfig | None = None
+    rank_by: RankBy = "usd-per-million-tokens"
 
     @property
     def training(self) -> bool:
@@ -207,7 +209,31 @@ def _gpu_to_dict(row: RankedGpu, run: SizeRun) -> dict[str, Any]:
         "usd_per_million_tokens_rented": row.usd_per_million_tokens_rented,
         "usd_per_million_tokens_owned": row.usd_per_million_tokens_owned,
         "rent_usd_per_hour": row.gpu.rent_usd_per_hour,
+        "nvlink_domain_gpus": row.gpu.nvlink_domain_gpus,
+        "gpus_per_node": row.gpu.gpus_per_node,
+        "deployment": _deployment(row.deployment),
         **owned,
+    }
+
+
+def _deployment(priced: PricedShape | None) -> dict[str, Any] | None:
+    """The GPU's cheapest shape for JSON (None: no shape holds the workload)."""
+    if priced is None:
+        return None
+    shape = priced.shape
+    return {
+        "shape": shape.label,
+        "strategy": shape.strategy,
+        "gpus": shape.gpus,
+        "tensor_parallel": shape.tensor_parallel,
+        "pipeline_parallel": shape.pipeline_parallel,
+        "nodes": shape.nodes,
+        "interconnect": shape.interconnect,
+        "memory_per_gpu_bytes": shape.memory_per_gpu_bytes,
+        "tokens_per_second": shape.tokens_per_second,
+        "usd_per_hour_rented": priced.usd_per_hour_rented,
+        "usd_per_million_tokens_rented": priced.usd_per_million_tokens_rented,
+        "usd_per_million_tokens_owned": priced.usd_per_million_tokens_owned,
     }
 
 
@@ -238,6 +264,7 @@ def size_report(run: SizeRun) -> dict[str, Any]:
         "moe": _moe(workload),
         "assumptions": _assumptions(run),
         "notes": list(breakdown.notes),
+        "rank_by": run.rank_by,
         "gpus": [_gpu_to_dict(row, run) for row in run.ranked],
     }
 
@@ -375,31 +402,59 @@ def render_text(run: SizeRun) -> None:
     _render_gpus(console, run)
 
 
+_RANK_TITLE = {"usd-per-million-tokens": "$ per 1M tokens", "usd-per-hour": "$ per hour"}
+
+
 def _render_gpus(console: Console, run: SizeRun) -> None:
     speed = "training" if run.training else "decode"
     gpus = Table(
         title=(
-            f"GPUs, cheapest fitting first: fit with {run.headroom:.0%} headroom, "
-            f"{speed} tokens/s and $ per 1M tokens, per GPU"
+            f"GPUs, each in its cheapest shape, by rented {_RANK_TITLE[run.rank_by]}: "
+            f"fit with {run.headroom:.0%} headroom, {speed} tokens/s and $ of the whole shape"
         )
     )
-    gpus.add_column("GPU", no_wrap=True)
-    gpus.add_column("memory", justify="right", no_wrap=True)
-    gpus.add_column("fits", no_wrap=True)
+    gpus.add_column("GPU", overflow="fold")
+    gpus.add_column("shape", no_wrap=True)
     gpus.add_column("tokens/s", justify="right")
+    gpus.add_column("$/h", justify="right")
     gpus.add_column("$/1M rented", justify="right")
     gpus.add_column("$/1M owned", justify="right")
     for row in run.ranked:
+        deployment = row.deployment
+        if deployment is None:
+            gpus.add_row(row.name, "no", "-", "-", "-", "-")
+            continue
         gpus.add_row(
             row.name,
-            f"{to_gb(row.memory_bytes):g} GB",
-            "yes" if row.fits else f"no: needs {row.gpus_needed}",
-            f"{row.tokens_per_second:,.1f}",
-            f"{row.usd_per_million_tokens_rented:,.3f}",
-            f"{row.usd_per_million_tokens_owned:,.3f}",
+            deployment.shape.label,
+            f"{deployment.shape.tokens_per_second:,.1f}",
+            f"{deployment.usd_per_hour_rented:,.2f}",
+            f"{deployment.usd_per_million_tokens_rented:,.3f}",
+            f"{deployment.usd_per_million_tokens_owned:,.3f}",
         )
     console.print(gpus)
+    for line in _interconnect_lines(run):
+        console.print(line, highlight=False)
     console.print(_owned_note(run), highlight=False)
+
+
+def _interconnect_lines(run: SizeRun, rows: int = 5) -> list[str]:
+    """What links the first `rows` multi-GPU shapes assume, and the shape rules."""
+    lines = []
+    for row in run.ranked[:rows]:
+        deployment = row.deployment
+        if deployment is not None and deployment.shape.gpus > 1:
+            shape = deployment.shape
+            lines.append(f"{row.name} {shape.label}: {shape.interconnect}")
+    if not lines:
+        return []
+    rules = (
+        "shapes: FSDP shards the total over the GPUs, each training its own micro-batch"
+        if run.training
+        else "shapes: a TP degree divides the attention and KV heads, within one NVLink "
+        "domain; PP stages split the layers and add memory, not speed"
+    ) + "; GeForce cards stay in one server; $ is the whole shape's (docs/sizing.md)"
+    return [*lines, rules]
 
 
 def _owned_note(run: SizeRun) -> str:

@@ -28,6 +28,8 @@ _GPU_COLUMNS = (
     ("nvlink_gb_per_second", "NVLink GB/s"),
     ("purchase_usd", "purchase $"),
     ("rent_usd_per_hour", "rent $/GPU-h"),
+    ("nvlink_domain_gpus", "NVLink domain GPUs"),
+    ("gpus_per_node", "GPUs per server"),
 )
 
 

@@ -3,8 +3,10 @@
 A GPU fits when its memory holds the requirement plus headroom:
 ``memory_bytes >= total_bytes x (1 + headroom)``. The default headroom, 10 %, is the
 low end of seed 001's "leave 10-15 % headroom" for allocator fragmentation. Catalog
-memory is the marketed decimal capacity, at most what NVML reports. What each GPU costs
-per token, and the ranking by it, are `gpuwatch.tco.per_token`'s.
+memory is the marketed decimal capacity, at most what NVML reports. Each GPU also gets
+its multi-GPU shapes (`parallel.shapes_for`: tensor and pipeline parallel serving,
+sharded training) that hold the workload. What each GPU and shape costs per token, and
+the ranking by it, are `gpuwatch.tco.per_token`'s.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
 from gpuwatch.sizing.memory import MemoryBreakdown, memory_requirement
+from gpuwatch.sizing.parallel import Shape, shapes_for
 from gpuwatch.sizing.throughput import tokens_per_second
 from gpuwatch.sizing.workload import DEFAULT_ASSUMPTIONS, MemoryAssumptions, Workload
 
@@ -43,13 +46,15 @@ def gpus_needed(total_bytes: int, gpu: GpuSpec, headroom: float = DEFAULT_HEADRO
 @dataclass(frozen=True, slots=True)
 class GpuFit:
     """One catalog GPU judged against a workload: whether one holds it, how many would
-    with ideal sharding, and the tokens/s of each (for a GPU that does not fit, what
-    each of `gpus_needed` GPUs would give)."""
+    with ideal sharding, the tokens/s of each (for a GPU that does not fit, what
+    each of `gpus_needed` GPUs would give), and the shapes that hold it (`parallel`;
+    empty when none does)."""
 
     gpu: GpuSpec
     fits: bool
     gpus_needed: int
     tokens_per_second: float
+    shapes: tuple[Shape, ...] = ()
 
 
 def fit_gpus(
@@ -65,15 +70,26 @@ def fit_gpus(
     `efficiency` None takes the mode's default (see `throughput.tokens_per_second`).
     """
     breakdown = memory_requirement(workload, assumptions)
-    return tuple(
-        GpuFit(
-            gpu=gpu,
-            fits=fits(gpu, breakdown, headroom),
-            gpus_needed=gpus_needed(breakdown.total_bytes, gpu, headroom),
-            tokens_per_second=tokens_per_second(gpu, workload, efficiency),
+    result = []
+    for gpu in catalog:
+        needed = gpus_needed(breakdown.total_bytes, gpu, headroom)
+        result.append(
+            GpuFit(
+                gpu=gpu,
+                fits=fits(gpu, breakdown, headroom),
+                gpus_needed=needed,
+                tokens_per_second=tokens_per_second(gpu, workload, efficiency),
+                shapes=shapes_for(
+                    gpu,
+                    workload,
+                    breakdown,
+                    headroom=headroom,
+                    gpus_needed=needed,
+                    efficiency=efficiency,
+                ),
+            )
         )
-        for gpu in catalog
-    )
+    return tuple(result)
 
 
 def cheapest_fitting(

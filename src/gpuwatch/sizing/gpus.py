@@ -47,6 +47,8 @@ _SPEC_FIELD: Mapping[str, str] = MappingProxyType(
         "fp4_tflops": "fp4_flops_per_second",
         "tdp_watts": "tdp_watts",
         "nvlink_gb_per_second": "nvlink_bytes_per_second",
+        "nvlink_domain_gpus": "nvlink_domain_gpus",
+        "gpus_per_node": "gpus_per_node",
         "purchase_usd": "purchase_usd",
         "rent_usd_per_hour": "rent_usd_per_hour",
     }
@@ -62,6 +64,10 @@ REQUIRED_FIGURES = (
     "rent_usd_per_hour",
 )
 """What a new (not built-in) id must give; the others default to none."""
+
+DEFAULT_GPUS_PER_NODE = 8
+"""`gpus_per_node` of a part that does not give one: an HGX board's, and the most PCIe
+servers hold (AWS g6e.48xlarge: 8 L40S; g5.48xlarge: 8 A10G)."""
 
 CONFIG_SOURCE = "agent config"
 """The source recorded for a figure set from the agent config without its own source."""
@@ -98,6 +104,8 @@ class GpuCatalogEntry(BaseModel):
     fp4_tflops: float | None = Field(default=None, gt=0)
     tdp_watts: float | None = Field(default=None, gt=0)
     nvlink_gb_per_second: float | None = Field(default=None, gt=0)
+    nvlink_domain_gpus: int | None = Field(default=None, ge=1, le=576)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=576)
     purchase_usd: float | None = Field(default=None, gt=0)
     rent_usd_per_hour: float | None = Field(default=None, gt=0)
     sources: dict[str, str] | None = None
@@ -130,7 +138,10 @@ class GpuSpec:
     peaks; `fp8_flops_per_second`, `fp4_flops_per_second` and `nvlink_bytes_per_second`
     are None where the part has no FP8, no FP4 (before Blackwell) or no NVLink.
     `rent_usd_per_hour` is the reference on-demand price of one GPU-hour used for
-    comparisons. `sources` maps each field name to where its figure comes from.
+    comparisons. `nvlink_domain_gpus`: GPUs one NVLink domain joins, the most a
+    tensor-parallel group may span (8 on an HGX board, 2 over a PCIe card's bridge, 1
+    without NVLink); `gpus_per_node`: GPUs in the server the part is rented or sold in.
+    `sources` maps each field name to where its figure comes from.
     """
 
     id: str
@@ -146,6 +157,8 @@ class GpuSpec:
     rent_usd_per_hour: float
     fp4_flops_per_second: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    nvlink_domain_gpus: int = 1
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE
 
 
 def _normalize(name: str) -> str:
@@ -293,6 +306,8 @@ def to_spec(entry: GpuCatalogEntry) -> GpuSpec:
         purchase_usd=_figure(entry, "purchase_usd", entry.purchase_usd),
         rent_usd_per_hour=_figure(entry, "rent_usd_per_hour", entry.rent_usd_per_hour),
         fp4_flops_per_second=None if entry.fp4_tflops is None else entry.fp4_tflops * TERA,
+        nvlink_domain_gpus=entry.nvlink_domain_gpus or 1,
+        gpus_per_node=entry.gpus_per_node or DEFAULT_GPUS_PER_NODE,
         sources=MappingProxyType({_SPEC_FIELD[name]: text for name, text in sources.items()}),
     )
 

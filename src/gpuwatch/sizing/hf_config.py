@@ -28,17 +28,19 @@ Multimodal configs are sized as their text model: the ``vision_config`` encoder 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
+from gpuwatch.sizing.bounded_json import BoundedJsonError, read_json
+from gpuwatch.sizing.config_bounds import check_config_sizes
 from gpuwatch.sizing.models import (
     FULL_ATTENTION,
     SLIDING_ATTENTION,
     ModelCatalogEntry,
     ModelSpec,
+    one_line,
 )
 from gpuwatch.sizing.quantization import QuantizationScheme
 from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
@@ -397,7 +399,7 @@ def model_from_config(
             }
         )
     except ValueError as exc:
-        raise ConfigJsonError(f"config.json: {exc}") from None
+        raise ConfigJsonError(f"config.json: {one_line(exc)}") from None
     return LoadedConfig(entry.to_spec(), quantization, tuple(notes))
 
 
@@ -418,14 +420,13 @@ def model_name_for(path: Path) -> str:
 def load_config_json(path: Path, *, name: str | None = None) -> LoadedConfig:
     """`model_from_config` of the config.json at `path`; errors name the file."""
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except OSError as exc:
-        raise ConfigJsonError(f"{path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigJsonError(f"{path}: not JSON: {exc}") from None
+        data = read_json(path)  # bounded: size, depth (sizing.bounded_json)
+    except BoundedJsonError as exc:
+        raise ConfigJsonError(str(exc)) from None
     if not isinstance(data, dict):
         raise ConfigJsonError(f"{path}: a config.json is a JSON object")
     try:
+        check_config_sizes(data)
         return model_from_config(
             data, name=name or model_name_for(path), source=f"config.json {path}"
         )

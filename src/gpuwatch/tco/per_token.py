@@ -14,16 +14,21 @@ owned column with a `RentVsBuyConfig` instead (host share, cost of capital, faci
 ops), so it agrees with `gpuwatch tco` and the agent.
 
 `rank_gpus` puts dollars on `gpuwatch.sizing.fit.fit_gpus`'s physics (fit, GPUs
-needed, tokens/s): fitting GPUs first, each group by rented $/1M tokens.
+needed, tokens/s, shapes): each GPU's shapes priced as a whole (N GPUs x the GPU's $/h,
+over the shape's tokens/s), the cheapest by `rank_by` chosen as the GPU's deployment,
+and every GPU ranked by its deployment's cost, one GPU or many alike; GPUs with no
+shape that holds the workload last.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from gpuwatch.core.units import HOURS_PER_YEAR
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM, fit_gpus
 from gpuwatch.sizing.gpus import GpuCatalog, GpuSpec
+from gpuwatch.sizing.parallel import Shape
 from gpuwatch.sizing.workload import DEFAULT_ASSUMPTIONS, MemoryAssumptions, Workload
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tco.model import (
@@ -111,12 +116,36 @@ def usd_per_million_tokens_owned(
     )
 
 
+RankBy = Literal["usd-per-million-tokens", "usd-per-hour"]
+RANK_BY: tuple[RankBy, ...] = ("usd-per-million-tokens", "usd-per-hour")
+"""What the ranking minimizes: rented $ per 1M tokens (the default), or rented $/h."""
+
+
+@dataclass(frozen=True, slots=True)
+class PricedShape:
+    """A shape (`sizing.parallel.Shape`) priced whole: its GPUs' rent per hour, and
+    rented and owned $ per 1M of its tokens."""
+
+    shape: Shape
+    usd_per_hour_rented: float
+    usd_per_million_tokens_rented: float
+    usd_per_million_tokens_owned: float
+
+    def cost(self, rank_by: RankBy) -> tuple[float, float]:
+        """The sort key: the chosen cost, then the other."""
+        if rank_by == "usd-per-hour":
+            return (self.usd_per_hour_rented, self.usd_per_million_tokens_rented)
+        return (self.usd_per_million_tokens_rented, self.usd_per_hour_rented)
+
+
 @dataclass(frozen=True, slots=True)
 class RankedGpu:
     """One catalog GPU judged against a workload, priced.
 
     `tokens_per_second` and the $/1M figures are per GPU: for a GPU that does not fit
     they are what each of `gpus_needed` GPUs would give with ideal sharding.
+    `deployment`: the cheapest shape that holds the workload (None: none does), whose
+    cost ranks the GPU.
     """
 
     gpu: GpuSpec
@@ -125,6 +154,7 @@ class RankedGpu:
     tokens_per_second: float
     usd_per_million_tokens_rented: float
     usd_per_million_tokens_owned: float
+    deployment: PricedShape | None = None
 
     @property
     def name(self) -> str:
@@ -137,6 +167,30 @@ class RankedGpu:
         return self.gpu.memory_bytes
 
 
+def _owned_usd_per_hour(
+    gpu: GpuSpec, ownership: Ownership, rent_vs_buy: RentVsBuyConfig | None
+) -> float:
+    """One owned GPU's wall-clock $/h: seed 001's method, or the rent-vs-buy model's."""
+    if rent_vs_buy is None:
+        return owned_usd_per_hour(gpu.purchase_usd, gpu.tdp_watts, ownership)
+    return rent_vs_buy.owned_usd_per_gpu_year(gpu) / HOURS_PER_YEAR
+
+
+def price_shape(
+    shape: Shape, gpu: GpuSpec, owned_usd_per_hour: float, utilization: float
+) -> PricedShape:
+    """`shape` of `gpu` priced whole: N x rent per hour; $/1M tokens rented and owned."""
+    rent = shape.gpus * gpu.rent_usd_per_hour
+    return PricedShape(
+        shape=shape,
+        usd_per_hour_rented=rent,
+        usd_per_million_tokens_rented=usd_per_million_tokens(rent, shape.tokens_per_second),
+        usd_per_million_tokens_owned=usd_per_million_tokens_at(
+            shape.gpus * owned_usd_per_hour, shape.tokens_per_second, utilization
+        ),
+    )
+
+
 def rank_gpus(
     catalog: GpuCatalog,
     workload: Workload,
@@ -146,19 +200,29 @@ def rank_gpus(
     ownership: Ownership = DEFAULT_OWNERSHIP,
     assumptions: MemoryAssumptions = DEFAULT_ASSUMPTIONS,
     rent_vs_buy: RentVsBuyConfig | None = None,
+    rank_by: RankBy = "usd-per-million-tokens",
 ) -> tuple[RankedGpu, ...]:
-    """Every catalog GPU for `workload`: fitting ones first, each group by rented $/1M tokens.
+    """Every catalog GPU for `workload`, by its deployment's `rank_by` cost (GPUs
+    without a deployment last, by per-GPU rented $/1M tokens).
 
-    `efficiency` None takes the mode's default (see `sizing.throughput.tokens_per_second`).
-    `rent_vs_buy` (`gpuwatch size` gives the config's, under its owning options) prices
-    the owned column with its owned $/GPU-year / 8760 at `ownership.utilization`; None
-    prices it by seed 001's method with `ownership`.
+    A GPU's deployment is its cheapest shape by `rank_by` (ties: the other cost, then
+    fewer GPUs). `efficiency` None takes the mode's default (see
+    `sizing.throughput.tokens_per_second`). `rent_vs_buy` (`gpuwatch size` gives the
+    config's, under its owning options) prices the owned column with its owned
+    $/GPU-year / 8760 at `ownership.utilization`; None prices it by seed 001's method
+    with `ownership`.
     """
+    if rank_by not in RANK_BY:
+        raise ValueError(f"rank_by must be one of {', '.join(RANK_BY)}, got {rank_by!r}")
     ranked = []
     for fit in fit_gpus(
         catalog, workload, headroom=headroom, efficiency=efficiency, assumptions=assumptions
     ):
         gpu, speed = fit.gpu, fit.tokens_per_second
+        owned_per_hour = _owned_usd_per_hour(gpu, ownership, rent_vs_buy)
+        priced = [
+            price_shape(shape, gpu, owned_per_hour, ownership.utilization) for shape in fit.shapes
+        ]
         ranked.append(
             RankedGpu(
                 gpu=gpu,
@@ -168,16 +232,21 @@ def rank_gpus(
                 usd_per_million_tokens_rented=usd_per_million_tokens_rented(
                     gpu.rent_usd_per_hour, speed
                 ),
-                usd_per_million_tokens_owned=(
-                    usd_per_million_tokens_owned(gpu.purchase_usd, gpu.tdp_watts, speed, ownership)
-                    if rent_vs_buy is None
-                    else usd_per_million_tokens_at(
-                        rent_vs_buy.owned_usd_per_gpu_year(gpu) / HOURS_PER_YEAR,
-                        speed,
-                        ownership.utilization,
-                    )
+                usd_per_million_tokens_owned=usd_per_million_tokens_at(
+                    owned_per_hour, speed, ownership.utilization
+                ),
+                deployment=min(
+                    priced,
+                    key=lambda p: (*p.cost(rank_by), p.shape.gpus),
+                    default=None,
                 ),
             )
         )
-    ranked.sort(key=lambda r: (not r.fits, r.usd_per_million_tokens_rented, r.name))
+    ranked.sort(key=lambda r: _rank_key(r, rank_by))
     return tuple(ranked)
+
+
+def _rank_key(row: RankedGpu, rank_by: RankBy) -> tuple[bool, float, float, str]:
+    if row.deployment is None:
+        return (True, row.usd_per_million_tokens_rented, 0.0, row.name)
+    return (False, *row.deployment.cost(rank_by), row.name)
