@@ -87,7 +87,13 @@ class ModelSpec:
     and `qk_rope_head_dim` set, the cache holds their sum per layer per token.
     `layer_types` names each layer's attention ("full_attention" or
     "sliding_attention", the latter caching at most `sliding_window` tokens); None
-    with a `sliding_window` means every layer slides.
+    with a `sliding_window` means every layer slides. `dense_layers` counts the layers
+    with a dense MLP wherever they are (the first ones in DeepSeek and GLM, every other
+    one in Llama 4 Maverick). `shared_expert_intermediate_size`: the shared experts'
+    width when it differs from the routed ones' (Qwen2-MoE, Granite MoE shared; None:
+    `expert_size`). `vision_parameters`: the part of `parameters` in a vision tower
+    beside the text model (Qwen2.5-VL, Qwen3-VL): resident, never quantized by the
+    text model's scheme, run only on images.
     """
 
     name: str
@@ -111,6 +117,8 @@ class ModelSpec:
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     layer_types: tuple[str, ...] | None = None
+    shared_expert_intermediate_size: int | None = None
+    vision_parameters: int = 0
 
     @property
     def is_moe(self) -> bool:
@@ -119,7 +127,7 @@ class ModelSpec:
 
     @property
     def moe_layers(self) -> int:
-        """Layers whose MLP is a mixture of experts: all but the first `dense_layers`."""
+        """Layers whose MLP is a mixture of experts: all but the `dense_layers`."""
         return self.layers - self.dense_layers if self.is_moe else 0
 
     @property
@@ -128,6 +136,14 @@ class ModelSpec:
         if self.moe_intermediate_size is not None:
             return self.moe_intermediate_size
         return self.mlp_size
+
+    @property
+    def shared_expert_size(self) -> int:
+        """One shared expert's MLP width: `shared_expert_intermediate_size`, else
+        `expert_size`."""
+        if self.shared_expert_intermediate_size is not None:
+            return self.shared_expert_intermediate_size
+        return self.expert_size
 
     @property
     def parameters_per_expert(self) -> int:
@@ -282,6 +298,8 @@ class ModelCatalogEntry(BaseModel):
     layer_types: tuple[LayerType, ...] | None = None
     source: str = CONFIG_SOURCE
     config_json: str | None = Field(default=None, min_length=1, max_length=4096)
+    shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
+    vision_parameters: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _heads_consistent(self) -> ModelCatalogEntry:
@@ -298,6 +316,13 @@ class ModelCatalogEntry(BaseModel):
             experts_per_token=self.experts_per_token,
             dense_layers=self.dense_layers,
         )
+        if self.vision_parameters >= self.parameters:
+            raise ValueError(
+                f"vision_parameters ({self.vision_parameters}) must be below parameters "
+                f"({self.parameters})"
+            )
+        if self.shared_expert_intermediate_size is not None and not self.shared_experts:
+            raise ValueError("shared_expert_intermediate_size needs shared_experts > 0")
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise ValueError("kv_lora_rank and qk_rope_head_dim (MLA) come together")
         if self.layer_types is not None and len(self.layer_types) != self.layers:
@@ -336,6 +361,8 @@ class ModelCatalogEntry(BaseModel):
             kv_lora_rank=self.kv_lora_rank,
             qk_rope_head_dim=self.qk_rope_head_dim,
             layer_types=self.layer_types,
+            shared_expert_intermediate_size=self.shared_expert_intermediate_size,
+            vision_parameters=self.vision_parameters,
         )
 
 
