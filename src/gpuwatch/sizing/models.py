@@ -168,12 +168,13 @@ class ModelSpec:
     def active_parameters(self) -> int:
         """Parameters one token uses: all but the routed experts it is not sent to.
 
-        `parameters` minus (experts - experts_per_token) experts per MoE layer; the
-        shared experts, router, attention, embeddings and norms all count. Equal to
-        `parameters` for a dense model.
+        `parameters` minus (experts - experts_per_token) experts per MoE layer and
+        minus a vision tower (`vision_parameters`: it runs on images, not on a text
+        token); the shared experts, router, attention, embeddings and norms all count.
+        Equal to `parameters` for a dense text model.
         """
         unused = self.moe_layers * (self.experts - self.experts_per_token)
-        return self.parameters - unused * self.parameters_per_expert
+        return self.parameters - unused * self.parameters_per_expert - self.vision_parameters
 
     @property
     def mlp_size(self) -> int:
