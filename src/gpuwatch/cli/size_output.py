@@ -126,6 +126,7 @@ def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
         "qk_rope_head_dim": model.qk_rope_head_dim,
         "kv_values_per_layer_per_token": model.kv_values_per_layer,
         "assumed": list(model.assumed),
+        "vision_parameters": model.vision_parameters,
     }
 
 
@@ -252,6 +253,10 @@ def _moe(workload: Workload) -> dict[str, Any] | None:
         "shared_experts": model.shared_experts,
         "moe_layers": model.moe_layers,
         "expert_intermediate_size": model.expert_size,
+        "dense_layers": model.layers - model.moe_layers,
+        "shared_expert_intermediate_size": model.shared_expert_size
+        if model.shared_experts
+        else None,
         "expert_parameters": model.expert_parameters,
         "active_parameters": model.active_parameters,
         "distinct_experts_per_step": expected_distinct_experts(

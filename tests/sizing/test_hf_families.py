@@ -1,0 +1,193 @@
+"""The family table of the config.json loader (`gpuwatch.sizing.hf_families`): each
+family's layout rule changes the count by exactly the weights it names, aliases are read
+by their architectures' layout, and what is not modelled is refused naming the key.
+Configs under configs/<slug>/config.json (sources in configs/SOURCES.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwatch.sizing import build_model_catalog
+from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json, model_from_config
+from gpuwatch.sizing.moe import activation_factor, mlp_adapter_parameters
+from gpuwatch.sizing.quantization import FP8, weight_bytes_by_component
+from gpuwatch.sizing.served_names import match_served_model
+
+CONFIGS = Path(__file__).parent / "configs"
+
+
+def _config(slug: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CONFIGS / slug / "config.json").read_text("utf-8"))
+    return data
+
+
+def _count(config: dict[str, Any]) -> int:
+    return model_from_config(config, name="x").spec.parameters
+
+
+def test_kimi_k2_is_read_by_its_architecture_under_its_own_name() -> None:
+    kimi = _config("kimi-k2-instruct")
+    loaded = model_from_config(kimi, name="kimi")
+    assert any("kimi_k2" in note and "DeepseekV3ForCausalLM" in note for note in loaded.notes)
+    as_deepseek = model_from_config(kimi | {"model_type": "deepseek_v3"}, name="kimi").spec
+    assert loaded.spec == as_deepseek
+    assert (loaded.spec.experts, loaded.spec.dense_layers, loaded.spec.kv_lora_rank) == (
+        384,
+        1,
+        512,
+    )
+
+
+def test_an_alias_needs_its_listed_architecture() -> None:
+    kimi = _config("kimi-k2-instruct") | {"architectures": ["LlamaForCausalLM"]}
+    with pytest.raises(ConfigJsonError, match="model_type 'kimi_k2'"):
+        model_from_config(kimi, name="x")
+
+
+def test_qwen3_coder_zero_shared_expert_is_none() -> None:
+    coder = _config("qwen3-coder-480b-a35b")
+    spec = model_from_config(coder, name="x").spec
+    assert spec.shared_experts == 0
+    assert spec.parameters == _count(coder | {"shared_expert_intermediate_size": None})
+    with pytest.raises(ConfigJsonError, match="shared_expert_intermediate_size"):
+        model_from_config(coder | {"shared_expert_intermediate_size": 2560}, name="x")
+
+
+def test_qwen2_moe_shared_expert_has_its_own_width_and_a_gate() -> None:
+    config = _config("qwen1.5-moe-a2.7b")
+    spec = model_from_config(config, name="x").spec
+    assert (spec.shared_experts, spec.shared_expert_size, spec.expert_size) == (1, 5632, 1408)
+    without = _count(config | {"shared_expert_intermediate_size": 0})
+    # per layer: the shared MLP (3 x hidden x 5632) and its gate (hidden x 1)
+    assert spec.parameters - without == 24 * (3 * 2048 * 5632 + 2048)
+    # a token's MoE path: 4 experts of 1408 and the shared 5632
+    assert activation_factor(spec, 34.0) == pytest.approx(
+        34.0 + 16.0 * ((4 * 1408 + 5632) / (4 * 2048) - 1)
+    )
+    assert mlp_adapter_parameters(spec, 8, "up") == 24 * (
+        60 * 8 * (2048 + 1408) + 8 * (2048 + 5632)
+    )
+
+
+def test_decoder_sparse_step_makes_every_other_layer_moe() -> None:
+    config = _config("qwen1.5-moe-a2.7b") | {"decoder_sparse_step": 2}
+    spec = model_from_config(config, name="x").spec
+    assert (spec.moe_layers, spec.dense_layers) == (12, 12)
+    assert model_from_config(config | {"mlp_only_layers": [1, 3]}, name="x").spec.moe_layers == 10
+
+
+def test_llama4_maverick_interleaves_moe_and_dense_layers() -> None:
+    spec = load_config_json(CONFIGS / "llama-4-maverick" / "config.json").spec
+    assert (spec.moe_layers, spec.dense_layers) == (24, 24)
+    assert (spec.mlp_size, spec.expert_size, spec.shared_experts) == (16384, 8192, 1)
+    scout = load_config_json(CONFIGS / "llama-4-scout.json").spec
+    assert (scout.moe_layers, scout.dense_layers, scout.moe_intermediate_size) == (48, 0, None)
+
+
+def test_glm4_moe_biases_on_qkv_only_and_mtp_noted() -> None:
+    config = _config("glm-4.5-air")
+    loaded = model_from_config(config, name="x")
+    unbiased = _count(config | {"attention_bias": False})
+    assert loaded.spec.parameters - unbiased == 46 * (96 * 128 + 2 * 8 * 128)
+    assert _count(config | {"use_qk_norm": True}) - loaded.spec.parameters == 46 * 2 * 128
+    assert any("num_nextn_predict_layers = 1" in note for note in loaded.notes)
+    assert (loaded.spec.dense_layers, loaded.spec.shared_experts) == (1, 1)
+
+
+def test_minimax_m2_qk_norm_spans_the_projection() -> None:
+    config = _config("minimax-m2.5")
+    with_norm = _count(config)
+    assert with_norm - _count(config | {"use_qk_norm": False}) == 62 * (48 * 128 + 8 * 128)
+    with pytest.raises(ConfigJsonError, match="qk_norm_type"):
+        model_from_config(config | {"qk_norm_type": "per_head"}, name="x")
+
+
+def test_qwen3_vl_counts_its_vision_tower_and_keeps_it_16_bit() -> None:
+    loaded = load_config_json(CONFIGS / "qwen3-vl-8b" / "config.json")
+    spec = loaded.spec
+    assert spec.vision_parameters == 576_388_336
+    assert spec.parameters == 8_190_735_360 + 576_388_336  # Qwen3-8B's text model + tower
+    assert spec.active_parameters == spec.parameters - spec.vision_parameters
+    assert any("vision tower" in note for note in loaded.notes)
+    assert weight_bytes_by_component(spec, FP8).vision == 2 * spec.vision_parameters
+    with pytest.raises(ConfigJsonError, match=r"vision_config\.intermediate_size"):
+        model_from_config(
+            _config("qwen3-vl-8b") | {"vision_config": {"hidden_size": 1152}}, name="x"
+        )
+
+
+def test_phi3_and_smollm3_take_llama_weights_with_their_defaults() -> None:
+    phi = _config("phi-4-mini")
+    assert _count(phi) == _count(phi | {"model_type": "llama"})
+    smol = _config("smollm3-3b")
+    del smol["tie_word_embeddings"]
+    spec = model_from_config(smol, name="x").spec
+    assert spec.tied_embeddings  # SmolLM3Config's default
+
+
+def test_granite_moe_shared_expert() -> None:
+    config = _config("granite-3.1-3b-a800m")
+    plain = model_from_config(config, name="x").spec
+    assert (plain.tied_embeddings, plain.experts, plain.shared_experts) == (True, 40, 0)
+    shared = model_from_config(
+        config | {"model_type": "granitemoeshared", "shared_intermediate_size": 1024}, name="x"
+    ).spec
+    assert (shared.shared_experts, shared.shared_expert_size) == (1, 1024)
+    assert shared.parameters - plain.parameters == 32 * 3 * 1536 * 1024
+    with pytest.raises(ConfigJsonError, match="shared_intermediate_size"):
+        model_from_config(config | {"shared_intermediate_size": 1024}, name="x")
+
+
+def test_gemma4_is_refused_naming_its_global_layer_keys() -> None:
+    config = {
+        "model_type": "gemma4",
+        "text_config": {"model_type": "gemma4_text", "global_head_dim": 512},
+    }
+    with pytest.raises(ConfigJsonError, match="global_head_dim"):
+        model_from_config(config, name="x")
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("qwen3-coder-480b-a35b", "qwen3-coder-480b-a35b"),
+        ("kimi-k2", "kimi-k2-instruct"),
+        ("llama-4-maverick", "llama-4-maverick"),
+        ("glm-4.5-air", "glm-4.5-air"),
+        ("minimax-m2.5", "minimax-m2.5"),
+        ("qwen1.5-moe-a2.7b", "qwen1.5-moe-a2.7b"),
+        ("phi-4-mini", "phi-4-mini"),
+        ("phi-3-mini-4k", "phi-3-mini-4k"),
+        ("smollm3-3b", "smollm3-3b"),
+        ("qwen3-vl-8b", "qwen3-vl-8b"),
+    ],
+)
+def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
+    """models.toml's new entries are what the loader reads from the vendored configs."""
+    catalog = build_model_catalog().get(name)
+    loaded = load_config_json(CONFIGS / slug / "config.json", name=name).spec
+    assert replace(catalog, source="") == replace(loaded, source="")
+
+
+@pytest.mark.parametrize(
+    ("served", "name"),
+    [
+        ("moonshotai/Kimi-K2-Instruct", "kimi-k2"),
+        ("Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", "qwen3-coder-480b-a35b"),
+        ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-maverick"),
+        ("zai-org/GLM-4.5-Air", "glm-4.5-air"),
+        ("microsoft/Phi-4-mini-instruct", "phi-4-mini"),
+        ("HuggingFaceTB/SmolLM3-3B", "smollm3-3b"),
+        ("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl-8b"),
+    ],
+)
+def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None:
+    match = match_served_model(served, build_model_catalog())
+    assert match.status == "matched", match
+    assert match.model is not None
+    assert match.model.name == name
