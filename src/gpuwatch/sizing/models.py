@@ -92,8 +92,8 @@ class ModelSpec:
     one in Llama 4 Maverick). `shared_expert_intermediate_size`: the shared experts'
     width when it differs from the routed ones' (Qwen2-MoE, Granite MoE shared; None:
     `expert_size`). `vision_parameters`: the part of `parameters` in a vision tower
-    beside the text model (Qwen2.5-VL, Qwen3-VL): resident, never quantized by the
-    text model's scheme, run only on images.
+    beside the text model (Qwen2.5-VL, Qwen3-VL): resident, kept 16-bit by a
+    quantization scheme, run only on images.
     """
 
     name: str

@@ -187,7 +187,8 @@ class ParameterSplit:
 
 def parameter_split(model: ModelSpec) -> ParameterSplit:
     """`model.parameters` split into embeddings, head, norms, routed experts, a vision
-    tower (kept 16-bit: Qwen's VL checkpoints leave the ``visual`` modules unquantized)
+    tower (kept 16-bit: an assumption; quantized with the rest it would be at most half
+    as many bytes)
     and the rest.
 
     The rest (linear) is ``parameters - embeddings - head - norms - experts``, floored at 0
