@@ -77,6 +77,8 @@ MODEL_NAMES = (
     "phi-3-mini-4k",
     "smollm3-3b",
     "qwen3-vl-8b",
+    "gemma-4-31b",
+    "gemma-4-26b-a4b",
     "deepseek-v3",
 )
 
@@ -396,6 +398,8 @@ def test_model_catalog_architecture_extras() -> None:
         "llama-4-scout",
         "llama-4-maverick",  # chunked, as Scout
         "phi-3-mini-4k",  # every layer slides over 2,047 tokens
+        "gemma-4-31b",
+        "gemma-4-26b-a4b",
     }
     assert all((m.sliding_window is None) == (m.name not in windowed) for m in catalog)
     assert catalog.get("mistral-7b").full_layers == 0

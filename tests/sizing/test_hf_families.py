@@ -143,13 +143,31 @@ def test_granite_moe_shared_expert() -> None:
         model_from_config(config | {"shared_intermediate_size": 1024}, name="x")
 
 
-def test_gemma4_is_refused_naming_its_global_layer_keys() -> None:
-    config = {
-        "model_type": "gemma4",
-        "text_config": {"model_type": "gemma4_text", "global_head_dim": 512},
-    }
-    with pytest.raises(ConfigJsonError, match="global_head_dim"):
-        model_from_config(config, name="x")
+def test_gemma4_global_layers_have_their_own_shape_and_cache() -> None:
+    spec = load_config_json(CONFIGS / "gemma-4-31b" / "config.json").spec
+    assert (spec.full_layers, spec.sliding_layers, spec.sliding_window) == (10, 50, 1024)
+    # sliding: K and V of 16 heads x 256; global: K and V (V from K's projection) of 4 x 512
+    assert (spec.kv_values_per_layer, spec.full_layer_kv_values) == (8192, 4096)
+    assert spec.kv_cache_bytes_per_sequence(32768, 2.0) == 2 * (
+        10 * 32768 * 4096 + 50 * 1024 * 8192
+    )
+    config = _config("gemma-4-31b")
+    with_v = config | {"text_config": config["text_config"] | {"attention_k_eq_v": False}}
+    assert _count(with_v) - spec.parameters == 10 * 5376 * 4 * 512  # the global v_proj
+    moe = load_config_json(CONFIGS / "gemma-4-26b-a4b" / "config.json").spec
+    assert (moe.experts, moe.experts_per_token, moe.expert_size) == (128, 8, 704)
+    assert (moe.shared_experts, moe.shared_expert_size) == (1, 2112)  # the dense MLP
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("hidden_size_per_layer_input", 256), ("num_kv_shared_layers", 20)],
+)
+def test_gemma4_per_layer_embeddings_and_shared_kv_are_refused(key: str, value: int) -> None:
+    config = _config("gemma-4-31b")
+    changed = config | {"text_config": config["text_config"] | {key: value}}
+    with pytest.raises(ConfigJsonError, match=key):
+        model_from_config(changed, name="x")
 
 
 @pytest.mark.parametrize(
@@ -165,6 +183,8 @@ def test_gemma4_is_refused_naming_its_global_layer_keys() -> None:
         ("phi-3-mini-4k", "phi-3-mini-4k"),
         ("smollm3-3b", "smollm3-3b"),
         ("qwen3-vl-8b", "qwen3-vl-8b"),
+        ("gemma-4-31b", "gemma-4-31b"),
+        ("gemma-4-26b-a4b", "gemma-4-26b-a4b"),
     ],
 )
 def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
@@ -184,6 +204,7 @@ def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
         ("microsoft/Phi-4-mini-instruct", "phi-4-mini"),
         ("HuggingFaceTB/SmolLM3-3B", "smollm3-3b"),
         ("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl-8b"),
+        ("google/gemma-4-31B-it", "gemma-4-31b"),
     ],
 )
 def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None:

@@ -125,6 +125,7 @@ def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
         "kv_lora_rank": model.kv_lora_rank,
         "qk_rope_head_dim": model.qk_rope_head_dim,
         "kv_values_per_layer_per_token": model.kv_values_per_layer,
+        "full_layer_kv_values_per_token": model.full_layer_kv_values,
         "assumed": list(model.assumed),
         "vision_parameters": model.vision_parameters,
     }

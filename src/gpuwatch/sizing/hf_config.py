@@ -37,6 +37,7 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
 from gpuwatch.sizing.hf_families import Family, UnknownFamilyError, resolve_family
+from gpuwatch.sizing.hf_gemma4 import global_attention
 from gpuwatch.sizing.hf_keys import (
     ConfigJsonError,
     boolean,
@@ -47,7 +48,7 @@ from gpuwatch.sizing.hf_keys import (
 )
 from gpuwatch.sizing.hf_layers import layer_types, moe_layer_count
 from gpuwatch.sizing.hf_vision import vision_parameters
-from gpuwatch.sizing.models import ModelCatalogEntry, ModelSpec
+from gpuwatch.sizing.models import FULL_ATTENTION, ModelCatalogEntry, ModelSpec
 from gpuwatch.sizing.quantization import QuantizationScheme
 from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
 
@@ -69,6 +70,10 @@ UNMODELLED: dict[str, object] = {
 MUST_BE: dict[str, tuple[object, ...]] = {
     "moe_layer_freq": (1,),
     "mlp_bias": (False,),
+    # Gemma 4 E2B/E4B: per-layer embeddings, KV shared across layers, a double-wide MLP
+    "hidden_size_per_layer_input": (0,),
+    "num_kv_shared_layers": (0,),
+    "use_double_wide_mlp": (False,),
 }
 """Keys whose only modelled values are these (e.g. every layer an MoE layer)."""
 
@@ -87,13 +92,7 @@ SHARED_WIDTH_KEYS: dict[str, str] = {
 """Shared-expert widths only the family with that `SharedExpert` rule reads: elsewhere
 only 0 (no shared expert: Qwen3-Coder-480B, MiniMax-M2) is accepted."""
 
-REFUSED: dict[str, str] = {
-    "gemma4_text": (
-        "Gemma 4's global layers have their own KV shape (global_head_dim, "
-        "num_global_key_value_heads, attention_k_eq_v), which the per-layer cache "
-        "model does not hold"
-    ),
-}
+REFUSED: dict[str, str] = {}
 """Model types with a published layout not modelled yet, and why."""
 
 
@@ -221,6 +220,8 @@ def _shared(text: Mapping[str, object], family: Family, experts: int) -> tuple[i
         return integer(text, "n_shared_experts", 0), None
     if family.shared == "llama4":
         return 1, None  # one shared expert, as wide as the routed ones
+    if family.shared == "dense":
+        return 1, positive(text, "intermediate_size")  # the dense MLP beside the experts
     key = (
         "shared_expert_intermediate_size"
         if family.shared == "qwen2_moe"
@@ -252,7 +253,9 @@ def model_from_config(
     intermediate = positive(text, "intermediate_size")
 
     experts_key, experts = first_of(text, "num_local_experts", "num_experts", "n_routed_experts")
-    per_token = integer(text, "num_experts_per_tok", 0) if experts else 0
+    if family.shared == "dense" and not boolean(text, "enable_moe_block", False):
+        experts = 0  # Gemma 4 dense (31B): num_experts null or ignored
+    per_token = first_of(text, "num_experts_per_tok", "top_k_experts")[1] if experts else 0
     if experts and not 0 < per_token <= experts:
         raise ConfigJsonError(
             f"config.json: num_experts_per_tok ({per_token}) must be 1 to {experts_key} ({experts})"
@@ -277,6 +280,12 @@ def model_from_config(
     attention, head_dim = _attention(text, family, hidden, heads, kv_heads)
     rope_dim = optional(text, "qk_rope_head_dim") if kv_lora else None
     kinds, window = layer_types(text, family.model_type, layers)
+    attention_total, full_kv = layers * attention, None
+    if family.model_type == "gemma4_text":
+        global_layers = layers if kinds is None else kinds.count(FULL_ATTENTION)
+        full_attention, full_kv = global_attention(text, hidden, heads, kv_heads, head_dim)
+        attention_total = (layers - global_layers) * attention + global_layers * full_attention
+        attention_total += layers  # layer_scalar, one weight per layer
 
     # Parameters, matrix by matrix.
     embeddings = vocab * hidden * (1 if tied else 2)
@@ -291,7 +300,8 @@ def model_from_config(
     vision = vision_parameters(family.vision, config)
     parameters = (
         embeddings
-        + layers * layer
+        + attention_total
+        + layers * family.norms_per_layer * hidden
         + (layers - moe_layers) * 3 * hidden * dense_width
         + moe_layers * moe_mlp
         + hidden  # the final norm
@@ -345,6 +355,7 @@ def model_from_config(
                 "source": source,
                 "shared_expert_intermediate_size": shared_width if shared else None,
                 "vision_parameters": vision,
+                "full_kv_values_per_layer": full_kv,
             }
         )
     except ValueError as exc:

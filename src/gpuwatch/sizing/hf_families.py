@@ -24,7 +24,7 @@ QkNorm = Literal["none", "head", "layer"]
 Gemma 3, GLM-4.5); or one over the whole projection (heads x head_dim for q, KV heads x
 head_dim for k: MiniMax-M2's ``qk_norm_type`` "per_layer")."""
 
-SharedExpert = Literal["none", "count", "llama4", "qwen2_moe", "granite"]
+SharedExpert = Literal["none", "count", "llama4", "qwen2_moe", "granite", "dense"]
 """How a family's always-run (shared) expert is sized:
 
 - "none": no shared expert;
@@ -32,7 +32,9 @@ SharedExpert = Literal["none", "count", "llama4", "qwen2_moe", "granite"]
 - "llama4": one, ``intermediate_size`` wide (Llama 4);
 - "qwen2_moe": one, ``shared_expert_intermediate_size`` wide, behind a sigmoid gate of
   hidden x 1 weights (Qwen2-MoE; 0 or absent: none);
-- "granite": one, ``shared_intermediate_size`` wide, no gate (Granite MoE shared; 0: none).
+- "granite": one, ``shared_intermediate_size`` wide, no gate (Granite MoE shared; 0: none);
+- "dense": the layer's dense MLP, ``intermediate_size`` wide, runs beside the experts
+  (Gemma 4's ``enable_moe_block``).
 """
 
 MoeLayers = Literal["all", "first_k_dense", "interleave", "sparse_step"]
@@ -128,6 +130,17 @@ FAMILIES: dict[str, Family] = _families(
             "sliding_window_pattern": 6,
             "sliding_window": 4096,
         },
+    ),
+    # Gemma4TextConfig: sliding and global layers of different shapes (hf_gemma4), four
+    # norms, per-head q/k norms, tied embeddings; with enable_moe_block the dense MLP
+    # runs beside top_k_experts of num_experts.
+    Family(
+        "gemma4_text",
+        qk_norm="head",
+        norms_per_layer=4,
+        shared="dense",
+        moe_layers="all",
+        defaults={"tie_word_embeddings": True},
     ),
     # Llama4TextConfig: a NoPE (global) layer every 4th, the rest chunked; one shared
     # expert; MoE on every interleave_moe_layer_step-th layer.

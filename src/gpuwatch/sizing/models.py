@@ -94,6 +94,9 @@ class ModelSpec:
     `expert_size`). `vision_parameters`: the part of `parameters` in a vision tower
     beside the text model (Qwen2.5-VL, Qwen3-VL): resident, kept 16-bit by a
     quantization scheme, run only on images.
+    `full_kv_values_per_layer`: the values one token adds to a
+    full-attention layer's cache when those layers' attention differs from the sliding
+    ones' (Gemma 4: global head_dim 512 with 4 KV heads; None: `kv_values_per_layer`).
     """
 
     name: str
@@ -119,6 +122,7 @@ class ModelSpec:
     layer_types: tuple[str, ...] | None = None
     shared_expert_intermediate_size: int | None = None
     vision_parameters: int = 0
+    full_kv_values_per_layer: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -241,18 +245,32 @@ class ModelSpec:
             return context_tokens
         return min(context_tokens, self.sliding_window)
 
+    @property
+    def full_layer_kv_values(self) -> int:
+        """Values one token adds to one full-attention layer's cache:
+        `full_kv_values_per_layer`, else `kv_values_per_layer`."""
+        if self.full_kv_values_per_layer is not None:
+            return self.full_kv_values_per_layer
+        return self.kv_values_per_layer
+
     def kv_cache_bytes_per_token(self, bytes_per_value: float) -> float:
         """Bytes one token adds to the cache of all layers (while within the window):
-        layers x `kv_values_per_layer` x bytes per value."""
-        return self.layers * self.kv_values_per_layer * bytes_per_value
+        full layers x `full_layer_kv_values` + sliding layers x `kv_values_per_layer`,
+        x bytes per value."""
+        values = (
+            self.full_layers * self.full_layer_kv_values
+            + self.sliding_layers * self.kv_values_per_layer
+        )
+        return values * bytes_per_value
 
     def kv_cache_bytes_per_sequence(self, context_tokens: int, bytes_per_value: float) -> float:
         """Bytes of one sequence's KV cache at `context_tokens`, layer type by layer type:
         full layers cache the context, sliding layers at most `sliding_window` tokens."""
-        cached = self.full_layers * context_tokens
+        full = self.full_layers * context_tokens * self.full_layer_kv_values
+        sliding = 0
         if self.sliding_window is not None:
-            cached += self.sliding_layers * min(context_tokens, self.sliding_window)
-        return cached * self.kv_values_per_layer * bytes_per_value
+            sliding = self.sliding_layers * min(context_tokens, self.sliding_window)
+        return (full + sliding * self.kv_values_per_layer) * bytes_per_value
 
     @property
     def embedding_parameters(self) -> int:
@@ -301,6 +319,7 @@ class ModelCatalogEntry(BaseModel):
     config_json: str | None = Field(default=None, min_length=1, max_length=4096)
     shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
     vision_parameters: int = Field(default=0, ge=0)
+    full_kv_values_per_layer: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _heads_consistent(self) -> ModelCatalogEntry:
@@ -364,6 +383,7 @@ class ModelCatalogEntry(BaseModel):
             layer_types=self.layer_types,
             shared_expert_intermediate_size=self.shared_expert_intermediate_size,
             vision_parameters=self.vision_parameters,
+            full_kv_values_per_layer=self.full_kv_values_per_layer,
         )
 
 
