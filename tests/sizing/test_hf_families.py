@@ -185,6 +185,8 @@ def test_gemma4_per_layer_embeddings_and_shared_kv_are_refused(key: str, value: 
         ("qwen3-vl-8b", "qwen3-vl-8b"),
         ("gemma-4-31b", "gemma-4-31b"),
         ("gemma-4-26b-a4b", "gemma-4-26b-a4b"),
+        ("glm-4.6", "glm-4.7"),
+        ("glm-4.7", "glm-4.7"),
     ],
 )
 def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
@@ -205,6 +207,8 @@ def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
         ("HuggingFaceTB/SmolLM3-3B", "smollm3-3b"),
         ("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl-8b"),
         ("google/gemma-4-31B-it", "gemma-4-31b"),
+        ("zai-org/GLM-4.7-FP8", "glm-4.7"),
+        ("zai-org/GLM-4.6", "glm-4.6"),
     ],
 )
 def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None:
