@@ -81,6 +81,7 @@ MODEL_NAMES = (
     "gemma-4-26b-a4b",
     "glm-4.6",
     "glm-4.7",
+    "qwen2.5-vl-7b",
     "deepseek-v3",
 )
 

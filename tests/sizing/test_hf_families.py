@@ -121,6 +121,23 @@ def test_qwen3_vl_counts_its_vision_tower_and_keeps_it_16_bit() -> None:
         )
 
 
+def test_qwen2_5_vl_old_and_new_layouts_agree() -> None:
+    """Older configs keep the text keys at the top (model_type qwen2_5_vl); newer ones
+    nest them in text_config (qwen2_5_vl_text): the same count either way."""
+    flat = _config("qwen2.5-vl-7b")
+    spec = model_from_config(flat, name="x").spec
+    assert spec.vision_parameters == 676_550_144
+    assert spec.parameters - spec.vision_parameters == 7_615_616_512  # Qwen2.5-7B's text
+    text_keys = {k: v for k, v in flat.items() if k not in ("vision_config", "architectures")}
+    nested = {
+        "model_type": "qwen2_5_vl",
+        "architectures": flat["architectures"],
+        "vision_config": flat["vision_config"],
+        "text_config": text_keys | {"model_type": "qwen2_5_vl_text"},
+    }
+    assert model_from_config(nested, name="x").spec == spec
+
+
 def test_phi3_and_smollm3_take_llama_weights_with_their_defaults() -> None:
     phi = _config("phi-4-mini")
     assert _count(phi) == _count(phi | {"model_type": "llama"})
@@ -187,6 +204,7 @@ def test_gemma4_per_layer_embeddings_and_shared_kv_are_refused(key: str, value: 
         ("gemma-4-26b-a4b", "gemma-4-26b-a4b"),
         ("glm-4.6", "glm-4.7"),
         ("glm-4.7", "glm-4.7"),
+        ("qwen2.5-vl-7b", "qwen2.5-vl-7b"),
     ],
 )
 def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
@@ -209,6 +227,7 @@ def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
         ("google/gemma-4-31B-it", "gemma-4-31b"),
         ("zai-org/GLM-4.7-FP8", "glm-4.7"),
         ("zai-org/GLM-4.6", "glm-4.6"),
+        ("Qwen/Qwen2.5-VL-7B-Instruct-AWQ", "qwen2.5-vl-7b"),
     ],
 )
 def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None:
