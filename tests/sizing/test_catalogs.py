@@ -82,6 +82,7 @@ MODEL_NAMES = (
     "glm-4.6",
     "glm-4.7",
     "qwen2.5-vl-7b",
+    "glm-4.7-flash",
     "deepseek-v3",
 )
 

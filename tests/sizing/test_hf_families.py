@@ -99,6 +99,22 @@ def test_glm4_moe_biases_on_qkv_only_and_mtp_noted() -> None:
     assert (loaded.spec.dense_layers, loaded.spec.shared_experts) == (1, 1)
 
 
+def test_glm47_flash_is_deepseek_v3s_layout_to_the_parameter() -> None:
+    """GLM-4.7-Flash (glm4_moe_lite) is MLA + DeepSeek-V3's MoE layout. A fine-tune of it
+    with the same shapes (kepom/Huihui-GLM-4.7-Flash-abliterated) lists 31,221,488,576
+    safetensors parameters: gpuwatch's count plus the one multi-token-prediction layer
+    the checkpoint files hold (a decoder layer, eh_proj, three norms and its embedding
+    and head copies: 1,278,094,592, the note's 1.28B) plus the routers'
+    e_score_correction_bias (64 per MoE layer, 47 with the MTP layer's: 3,008), which
+    gpuwatch does not count."""
+    config = _config("glm-4.7-flash")
+    spec = model_from_config(config, name="x").spec
+    assert spec.parameters == 31_221_488_576 - 1_278_094_592 - 47 * 64
+    assert (spec.kv_lora_rank, spec.qk_rope_head_dim, spec.dense_layers) == (512, 64, 1)
+    loaded = model_from_config(config | {"num_nextn_predict_layers": 1}, name="x")
+    assert any("about 1.28B parameters" in note for note in loaded.notes)
+
+
 def test_minimax_m2_qk_norm_spans_the_projection() -> None:
     config = _config("minimax-m2.5")
     with_norm = _count(config)
@@ -205,6 +221,7 @@ def test_gemma4_per_layer_embeddings_and_shared_kv_are_refused(key: str, value: 
         ("glm-4.6", "glm-4.7"),
         ("glm-4.7", "glm-4.7"),
         ("qwen2.5-vl-7b", "qwen2.5-vl-7b"),
+        ("glm-4.7-flash", "glm-4.7-flash"),
     ],
 )
 def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
@@ -228,6 +245,7 @@ def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
         ("zai-org/GLM-4.7-FP8", "glm-4.7"),
         ("zai-org/GLM-4.6", "glm-4.6"),
         ("Qwen/Qwen2.5-VL-7B-Instruct-AWQ", "qwen2.5-vl-7b"),
+        ("zai-org/GLM-4.7-Flash", "glm-4.7-flash"),
     ],
 )
 def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None:

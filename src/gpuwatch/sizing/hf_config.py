@@ -314,13 +314,14 @@ def model_from_config(
         )
     mtp = integer(text, family.mtp_key, 0) if family.mtp_key else 0
     if mtp:
-        # one more decoder layer each, plus eh_proj (2 hidden x hidden) and three norms
+        # one more decoder layer each, plus eh_proj (2 hidden x hidden), three norms and
+        # the copies of the embedding and LM head DeepSeek-V3's format stores with it
         extra = mtp * (layer + (moe_mlp if experts else 3 * hidden * dense_width))
-        extra += mtp * (2 * hidden * hidden + 3 * hidden)
+        extra += mtp * (2 * hidden * hidden + 3 * hidden + 2 * vocab * hidden)
         notes.append(
             f"the multi-token-prediction layers ({family.mtp_key} = {mtp}, about "
-            f"{extra / 1e9:.2f}B parameters in the checkpoint's files) are not counted: "
-            "they are loaded only for speculative decoding"
+            f"{extra / 1e9:.2f}B parameters in the checkpoint's files with their embedding "
+            "and head copies) are not counted: they are loaded only for speculative decoding"
         )
 
     quantization = None
