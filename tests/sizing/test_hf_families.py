@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from gpuwatch.cli import main as gpuwatch_main
 from gpuwatch.sizing import build_model_catalog
 from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json, model_from_config
 from gpuwatch.sizing.moe import activation_factor, mlp_adapter_parameters
 from gpuwatch.sizing.quantization import FP8, weight_bytes_by_component
 from gpuwatch.sizing.served_names import match_served_model
+from tests.sizing.checkpoints import size_json
 
 CONFIGS = Path(__file__).parent / "configs"
 
@@ -253,3 +255,15 @@ def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None
     assert match.status == "matched", match
     assert match.model is not None
     assert match.model.name == name
+
+
+def test_size_command_says_vision_tower_and_global_cache(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert gpuwatch_main(["size", "qwen3-vl-8b"]) == 0
+    assert "vision tower 576M (counted, 16-bit)" in capsys.readouterr().out
+    assert gpuwatch_main(["size", "gemma-4-31b"]) == 0
+    assert "full layers cache 4096 values per token" in capsys.readouterr().out
+    report = size_json(["--config-json", str(CONFIGS / "qwen3-vl-8b" / "config.json")])
+    assert report["architecture"]["vision_parameters"] == 576_388_336
+    assert "the vision tower (vision_config) is counted" in report["architecture"]["source"]

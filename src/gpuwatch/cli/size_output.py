@@ -313,6 +313,10 @@ def architecture_line(model: ModelSpec) -> str:
     window = "" if model.sliding_window is None else f", window {model.sliding_window}"
     if model.sliding_window is not None and model.full_layers:
         window += f" on {model.sliding_layers} of {model.layers} layers"
+    if model.full_layer_kv_values != model.kv_values_per_layer and model.full_layers:
+        window += f"; full layers cache {model.full_layer_kv_values} values per token"
+    if model.vision_parameters:
+        window += f"; vision tower {_count_text(model.vision_parameters)} (counted, 16-bit)"
     return (
         f"architecture: {model.name}: {model.layers} layers, hidden {model.hidden_size}, "
         f"{heads}, MLP {model.mlp_size}, vocabulary {model.vocabulary}{window}"
