@@ -83,6 +83,7 @@ MODEL_NAMES = (
     "glm-4.7",
     "qwen2.5-vl-7b",
     "glm-4.7-flash",
+    "phi-4",
     "deepseek-v3",
 )
 

@@ -224,6 +224,7 @@ def test_gemma4_per_layer_embeddings_and_shared_kv_are_refused(key: str, value: 
         ("glm-4.7", "glm-4.7"),
         ("qwen2.5-vl-7b", "qwen2.5-vl-7b"),
         ("glm-4.7-flash", "glm-4.7-flash"),
+        ("phi-4", "phi-4"),
     ],
 )
 def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
@@ -248,6 +249,7 @@ def test_catalog_entry_is_its_config_json(name: str, slug: str) -> None:
         ("zai-org/GLM-4.6", "glm-4.6"),
         ("Qwen/Qwen2.5-VL-7B-Instruct-AWQ", "qwen2.5-vl-7b"),
         ("zai-org/GLM-4.7-Flash", "glm-4.7-flash"),
+        ("microsoft/phi-4", "phi-4"),
     ],
 )
 def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None:
