@@ -133,6 +133,8 @@ def test_qwen3_vl_counts_its_vision_tower_and_keeps_it_16_bit() -> None:
     assert spec.active_parameters == spec.parameters - spec.vision_parameters
     assert any("vision tower" in note for note in loaded.notes)
     assert weight_bytes_by_component(spec, FP8).vision == 2 * spec.vision_parameters
+    text_only = {k: v for k, v in _config("qwen3-vl-8b").items() if k != "vision_config"}
+    assert model_from_config(text_only, name="x").spec.vision_parameters == 0
     with pytest.raises(ConfigJsonError, match=r"vision_config\.intermediate_size"):
         model_from_config(
             _config("qwen3-vl-8b") | {"vision_config": {"hidden_size": 1152}}, name="x"

@@ -90,7 +90,9 @@ def moe_layer_count(text: Mapping[str, object], family: Family, layers: int) -> 
     if family.moe_layers == "interleave":
         listed = text.get("moe_layers")
         if isinstance(listed, list) and listed:
-            if not all(isinstance(i, int) and 0 <= i < layers for i in listed):
+            if not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in listed
+            ):
                 raise ConfigJsonError(f"config.json: moe_layers must list layers 0 to {layers - 1}")
             return len(set(listed))
         step = positive(text, "interleave_moe_layer_step", 1)

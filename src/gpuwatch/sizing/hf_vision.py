@@ -80,12 +80,11 @@ def _qwen3_vl(vision: Mapping[str, object]) -> int:
 
 def vision_parameters(kind: Vision, config: Mapping[str, object]) -> int:
     """Parameters of the vision tower `kind` that ``config["vision_config"]`` describes
-    (0 for "none"); errors name the ``vision_config`` key."""
-    if kind == "none":
-        return 0
+    (0 for "none" and for a config without one: a text model taken out of its VL
+    checkpoint); errors name the ``vision_config`` key."""
     vision = section(config, "vision_config")
-    if vision is None:
-        raise ConfigJsonError(f"config.json: vision_config is missing (a {kind} model has one)")
+    if kind == "none" or vision is None:
+        return 0
     try:
         return _qwen2_5_vl(vision) if kind == "qwen2_5_vl" else _qwen3_vl(vision)
     except ConfigJsonError as exc:
