@@ -271,3 +271,11 @@ def test_size_command_says_vision_tower_and_global_cache(
     report = size_json(["--config-json", str(CONFIGS / "qwen3-vl-8b" / "config.json")])
     assert report["architecture"]["vision_parameters"] == 576_388_336
     assert "the vision tower (vision_config) is counted" in report["architecture"]["source"]
+
+
+def test_mtp_note_sizes_the_layer_as_the_files_hold_it() -> None:
+    """DeepSeek-V3: 671.03B served + the 13.46B MTP module (a decoder layer, eh_proj,
+    norms, its embedding and head copies) = the 685B of its published files."""
+    loaded = load_config_json(CONFIGS / "deepseek-v3.json")
+    assert any("about 13.46B parameters" in note for note in loaded.notes)
+    assert loaded.spec.parameters + 13.46e9 == pytest.approx(685e9, rel=0.001)

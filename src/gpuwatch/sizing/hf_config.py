@@ -222,11 +222,8 @@ def _shared(text: Mapping[str, object], family: Family, experts: int) -> tuple[i
         return 1, None  # one shared expert, as wide as the routed ones
     if family.shared == "dense":
         return 1, positive(text, "intermediate_size")  # the dense MLP beside the experts
-    key = (
-        "shared_expert_intermediate_size"
-        if family.shared == "qwen2_moe"
-        else ("shared_intermediate_size")
-    )
+    qwen = family.shared == "qwen2_moe"
+    key = "shared_expert_intermediate_size" if qwen else "shared_intermediate_size"
     width = integer(text, key, 0)
     return (1, width) if width else (0, None)
 
@@ -254,7 +251,7 @@ def model_from_config(
 
     experts_key, experts = first_of(text, "num_local_experts", "num_experts", "n_routed_experts")
     if family.shared == "dense" and not boolean(text, "enable_moe_block", False):
-        experts = 0  # Gemma 4 dense (31B): num_experts null or ignored
+        experts = 0  # Gemma 4 without its MoE block (31B): no experts, whatever num_experts says
     per_token = first_of(text, "num_experts_per_tok", "top_k_experts")[1] if experts else 0
     if experts and not 0 < per_token <= experts:
         raise ConfigJsonError(
