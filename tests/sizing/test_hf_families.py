@@ -14,7 +14,13 @@ import pytest
 
 from gpuwatch.cli import main as gpuwatch_main
 from gpuwatch.sizing import build_model_catalog
-from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json, model_from_config
+from gpuwatch.sizing.hf_config import (
+    ConfigJsonError,
+    catalog_entry_data,
+    load_config_json,
+    model_from_config,
+)
+from gpuwatch.sizing.models import ModelCatalogEntry
 from gpuwatch.sizing.moe import activation_factor, mlp_adapter_parameters
 from gpuwatch.sizing.quantization import FP8, weight_bytes_by_component
 from gpuwatch.sizing.served_names import match_served_model
@@ -279,3 +285,13 @@ def test_mtp_note_sizes_the_layer_as_the_files_hold_it() -> None:
     loaded = load_config_json(CONFIGS / "deepseek-v3.json")
     assert any("about 13.46B parameters" in note for note in loaded.notes)
     assert loaded.spec.parameters + 13.46e9 == pytest.approx(685e9, rel=0.001)
+
+
+@pytest.mark.parametrize("slug", ["gemma-4-31b", "qwen3-vl-8b", "qwen1.5-moe-a2.7b"])
+def test_agent_config_entries_keep_the_new_fields(slug: str) -> None:
+    """A [[sizing.models]] entry giving config_json expands into the same spec, the
+    global-layer cache, vision tower and shared-expert width included."""
+    path = CONFIGS / slug / "config.json"
+    data = catalog_entry_data({"name": "m", "config_json": str(path)})
+    spec = ModelCatalogEntry.model_validate(data).to_spec()
+    assert replace(spec, source="") == replace(load_config_json(path, name="m").spec, source="")
