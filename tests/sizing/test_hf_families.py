@@ -295,3 +295,26 @@ def test_agent_config_entries_keep_the_new_fields(slug: str) -> None:
     data = catalog_entry_data({"name": "m", "config_json": str(path)})
     spec = ModelCatalogEntry.model_validate(data).to_spec()
     assert replace(spec, source="") == replace(load_config_json(path, name="m").spec, source="")
+
+
+@pytest.mark.parametrize(
+    ("slug", "published_active", "embeddings_left_out"),
+    [
+        # zai-org/GLM-4.5 README: GLM-4.5 (and the 4.6/4.7 layout) 32B active,
+        # GLM-4.5-Air 12B active; MiniMaxAI/MiniMax-M2 card: 10B active (M2.5 keeps the
+        # layout); ibm-granite/granite-3.1-3b-a800m-base card: 800M active. Their active
+        # counts leave out the embeddings (both tables untied, the one table tied).
+        ("glm-4.7", 32e9, 2),
+        ("glm-4.5-air", 12e9, 2),
+        ("minimax-m2.5", 10e9, 2),
+        ("granite-3.1-3b-a800m", 0.8e9, 1),
+    ],
+)
+def test_active_counts_published_without_the_embeddings(
+    slug: str, published_active: float, embeddings_left_out: int
+) -> None:
+    spec = load_config_json(CONFIGS / slug / "config.json").spec
+    embedding = spec.vocabulary * spec.hidden_size
+    without = spec.active_parameters - embeddings_left_out * embedding
+    assert without == pytest.approx(published_active, rel=0.03)
+    assert spec.active_parameters > published_active * 1.03  # with them: 10 to 12 % above
