@@ -79,6 +79,7 @@ MODEL_NAMES = (
     "qwen3-vl-8b",
     "gemma-4-31b",
     "gemma-4-26b-a4b",
+    "glm-4.5",
     "glm-4.6",
     "glm-4.7",
     "qwen2.5-vl-7b",
