@@ -66,6 +66,25 @@ MODEL_NAMES = (
     "llama-4-scout",
     "gpt-oss-20b",
     "gpt-oss-120b",
+    # issue 23's families
+    "qwen3-coder-480b-a35b",
+    "kimi-k2",
+    "llama-4-maverick",
+    "glm-4.5-air",
+    "minimax-m2.5",
+    "qwen1.5-moe-a2.7b",
+    "phi-4-mini",
+    "phi-3-mini-4k",
+    "smollm3-3b",
+    "qwen3-vl-8b",
+    "gemma-4-31b",
+    "gemma-4-26b-a4b",
+    "glm-4.5",
+    "glm-4.6",
+    "glm-4.7",
+    "qwen2.5-vl-7b",
+    "glm-4.7-flash",
+    "phi-4",
     "deepseek-v3",
     "qwen3-next-80b-a3b",
     "deepseek-v3.2",
@@ -382,7 +401,17 @@ def test_model_catalog_architecture_extras() -> None:
     assert catalog.get("mistral-7b").sliding_window == 4096
     # windows: Mistral 7B on every layer; Gemma 3 (1024), gpt-oss (128) and Llama 4's
     # chunks (8192) on some layers only
-    windowed = {"mistral-7b", "gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b", "llama-4-scout"}
+    windowed = {
+        "mistral-7b",
+        "gemma-3-27b",
+        "gpt-oss-20b",
+        "gpt-oss-120b",
+        "llama-4-scout",
+        "llama-4-maverick",  # chunked, as Scout
+        "phi-3-mini-4k",  # every layer slides over 2,047 tokens
+        "gemma-4-31b",
+        "gemma-4-26b-a4b",
+    }
     assert all((m.sliding_window is None) == (m.name not in windowed) for m in catalog)
     assert catalog.get("mistral-7b").full_layers == 0
     assert catalog.get("gemma-3-27b").full_layers == 10

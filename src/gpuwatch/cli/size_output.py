@@ -127,6 +127,7 @@ def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
         "kv_lora_rank": model.kv_lora_rank,
         "qk_rope_head_dim": model.qk_rope_head_dim,
         "kv_values_per_layer_per_token": model.kv_values_per_layer,
+        "full_layer_kv_values_per_token": model.full_layer_kv_values,
         "assumed": list(model.assumed),
         "kv_layers": model.kv_layer_count,
         "state_layers": model.state_layers,
@@ -134,6 +135,7 @@ def _architecture(model: ModelSpec | None) -> dict[str, Any] | None:
         "recurrent_state_values_per_layer": model.recurrent_state_values,
         "recurrent_state_bytes_per_value": model.recurrent_state_bytes,
         "indexer_bytes_per_layer_per_token": model.indexer_bytes_per_token,
+        "vision_parameters": model.vision_parameters,
     }
 
 
@@ -285,6 +287,10 @@ def _moe(workload: Workload) -> dict[str, Any] | None:
         "shared_experts": model.shared_experts,
         "moe_layers": model.moe_layers,
         "expert_intermediate_size": model.expert_size,
+        "dense_layers": model.layers - model.moe_layers,
+        "shared_expert_intermediate_size": model.shared_expert_size
+        if model.shared_experts
+        else None,
         "expert_parameters": model.expert_parameters,
         "active_parameters": model.active_parameters,
         "distinct_experts_per_step": expected_distinct_experts(
@@ -346,6 +352,10 @@ def architecture_line(model: ModelSpec) -> str:
         window += f", fixed state on {model.state_layers}"
     if model.indexer_bytes_per_token:
         window += f", indexer keys {model.indexer_bytes_per_token} B/token/layer"
+    if model.full_layer_kv_values != model.kv_values_per_layer and model.full_layers:
+        window += f"; full layers cache {model.full_layer_kv_values} values per token"
+    if model.vision_parameters:
+        window += f"; vision tower {_count_text(model.vision_parameters)} (counted, 16-bit)"
     return (
         f"architecture: {model.name}: {model.layers} layers, hidden {model.hidden_size}, "
         f"{heads}, MLP {model.mlp_size}, vocabulary {model.vocabulary}{window}"

@@ -8,22 +8,24 @@
 ``moe_intermediate_size``, ``n_shared_experts``, ``first_k_dense_replace``, and
 multi-head latent attention's ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``,
 ``qk_nope_head_dim``, ``v_head_dim``), looking inside ``text_config`` for multimodal
-configs (Llama 4, Gemma 3, Mistral Small 3.1). The parameter count is computed from the
-config, weight matrix by weight matrix (embeddings, attention with MLA's projections,
-MLP or experts and router, norms, the biases the architecture has), since a config does
-not state it.
+configs (Llama 4, Gemma 3, Mistral Small 3.1, Qwen3-VL). The parameter count is computed
+from the config, weight matrix by weight matrix (embeddings, attention with MLA's
+projections, MLP or experts, shared experts and router, norms, the biases and q/k norms
+the family has, a vision tower where `gpuwatch.sizing.hf_vision` counts one), since a
+config does not state it.
 
-Keys a model type leaves out take the defaults of its Transformers config class (a short
-table, `MODEL_TYPE_DEFAULTS`). Keys irrelevant to memory (RoPE, token ids, dropout,
-initialisation) are ignored; a key that changes the memory in a way not modelled here
-(interleaved MoE layers, cross-attention layers, linear attention, a differently sized
-shared expert) is a `ConfigJsonError` naming it, as are missing, non-integer, negative
-or contradictory sizes. A ``quantization_config`` is handed to
+What differs between model types (biases, norms, which layers are MoE, the shared
+expert's width, defaults for keys a config.json omits) is the family table in
+`gpuwatch.sizing.hf_families`; a type it lacks is read by the class its
+``architectures`` names (Kimi-K2's ``kimi_k2``: ``DeepseekV3ForCausalLM``). Keys
+irrelevant to memory (RoPE, token ids, dropout, initialisation) are ignored; a key that
+changes the memory in a way not modelled (cross-attention layers, linear attention, a
+shared expert the family lacks) is a `ConfigJsonError` naming it, as are missing,
+non-integer, negative or contradictory sizes. A ``quantization_config`` is handed to
 `gpuwatch.sizing.quantization_config.scheme_from_quantization_config`.
 
-Multimodal configs are sized as their text model: the ``vision_config`` encoder (about
-0.4B parameters in Gemma 3 and Mistral Small 3.1) is not counted, and the result's
-`notes` say so.
+Multimodal configs without a modelled vision tower (Llama 4, Gemma 3, Mistral Small 3.1)
+are sized as their text model, and the result's `notes` say so.
 """
 
 from __future__ import annotations
@@ -35,80 +37,66 @@ from pathlib import Path
 
 from gpuwatch.sizing.bounded_json import BoundedJsonError, read_json
 from gpuwatch.sizing.config_bounds import check_config_sizes
-from gpuwatch.sizing.models import (
-    FULL_ATTENTION,
-    SLIDING_ATTENTION,
-    ModelCatalogEntry,
-    ModelSpec,
-    one_line,
+from gpuwatch.sizing.hf_families import Family, UnknownFamilyError, resolve_family
+from gpuwatch.sizing.hf_gemma4 import global_attention
+from gpuwatch.sizing.hf_keys import (
+    ConfigJsonError,
+    boolean,
+    first_of,
+    integer,
+    optional,
+    positive,
 )
+from gpuwatch.sizing.hf_layers import layer_types, moe_layer_count
+from gpuwatch.sizing.hf_vision import vision_parameters
+from gpuwatch.sizing.models import FULL_ATTENTION, ModelCatalogEntry, ModelSpec, one_line
 from gpuwatch.sizing.quantization import QuantizationScheme
 from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
 from gpuwatch.sizing.state_config import FamilyModel
 from gpuwatch.sizing.state_families import read_state_family
 
-
-class ConfigJsonError(ValueError):
-    """A config.json gpuwatch cannot size; the message names the field."""
-
-
-MODEL_TYPE_DEFAULTS: dict[str, dict[str, object]] = {
-    # transformers Gemma3TextConfig: the 27B config.json's text_config leaves these out.
-    "gemma3_text": {
-        "vocab_size": 262_208,
-        "tie_word_embeddings": True,
-        "sliding_window_pattern": 6,
-        "sliding_window": 4096,
-    },
-    # transformers Gemma2Config: every other layer slides (even layers local).
-    "gemma2": {"tie_word_embeddings": True, "sliding_window_pattern": 2},
-    # transformers Llama4TextConfig: a NoPE (global) layer every 4th, the rest chunked.
-    "llama4_text": {"no_rope_layer_interval": 4, "tie_word_embeddings": False},
-}
-"""Defaults of the Transformers config classes for keys their config.json may omit."""
-
-MODEL_TYPES = frozenset(
-    {
-        "llama",
-        "mistral",
-        "mixtral",
-        "qwen2",
-        "qwen3",
-        "qwen3_moe",
-        "gemma2",
-        "gemma3_text",
-        "llama4_text",
-        "deepseek_v3",
-        "deepseek_v2",
-        "gpt_oss",
-    }
-)
-"""Model types whose weight layout the parameter count below follows."""
-
-QKV_BIAS_TYPES = frozenset({"qwen2"})
-"""Model types with biases on the q, k and v projections (not o) whatever the config says."""
-
-QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3_text"})
-"""Model types with an RMSNorm over each head's queries and keys (head_dim weights each)."""
-
-FOUR_NORM_TYPES = frozenset({"gemma2", "gemma3_text"})
-"""Model types with four norms per layer (before and after attention and MLP)."""
+__all__ = [
+    "ConfigJsonError",
+    "LoadedConfig",
+    "catalog_entry_data",
+    "load_config_json",
+    "model_from_config",
+    "model_name_for",
+]
 
 UNMODELLED: dict[str, object] = {
     "cross_attention_layers": None,
-    "shared_expert_intermediate_size": None,
     "linear_attn_config": None,
 }
 """Keys that change the memory in a way not modelled: present (and not null) is an error."""
 
 MUST_BE: dict[str, tuple[object, ...]] = {
-    "interleave_moe_layer_step": (1,),
-    "decoder_sparse_step": (1,),
     "moe_layer_freq": (1,),
-    "mlp_only_layers": ((),),
     "mlp_bias": (False,),
+    # Gemma 4 E2B/E4B: per-layer embeddings, KV shared across layers, a double-wide MLP
+    "hidden_size_per_layer_input": (0,),
+    "num_kv_shared_layers": (0,),
+    "use_double_wide_mlp": (False,),
 }
 """Keys whose only modelled values are these (e.g. every layer an MoE layer)."""
+
+LAYER_RULE_KEYS: dict[str, tuple[str, tuple[object, ...]]] = {
+    "interleave_moe_layer_step": ("interleave", (1,)),
+    "decoder_sparse_step": ("sparse_step", (1,)),
+    "mlp_only_layers": ("sparse_step", ((),)),
+}
+"""Keys a family reads only under its MoE-layer rule; other families accept only these
+values (the key's rule, the values)."""
+
+SHARED_WIDTH_KEYS: dict[str, str] = {
+    "shared_expert_intermediate_size": "qwen2_moe",
+    "shared_intermediate_size": "granite",
+}
+"""Shared-expert widths only the family with that `SharedExpert` rule reads: elsewhere
+only 0 (no shared expert: Qwen3-Coder-480B, MiniMax-M2) is accepted."""
+
+REFUSED: dict[str, str] = {}
+"""Model types with a published layout not modelled yet, and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,134 +108,127 @@ class LoadedConfig:
     notes: tuple[str, ...]
 
 
-def _int(config: Mapping[str, object], key: str, default: int | None = None) -> int:
-    value = config.get(key)
-    if value is None:  # absent or null: the default, if any
-        value = default
-    if value is None:
-        raise ConfigJsonError(f"config.json: {key} is missing")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigJsonError(f"config.json: {key} must be an integer, not {value!r}")
-    if value < 0:
-        raise ConfigJsonError(f"config.json: {key} must not be negative, got {value}")
-    return value
-
-
-def _positive(config: Mapping[str, object], key: str, default: int | None = None) -> int:
-    value = _int(config, key, default)
-    if value == 0:
-        raise ConfigJsonError(f"config.json: {key} must be positive, got 0")
-    return value
-
-
-def _optional(config: Mapping[str, object], key: str) -> int | None:
-    return None if config.get(key) is None else _positive(config, key)
-
-
-def _bool(config: Mapping[str, object], key: str, default: bool) -> bool:
-    value = config.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigJsonError(f"config.json: {key} must be true or false, not {value!r}")
-    return value
-
-
-def _first(config: Mapping[str, object], *keys: str) -> tuple[str, int]:
-    """The first of `keys` present and not null, as (key, value); ("", 0) if none."""
-    for key in keys:
-        if config.get(key) is not None:
-            return key, _int(config, key)
-    return "", 0
-
-
 def _text_config(config: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
     """The text model's keys (``text_config`` merged over the top level) and notes."""
-    notes: list[str] = []
     text = config.get("text_config")
     if text is None:
-        merged = dict(config)
-    elif isinstance(text, Mapping):
-        merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
-        merged.update(text)
-        if config.get("vision_config") is not None:
-            notes.append("text model only: the vision_config encoder's weights are not counted")
-    else:
+        return dict(config), []
+    if not isinstance(text, Mapping):
         raise ConfigJsonError("config.json: text_config must be an object")
-    model_type = merged.get("model_type")
-    if isinstance(model_type, str):
-        for key, value in MODEL_TYPE_DEFAULTS.get(model_type, {}).items():
-            if merged.get(key) is None:
-                merged[key] = value
-    return merged, notes
+    merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+    merged.update(text)
+    return merged, []
 
 
-def _check_unmodelled(text: Mapping[str, object]) -> None:
+def _family(config: Mapping[str, object], text: dict[str, object]) -> tuple[Family, list[str]]:
+    """The text model's family, its defaults filled into `text`, and notes."""
+    model_type = text.get("model_type")
+    if isinstance(model_type, str) and model_type in REFUSED:
+        raise ConfigJsonError(
+            f"config.json: model_type {model_type!r} is not modelled: {REFUSED[model_type]}"
+        )
+    try:
+        family, note = resolve_family(model_type, config.get("architectures"))
+    except UnknownFamilyError as exc:
+        raise ConfigJsonError(str(exc)) from None
+    for key, value in family.defaults.items():
+        if text.get(key) is None:
+            text[key] = value
+    notes = [] if note is None else [note]
+    if family.vision == "none" and config.get("vision_config") is not None:
+        notes.append("text model only: the vision_config encoder's weights are not counted")
+    return family, notes
+
+
+def _check_unmodelled(text: Mapping[str, object], family: Family) -> None:
     for key in UNMODELLED:
         if text.get(key) is not None:
             raise ConfigJsonError(f"config.json: {key} changes the memory and is not modelled")
-    for key, allowed in MUST_BE.items():
+    must = dict(MUST_BE)
+    for key, (rule, allowed) in LAYER_RULE_KEYS.items():
+        if family.moe_layers != rule:
+            must[key] = allowed
+    for key, rule in SHARED_WIDTH_KEYS.items():
+        if family.shared != rule:
+            must[key] = (0,)
+    for key, allowed in must.items():
         value = text.get(key)
         if isinstance(value, list):
             value = tuple(value)
         if value is not None and value not in allowed:
             raise ConfigJsonError(
-                f"config.json: {key} = {text.get(key)!r} is not modelled "
-                f"(only {', '.join(repr(a) for a in allowed)})"
+                f"config.json: {key} = {text.get(key)!r} is not modelled for model_type "
+                f"{family.model_type!r} (only {', '.join(repr(a) for a in allowed)})"
             )
+    if family.qk_norm == "layer" and text.get("qk_norm_type", "per_layer") != "per_layer":
+        raise ConfigJsonError(
+            f"config.json: qk_norm_type {text.get('qk_norm_type')!r} is not modelled "
+            "(only 'per_layer')"
+        )
 
 
-def _layer_types(
-    text: Mapping[str, object], model_type: str, layers: int
-) -> tuple[tuple[str, ...] | None, int | None]:
-    """(layer_types, sliding_window): which layers slide and how far (None: none)."""
-    use = text.get("use_sliding_window", True)
-    window_key = "sliding_window"
-    window = None if use is False else _optional(text, window_key)
-    if model_type == "llama4_text" and text.get("attention_chunk_size") is not None:
-        # Chunked local attention caches at most one chunk: sized as a window of it.
-        window = _positive(text, "attention_chunk_size")
-        no_rope = text.get("no_rope_layers")
-        if isinstance(no_rope, list) and no_rope:
-            if len(no_rope) != layers:
-                raise ConfigJsonError(
-                    f"config.json: no_rope_layers has {len(no_rope)} entries for {layers} layers"
-                )
-            kinds = tuple(SLIDING_ATTENTION if flag else FULL_ATTENTION for flag in no_rope)
-        else:
-            every = _positive(text, "no_rope_layer_interval")
-            kinds = tuple(
-                FULL_ATTENTION if (i + 1) % every == 0 else SLIDING_ATTENTION for i in range(layers)
-            )
-        return kinds, window
-    raw = text.get("layer_types")
-    if raw is not None:
-        if not isinstance(raw, list) or len(raw) != layers:
-            raise ConfigJsonError(
-                f"config.json: layer_types must list one type per layer ({layers})"
-            )
-        for kind in raw:
-            if kind not in (FULL_ATTENTION, SLIDING_ATTENTION):
-                raise ConfigJsonError(
-                    f"config.json: layer_types entry {kind!r} is not modelled "
-                    f"({FULL_ATTENTION!r} or {SLIDING_ATTENTION!r} only)"
-                )
-        kinds = tuple(str(kind) for kind in raw)
-        if SLIDING_ATTENTION not in kinds:
-            return kinds, None
-        if window is None:
-            raise ConfigJsonError(
-                "config.json: layer_types has sliding layers but no sliding_window"
-            )
-        return kinds, window
-    if window is None:
-        return None, None
-    pattern = text.get("sliding_window_pattern")
-    if pattern is None:
-        return None, window  # every layer slides (Mistral 7B)
-    every = _positive(text, "sliding_window_pattern")
-    kinds = tuple(
-        FULL_ATTENTION if (i + 1) % every == 0 else SLIDING_ATTENTION for i in range(layers)
-    )
-    return kinds, window
+def _attention(
+    text: Mapping[str, object], family: Family, hidden: int, heads: int, kv_heads: int
+) -> tuple[int, int]:
+    """(parameters of one layer's attention, the attention output's head width)."""
+    kv_lora = optional(text, "kv_lora_rank")
+    if kv_lora is not None:
+        rope_dim = optional(text, "qk_rope_head_dim")
+        if rope_dim is None:
+            raise ConfigJsonError("config.json: kv_lora_rank (MLA) needs qk_rope_head_dim")
+        nope = positive(text, "qk_nope_head_dim")
+        v_dim = positive(text, "v_head_dim")
+        q_rank = optional(text, "q_lora_rank")
+        q_head = nope + rope_dim
+        query = (
+            hidden * heads * q_head
+            if q_rank is None
+            else hidden * q_rank + q_rank + q_rank * heads * q_head
+        )
+        latent = hidden * (kv_lora + rope_dim) + kv_lora  # kv_a_proj, kv_a_layernorm
+        values = kv_lora * heads * (nope + v_dim) + heads * v_dim * hidden  # kv_b, o
+        return query + latent + values, v_dim  # the output is heads x v_head_dim wide
+    head_dim = _head_dim(text, hidden, heads)
+    q_width, kv_width = heads * head_dim, kv_heads * head_dim
+    attention = 2 * hidden * q_width + 2 * hidden * kv_width
+    if family.qkv_bias:
+        attention += q_width + 2 * kv_width
+    elif family.bias_key and boolean(text, family.bias_key, False):
+        attention += q_width + 2 * kv_width + (hidden if family.o_bias else 0)
+    if family.qk_norm != "none" and (
+        not family.qk_norm_key or boolean(text, family.qk_norm_key, False)
+    ):
+        attention += 2 * head_dim if family.qk_norm == "head" else q_width + kv_width
+    if family.gpt_oss:
+        attention += heads  # attention sinks, one per head
+    return attention, head_dim
+
+
+def _head_dim(text: Mapping[str, object], hidden: int, heads: int) -> int:
+    if text.get("head_dim") is not None:
+        return positive(text, "head_dim")
+    if hidden % heads:
+        raise ConfigJsonError(
+            f"config.json: head_dim is missing and hidden_size ({hidden}) is not a "
+            f"multiple of num_attention_heads ({heads})"
+        )
+    return hidden // heads
+
+
+def _shared(text: Mapping[str, object], family: Family, experts: int) -> tuple[int, int | None]:
+    """(shared experts per MoE layer, their width when not the routed experts')."""
+    if not experts or family.shared == "none":
+        return 0, None
+    if family.shared == "count":
+        return integer(text, "n_shared_experts", 0), None
+    if family.shared == "llama4":
+        return 1, None  # one shared expert, as wide as the routed ones
+    if family.shared == "dense":
+        return 1, positive(text, "intermediate_size")  # the dense MLP beside the experts
+    qwen = family.shared == "qwen2_moe"
+    key = "shared_expert_intermediate_size" if qwen else "shared_intermediate_size"
+    width = integer(text, key, 0)
+    return (1, width) if width else (0, None)
 
 
 def model_from_config(
@@ -255,115 +236,100 @@ def model_from_config(
 ) -> LoadedConfig:
     """The `ModelSpec` (parameter count computed) and quantization of a config.json."""
     try:  # layouts whose cache is not a plain KV cache: gpuwatch.sizing.state_families
-        family = read_state_family(config, name=name, source=source, base=_base_reader(source))
+        state_family = read_state_family(
+            config, name=name, source=source, base=_base_reader(source)
+        )
     except ValueError as exc:
         raise ConfigJsonError(str(exc)) from None
-    if family is not None:
-        return LoadedConfig(family.spec, family.quantization, family.notes)
+    if state_family is not None:
+        return LoadedConfig(state_family.spec, state_family.quantization, state_family.notes)
     text, notes = _text_config(config)
-    model_type = text.get("model_type")
-    if not isinstance(model_type, str) or model_type not in MODEL_TYPES:
-        raise ConfigJsonError(
-            f"config.json: model_type {model_type!r} is not one gpuwatch knows the weights "
-            f"of ({', '.join(sorted(MODEL_TYPES))})"
-        )
-    _check_unmodelled(text)
-    layers = _positive(text, "num_hidden_layers")
-    hidden = _positive(text, "hidden_size")
-    heads = _positive(text, "num_attention_heads")
-    kv_heads = _positive(text, "num_key_value_heads", heads)
+    family, family_notes = _family(config, text)
+    notes += family_notes
+    _check_unmodelled(text, family)
+    layers = positive(text, "num_hidden_layers")
+    hidden = positive(text, "hidden_size")
+    heads = positive(text, "num_attention_heads")
+    kv_heads = positive(text, "num_key_value_heads", heads)
     if heads % kv_heads:
         raise ConfigJsonError(
             f"config.json: num_key_value_heads ({kv_heads}) must divide "
             f"num_attention_heads ({heads})"
         )
-    if text.get("head_dim") is not None:
-        head_dim = _positive(text, "head_dim")
-    elif hidden % heads:
-        raise ConfigJsonError(
-            f"config.json: head_dim is missing and hidden_size ({hidden}) is not a "
-            f"multiple of num_attention_heads ({heads})"
-        )
-    else:
-        head_dim = hidden // heads
-    vocab = _positive(text, "vocab_size")
-    tied = _bool(text, "tie_word_embeddings", False)
-    intermediate = _positive(text, "intermediate_size")
+    vocab = positive(text, "vocab_size")
+    tied = boolean(text, "tie_word_embeddings", False)
+    intermediate = positive(text, "intermediate_size")
 
-    experts_key, experts = _first(text, "num_local_experts", "num_experts", "n_routed_experts")
-    per_token = _int(text, "num_experts_per_tok", 0) if experts else 0
+    experts_key, experts = first_of(text, "num_local_experts", "num_experts", "n_routed_experts")
+    if family.shared == "dense" and not boolean(text, "enable_moe_block", False):
+        experts = 0  # Gemma 4 without its MoE block (31B): no experts, whatever num_experts says
+    per_token = first_of(text, "num_experts_per_tok", "top_k_experts")[1] if experts else 0
     if experts and not 0 < per_token <= experts:
         raise ConfigJsonError(
             f"config.json: num_experts_per_tok ({per_token}) must be 1 to {experts_key} ({experts})"
         )
-    dense_layers = _int(text, "first_k_dense_replace", 0) if experts else 0
-    if dense_layers >= layers:
-        raise ConfigJsonError(
-            f"config.json: first_k_dense_replace ({dense_layers}) must be below "
-            f"num_hidden_layers ({layers})"
-        )
-    moe_width = _optional(text, "moe_intermediate_size") if experts else None
-    shared = _int(text, "n_shared_experts", 0) if experts else 0
-    if model_type == "llama4_text" and experts:
-        shared = 1  # Llama 4's shared expert, intermediate_size wide like the routed ones
-    expert_width = moe_width or intermediate
+    moe_layers = moe_layer_count(text, family, layers) if experts else 0
+    if experts and not moe_layers:
+        raise ConfigJsonError(f"config.json: {experts_key} is set but no layer is an MoE layer")
+    moe_width = (
+        optional(text, "moe_intermediate_size")
+        if experts and family.expert_width_key == "moe_intermediate_size"
+        else None
+    )
+    dense_width = intermediate
+    if moe_layers < layers and family.moe_layers == "interleave":
+        # Llama 4 Maverick: dense layers intermediate_size_mlp wide, experts intermediate_size.
+        dense_width = positive(text, "intermediate_size_mlp", intermediate)
+        moe_width = intermediate if dense_width != intermediate else None
+    expert_width = moe_width or dense_width
+    shared, shared_width = _shared(text, family, experts)
 
-    kv_lora = _optional(text, "kv_lora_rank")
-    rope_dim = _optional(text, "qk_rope_head_dim") if kv_lora else None
-    if kv_lora is not None and rope_dim is None:
-        raise ConfigJsonError("config.json: kv_lora_rank (MLA) needs qk_rope_head_dim")
-    layer_types, window = _layer_types(text, model_type, layers)
+    kv_lora = optional(text, "kv_lora_rank")
+    attention, head_dim = _attention(text, family, hidden, heads, kv_heads)
+    rope_dim = optional(text, "qk_rope_head_dim") if kv_lora else None
+    kinds, window = layer_types(text, family.model_type, layers)
+    attention_total, full_kv = layers * attention, None
+    if family.model_type == "gemma4_text":
+        global_layers = layers if kinds is None else kinds.count(FULL_ATTENTION)
+        full_attention, full_kv = global_attention(text, hidden, heads, kv_heads, head_dim)
+        attention_total = (layers - global_layers) * attention + global_layers * full_attention
+        attention_total += layers  # layer_scalar, one weight per layer
 
     # Parameters, matrix by matrix.
     embeddings = vocab * hidden * (1 if tied else 2)
-    if kv_lora is not None and rope_dim is not None:
-        nope = _positive(text, "qk_nope_head_dim")
-        v_dim = _positive(text, "v_head_dim")
-        head_dim = v_dim  # the attention output is heads x v_head_dim wide
-        q_rank = _optional(text, "q_lora_rank")
-        q_head = nope + rope_dim
-        query = (
-            hidden * heads * q_head
-            if q_rank is None
-            else hidden * q_rank + q_rank + q_rank * heads * q_head
-        )
-        attention = (
-            query
-            + hidden * (kv_lora + rope_dim)
-            + kv_lora  # kv_a_layernorm
-            + kv_lora * heads * (nope + v_dim)
-            + heads * v_dim * hidden
-        )
-    else:
-        q_width, kv_width = heads * head_dim, kv_heads * head_dim
-        attention = 2 * hidden * q_width + 2 * hidden * kv_width
-        if model_type in QKV_BIAS_TYPES:
-            attention += q_width + 2 * kv_width
-        elif _bool(text, "attention_bias", False):
-            attention += q_width + 2 * kv_width + hidden
-        if model_type in QK_NORM_TYPES:
-            attention += 2 * head_dim
-        if model_type == "gpt_oss":
-            attention += heads  # attention sinks, one per head
     expert = 3 * hidden * expert_width
-    if model_type == "gpt_oss":
+    if family.gpt_oss:
         expert += 2 * expert_width + hidden  # gate_up and down biases
-    dense_mlp = 3 * hidden * intermediate
-    moe_layers = layers - dense_layers if experts else 0
-    router = hidden * experts + (experts if model_type == "gpt_oss" else 0)
-    moe_mlp = experts * expert + shared * 3 * hidden * expert_width + router
-    norms_per_layer = (4 if model_type in FOUR_NORM_TYPES else 2) * hidden
+    router = hidden * experts + (experts if family.gpt_oss else 0)
+    if family.shared == "qwen2_moe" and shared:
+        router += hidden  # the shared expert's sigmoid gate (hidden x 1)
+    moe_mlp = experts * expert + shared * 3 * hidden * (shared_width or expert_width) + router
+    layer = attention + family.norms_per_layer * hidden
+    vision = vision_parameters(family.vision, config)
     parameters = (
         embeddings
-        + layers * (attention + norms_per_layer)
-        + (layers - moe_layers) * dense_mlp
+        + attention_total
+        + layers * family.norms_per_layer * hidden
+        + (layers - moe_layers) * 3 * hidden * dense_width
         + moe_layers * moe_mlp
         + hidden  # the final norm
+        + vision
     )
-    if model_type.startswith("deepseek") and text.get("num_nextn_predict_layers"):
+    if vision:
         notes.append(
-            "the multi-token-prediction layer (num_nextn_predict_layers) is not counted: "
-            "it is loaded only for speculative decoding"
+            f"the vision tower (vision_config) is counted: {vision:,} parameters, "
+            "resident and kept 16-bit"
+        )
+    mtp = integer(text, family.mtp_key, 0) if family.mtp_key else 0
+    if mtp:
+        # one more decoder layer each, plus eh_proj (2 hidden x hidden), three norms and
+        # the copies of the embedding and LM head DeepSeek-V3's format stores with it
+        extra = mtp * (layer + (moe_mlp if experts else 3 * hidden * dense_width))
+        extra += mtp * (2 * hidden * hidden + 3 * hidden + 2 * vocab * hidden)
+        notes.append(
+            f"the multi-token-prediction layers ({family.mtp_key} = {mtp}, about "
+            f"{extra / 1e9:.2f}B parameters in the checkpoint's files with their embedding "
+            "and head copies) are not counted: they are loaded only for speculative decoding"
         )
 
     quantization = None
@@ -383,7 +349,7 @@ def model_from_config(
                 "attention_heads": heads,
                 "kv_heads": kv_heads,
                 "head_dim": head_dim,
-                "intermediate_size": intermediate,
+                "intermediate_size": dense_width,
                 "vocab_size": vocab,
                 "tied_embeddings": tied,
                 "sliding_window": window,
@@ -391,11 +357,14 @@ def model_from_config(
                 "experts_per_token": per_token,
                 "moe_intermediate_size": moe_width if experts else None,
                 "shared_experts": shared,
-                "dense_layers": dense_layers,
+                "dense_layers": layers - moe_layers if experts else 0,
                 "kv_lora_rank": kv_lora,
                 "qk_rope_head_dim": rope_dim,
-                "layer_types": layer_types,
+                "layer_types": kinds,
                 "source": source,
+                "shared_expert_intermediate_size": shared_width if shared else None,
+                "vision_parameters": vision,
+                "full_kv_values_per_layer": full_kv,
             }
         )
     except ValueError as exc:

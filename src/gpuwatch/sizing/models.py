@@ -103,7 +103,16 @@ class ModelSpec:
     and `qk_rope_head_dim` set, the cache holds their sum per layer per token.
     `layer_types` names each layer's attention ("full_attention" or
     "sliding_attention", the latter caching at most `sliding_window` tokens); None
-    with a `sliding_window` means every layer slides.
+    with a `sliding_window` means every layer slides. `dense_layers` counts the layers
+    with a dense MLP wherever they are (the first ones in DeepSeek and GLM, every other
+    one in Llama 4 Maverick). `shared_expert_intermediate_size`: the shared experts'
+    width when it differs from the routed ones' (Qwen2-MoE, Granite MoE shared; None:
+    `expert_size`). `vision_parameters`: the part of `parameters` in a vision tower
+    beside the text model (Qwen2.5-VL, Qwen3-VL): resident, kept 16-bit by a
+    quantization scheme, run only on images.
+    `full_kv_values_per_layer`: the values one token adds to a
+    full-attention layer's cache when those layers' attention differs from the sliding
+    ones' (Gemma 4: global head_dim 512 with 4 KV heads; None: `kv_values_per_layer`).
 
     Caches that are not a plain per-token KV cache (docs/sizing.md, "Caches that are
     not a KV cache"): only `kv_layers` layers (None: all) cache K and V per token;
@@ -137,6 +146,9 @@ class ModelSpec:
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     layer_types: tuple[str, ...] | None = None
+    shared_expert_intermediate_size: int | None = None
+    vision_parameters: int = 0
+    full_kv_values_per_layer: int | None = None
     kv_layers: int | None = None
     state_layers: int = 0
     conv_state_values: int = 0
@@ -151,7 +163,7 @@ class ModelSpec:
 
     @property
     def moe_layers(self) -> int:
-        """Layers whose MLP is a mixture of experts: all but the first `dense_layers`."""
+        """Layers whose MLP is a mixture of experts: all but the `dense_layers`."""
         return self.layers - self.dense_layers if self.is_moe else 0
 
     @property
@@ -160,6 +172,14 @@ class ModelSpec:
         if self.moe_intermediate_size is not None:
             return self.moe_intermediate_size
         return self.mlp_size
+
+    @property
+    def shared_expert_size(self) -> int:
+        """One shared expert's MLP width: `shared_expert_intermediate_size`, else
+        `expert_size`."""
+        if self.shared_expert_intermediate_size is not None:
+            return self.shared_expert_intermediate_size
+        return self.expert_size
 
     @property
     def parameters_per_expert(self) -> int:
@@ -184,12 +204,13 @@ class ModelSpec:
     def active_parameters(self) -> int:
         """Parameters one token uses: all but the routed experts it is not sent to.
 
-        `parameters` minus (experts - experts_per_token) experts per MoE layer; the
-        shared experts, router, attention, embeddings and norms all count. Equal to
-        `parameters` for a dense model.
+        `parameters` minus (experts - experts_per_token) experts per MoE layer and
+        minus a vision tower (`vision_parameters`: it runs on images, not on a text
+        token); the shared experts, router, attention, embeddings and norms all count.
+        Equal to `parameters` for a dense text model.
         """
         unused = self.moe_layers * (self.experts - self.experts_per_token)
-        return self.parameters - unused * self.parameters_per_expert
+        return self.parameters - unused * self.parameters_per_expert - self.vision_parameters
 
     @property
     def mlp_size(self) -> int:
@@ -277,12 +298,24 @@ class ModelSpec:
             return context_tokens
         return min(context_tokens, self.sliding_window)
 
+    @property
+    def full_layer_kv_values(self) -> int:
+        """Values one token adds to one full-attention layer's cache:
+        `full_kv_values_per_layer`, else `kv_values_per_layer`."""
+        if self.full_kv_values_per_layer is not None:
+            return self.full_kv_values_per_layer
+        return self.kv_values_per_layer
+
     def kv_cache_bytes_per_token(self, bytes_per_value: float) -> float:
         """Bytes one token adds to the cache of all layers (while within the window):
-        KV layers x (`kv_values_per_layer` x bytes per value + `indexer_bytes_per_token`).
-        Layers with a fixed state (`state_layers`) add nothing per token."""
-        per_layer = self.kv_values_per_layer * bytes_per_value + self.indexer_bytes_per_token
-        return self.kv_layer_count * per_layer
+        Full layers add `full_layer_kv_values`, sliding ones `kv_values_per_layer` (K and
+        V, x bytes per value), each KV layer `indexer_bytes_per_token` more; layers with a
+        fixed state (`state_layers`) add nothing per token."""
+        values = (
+            self.full_layers * self.full_layer_kv_values
+            + self.sliding_layers * self.kv_values_per_layer
+        )
+        return values * bytes_per_value + self.kv_layer_count * self.indexer_bytes_per_token
 
     def kv_cache_bytes_per_sequence(
         self,
@@ -291,18 +324,20 @@ class ModelSpec:
         state_bytes_per_value: float | None = None,
     ) -> float:
         """Bytes of one sequence's cache at `context_tokens`, layer type by layer type:
-        full layers cache the context, sliding layers at most `sliding_window` tokens
-        (K and V at `bytes_per_value`, plus the indexer's keys), and state layers their
-        fixed state (`state_bytes_per_sequence` at `state_bytes_per_value`, the model's
-        dtype; None: `bytes_per_value`)."""
-        cached = self.full_layers * context_tokens
+        full layers cache the context (`full_layer_kv_values` per token), sliding layers at
+        most `sliding_window` tokens (`kv_values_per_layer`), at `bytes_per_value`, plus the
+        indexer's keys per cached token, and state layers their fixed state
+        (`state_bytes_per_sequence` at `state_bytes_per_value`, the model's dtype; None:
+        `bytes_per_value`)."""
+        full = self.full_layers * context_tokens
+        sliding = 0
         if self.sliding_window is not None:
-            cached += self.sliding_layers * min(context_tokens, self.sliding_window)
-        per_token = self.kv_values_per_layer * bytes_per_value + self.indexer_bytes_per_token
+            sliding = self.sliding_layers * min(context_tokens, self.sliding_window)
+        values = full * self.full_layer_kv_values + sliding * self.kv_values_per_layer
         state = self.state_bytes_per_sequence(
             bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
         )
-        return cached * per_token + state
+        return values * bytes_per_value + (full + sliding) * self.indexer_bytes_per_token + state
 
     @property
     def embedding_parameters(self) -> int:
@@ -413,6 +448,9 @@ class ModelCatalogEntry(BaseModel):
     layer_types: tuple[LayerType, ...] | None = None
     source: str = CONFIG_SOURCE
     config_json: str | None = Field(default=None, min_length=1, max_length=4096)
+    shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
+    vision_parameters: int = Field(default=0, ge=0)
+    full_kv_values_per_layer: int | None = Field(default=None, gt=0)
     kv_layers: int | None = Field(default=None, ge=0)
     state_layers: int = Field(default=0, ge=0)
     conv_state_values: int = Field(default=0, ge=0)
@@ -436,6 +474,13 @@ class ModelCatalogEntry(BaseModel):
             experts_per_token=self.experts_per_token,
             dense_layers=self.dense_layers,
         )
+        if self.vision_parameters >= self.parameters:
+            raise ValueError(
+                f"vision_parameters ({self.vision_parameters}) must be below parameters "
+                f"({self.parameters})"
+            )
+        if self.shared_expert_intermediate_size is not None and not self.shared_experts:
+            raise ValueError("shared_expert_intermediate_size needs shared_experts > 0")
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise ValueError("kv_lora_rank and qk_rope_head_dim (MLA) come together")
         if self.layer_types is not None and len(self.layer_types) != self.layers:
@@ -481,6 +526,9 @@ class ModelCatalogEntry(BaseModel):
             kv_lora_rank=self.kv_lora_rank,
             qk_rope_head_dim=self.qk_rope_head_dim,
             layer_types=self.layer_types,
+            shared_expert_intermediate_size=self.shared_expert_intermediate_size,
+            vision_parameters=self.vision_parameters,
+            full_kv_values_per_layer=self.full_kv_values_per_layer,
             kv_layers=self.kv_layers,
             state_layers=self.state_layers,
             conv_state_values=self.conv_state_values,

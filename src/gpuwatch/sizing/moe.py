@@ -100,14 +100,17 @@ def activation_factor(model: ModelSpec, base_factor: float) -> float:
     """Korthikanti's bytes per layer per token per hidden unit, for a token's MoE path.
 
     The MLP part (16 of 34 for a 4h-wide MLP) scaled by the width a token's MoE MLP has,
-    ``(experts_per_token + shared_experts) x moe_intermediate_size / (4 x hidden)``, on
+    ``(experts_per_token x expert width + shared_experts x shared width) / (4 x hidden)``, on
     the MoE layers; the dense layers keep `base_factor`. Averaged over the layers, since
     `activations.activation_parts` takes one factor. A dense model keeps `base_factor`.
     """
     moe = model.moe_layers
     if moe == 0:
         return base_factor
-    width = (model.experts_per_token + model.shared_experts) * model.expert_size
+    width = (
+        model.experts_per_token * model.expert_size
+        + model.shared_experts * model.shared_expert_size
+    )
     scale = width / (KORTHIKANTI_MLP_WIDTH_RATIO * model.hidden_size)
     moe_factor = base_factor + KORTHIKANTI_MLP_INTERMEDIATE_FACTOR * (scale - 1)
     return (moe * moe_factor + (model.layers - moe) * base_factor) / model.layers
@@ -117,8 +120,8 @@ def mlp_adapter_parameters(model: ModelSpec, rank: int, module: str) -> int:
     """LoRA parameters of one MLP projection (gate, up or down) over the whole model.
 
     Dense layers: one adapter of the dense MLP's shape. MoE layers: one adapter per
-    expert, routed and shared, of the expert's shape (hidden x `moe_intermediate_size`),
-    rank x (in + out) each. A module the model lacks (gate without a gated MLP) counts 0.
+    expert, routed and shared, of that expert's shape (hidden x its width), rank x
+    (in + out) each. A module the model lacks (gate without a gated MLP) counts 0.
     """
     if module not in MLP_MODULES:
         raise ValueError(f"not an MLP projection: {module!r}; MLP: {', '.join(MLP_MODULES)}")
@@ -129,6 +132,7 @@ def mlp_adapter_parameters(model: ModelSpec, rank: int, module: str) -> int:
     if moe == 0:
         return model.layers * per_dense
     per_expert = rank * (model.hidden_size + model.expert_size)
+    per_shared = rank * (model.hidden_size + model.shared_expert_size)
     return (model.layers - moe) * per_dense + moe * (
-        model.experts + model.shared_experts
-    ) * per_expert
+        model.experts * per_expert + model.shared_experts * per_shared
+    )

@@ -151,20 +151,25 @@ class WeightBytes:
     norms: int
     linear: int
     experts: int
+    vision: int = 0
 
     @property
     def total(self) -> int:
         """All weight bytes."""
-        return self.embeddings + self.lm_head + self.norms + self.linear + self.experts
+        return (
+            self.embeddings + self.lm_head + self.norms + self.linear + self.experts + self.vision
+        )
 
     def parts(self) -> tuple[tuple[str, int], ...]:
-        """(name, bytes) for a breakdown's `parts`."""
+        """(name, bytes) for a breakdown's `parts` (the vision tower's only if any)."""
+        vision = (("weights_vision_bytes", self.vision),) if self.vision else ()
         return (
             ("weights_embeddings_bytes", self.embeddings),
             ("weights_lm_head_bytes", self.lm_head),
             ("weights_norms_bytes", self.norms),
             ("weights_linear_bytes", self.linear),
             ("weights_experts_bytes", self.experts),
+            *vision,
         )
 
 
@@ -177,10 +182,14 @@ class ParameterSplit:
     norms: int
     linear: int
     experts: int
+    vision: int = 0
 
 
 def parameter_split(model: ModelSpec) -> ParameterSplit:
-    """`model.parameters` split into embeddings, head, norms, routed experts and the rest.
+    """`model.parameters` split into embeddings, head, norms, routed experts, a vision
+    tower (kept 16-bit: an assumption; quantized with the rest it would be at most half
+    as many bytes)
+    and the rest.
 
     The rest (linear) is ``parameters - embeddings - head - norms - experts``, floored at 0
     (a catalog count smaller than its own embeddings would be a bad entry, not weights).
@@ -189,8 +198,9 @@ def parameter_split(model: ModelSpec) -> ParameterSplit:
     head = 0 if model.tied_embeddings else embed
     norms = model.norm_parameters
     experts = model.expert_parameters
-    linear = max(model.parameters - embed - head - norms - experts, 0)
-    return ParameterSplit(embed, head, norms, linear, experts)
+    vision = model.vision_parameters
+    linear = max(model.parameters - embed - head - norms - experts - vision, 0)
+    return ParameterSplit(embed, head, norms, linear, experts, vision)
 
 
 def weight_bytes_by_component(model: ModelSpec, scheme: QuantizationScheme | None) -> WeightBytes:
@@ -215,6 +225,7 @@ def weight_bytes_by_component(model: ModelSpec, scheme: QuantizationScheme | Non
         norms=round(split.norms * sixteen),
         linear=stored(split.linear, linear_quantized),
         experts=stored(split.experts, scheme is not None),
+        vision=round(split.vision * sixteen),
     )
 
 

@@ -89,12 +89,21 @@ def active_parameters(workload: Workload) -> int:
 def decode_weight_bytes(workload: Workload) -> int:
     """Weight bytes one decoding step streams: all of them for a dense model; for a
     mixture of experts the non-expert weights plus the routed experts the batch is
-    expected to touch (`moe.decode_weight_bytes`)."""
+    expected to touch (`moe.decode_weight_bytes`). A vision tower
+    (`ModelSpec.vision_parameters`) is not read: it runs on images, in the prefill."""
     total = workload_weight_bytes(workload)
     model = workload.architecture
-    if model is None or not model.is_moe:
+    if model is None:
         return total
     parts = workload_weight_parts(workload)  # a quantized checkpoint's real expert bytes
+    if model.vision_parameters:
+        total -= (
+            parts.vision
+            if parts is not None
+            else weight_bytes(model.vision_parameters, workload.weight_precision)
+        )
+    if not model.is_moe:
+        return total
     experts = (
         parts.experts
         if parts is not None
