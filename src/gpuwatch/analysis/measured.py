@@ -14,10 +14,11 @@ Each data-parallel engine (a pool of its own on the page: `KvCacheReading.engine
 holds a full copy of the weights on its GPUs; tensor parallelism splits one copy across
 the GPUs of an engine. So `engines` copies of the weights spread over the source's GPUs.
 
-Weights and overhead are the sizing model's inference figures (`memory_requirement`:
-overhead 0.2 x weights); KV bytes per token are layers x (2 x KV heads x head dim, or
-MLA's latent + RoPE key) x bytes per value, the value's bytes from the server's cache
-dtype (``auto``: the model's 16-bit or wider compute precision; ``fp8*``: 1 B).
+Weights and overhead are the sizing model's inference figures (`memory_requirement`: the
+overhead is vLLM's profile at its defaults, `gpuwatch.sizing.engine`); KV bytes per
+token are layers x (2 x KV heads x head dim, or MLA's latent + RoPE key) x bytes per
+value, the value's bytes from the server's cache dtype (``auto``: the model's 16-bit or
+wider compute precision; ``fp8*``: 1 B).
 
 A need is bounded by the hardware: a source whose share of the need on one of its GPUs
 is above that GPU's memory (NVML's total), or that reports more engines than it names
@@ -175,12 +176,15 @@ def measured_need_bytes(
 
     By hand, Llama-3.1-8B in bf16 (meta-llama/Llama-3.1-8B config.json): weights
     8,030,261,248 parameters x 2 B = 16,060,522,496 B (16.06 GB); KV 32 layers x 2 (K
-    and V) x 8 KV heads x 128 head dim x 2 B = 131,072 B per token; overhead 0.2 x the
-    weights = 3,212,104,499 B. With 10,000 tokens in use on one GPU:
-    16,060,522,496 + 10,000 x 131,072 + 3,212,104,499 = 20,583,346,995 B; on two GPUs
-    (tensor parallel 2) half of it each, 10,291,673,497.5 B. Two data-parallel engines
-    on two GPUs with 10,000 tokens each: (2 x (16,060,522,496 + 3,212,104,499) + 20,000
-    x 131,072) / 2 = 20,583,346,995 B each, as one engine alone on its GPU.
+    and V) x 8 KV heads x 128 head dim x 2 B = 131,072 B per token; overhead, vLLM's
+    profile at its defaults (`gpuwatch.sizing.engine`): activation peak 1,274,301,645
+    (256 x 128,256 logits x 38.3 B + 2,048 x 4,096 x 2 B of hidden states) + CUDA
+    context 654,982,513 + non-torch 139,586,437 + CUDA graphs 1,073,741,824 =
+    3,142,612,419 B. With 10,000 tokens in use on one GPU: 16,060,522,496 + 10,000 x
+    131,072 + 3,142,612,419 = 20,513,854,915 B; on two GPUs (tensor parallel 2) half of it
+    each, 10,256,927,457.5 B. Two data-parallel engines on two GPUs with 10,000 tokens
+    each: (2 x (16,060,522,496 + 3,142,612,419) + 20,000 x 131,072) / 2 = 20,513,854,915 B
+    each, as one engine alone on its GPU.
     """
     if gpus < 1:
         raise ValueError("a server runs on one GPU at least")
