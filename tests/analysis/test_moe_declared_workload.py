@@ -6,10 +6,10 @@ config (it comes before the scenario's own declaration) says it serves Mixtral 8
 declared as a `[[sizing.models]]` entry from mistralai/Mixtral-8x7B-v0.1's config.json
 (46.7B parameters, 8 experts, 2 per token: 12.9B active, arXiv:2401.04088). The need the
 agent reports is the sizing model's for all 46.7B parameters, not the 12.9B active: a
-4-bit checkpoint at batch 4 needs 31.7 GB (34.9 with headroom) and gets a cheaper
+4-bit checkpoint at batch 4 needs 29.1 GB (32.0 with headroom) and gets a cheaper
 data-centre card that holds it (the A100 40GB PCIe at the catalog's prices), a 16-bit one
 (93.4 GB of weights) gets none. gpt-oss-20b declared in MXFP4 is laid out as its
-checkpoint is (MXFP4 experts, bf16 rest: the model card's 12.8 GiB) and needs 16.6 GB.
+checkpoint is (MXFP4 experts, bf16 rest: the model card's 12.8 GiB) and needs 17.7 GB.
 """
 
 from __future__ import annotations
