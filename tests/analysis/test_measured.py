@@ -36,7 +36,9 @@ def test_llama_3_1_8b_in_bf16_by_hand() -> None:
     engine = 1_274_301_645 + 654_982_513 + 139_586_437 + 1_073_741_824
     assert model.overhead_bytes == engine == 3_142_612_419
     assert measured_need_bytes(model, 10_000) == 20_513_854_915
-    assert measured_need_bytes(model, 10_000, gpus=2) == 20_513_854_915 / 2
+    # tensor parallel 2: half the weights and tokens, a whole engine overhead, on each GPU
+    assert measured_need_bytes(model, 10_000, gpus=2) == 11_828_233_667
+    assert 11_828_233_667 == (16_060_522_496 + 10_000 * 131_072) / 2 + 3_142_612_419
     assert measured_need_bytes(model, 0) == 16_060_522_496 + 3_142_612_419
     with pytest.raises(ValueError, match="one GPU"):
         measured_need_bytes(model, 1, gpus=0)
@@ -117,7 +119,7 @@ def test_a_source_on_two_gpus_splits_its_need() -> None:
     result = needs.per_gpu(NOW, [gpu(0), gpu(1), gpu(2)], [reading("tp2", 10_000)])
     assert set(result) == {"GPU-00000000-0000", "GPU-00000001-0000"}
     for sample in result.values():
-        assert sample.need_bytes == 20_513_854_915 / 2
+        assert sample.need_bytes == 11_828_233_667  # each GPU's worker has its own overhead
         assert sample.model == "llama-3.1-8b"
         assert sample.sources == ("tp2",)
     assert needs.statuses()["tp2"].status == "measured"
@@ -202,7 +204,9 @@ def test_data_parallel_engines_each_hold_the_weights() -> None:
     the overhead and half the tokens: 16,060,522,496 + 3,142,612,419 + 10,000 x 131,072
     = 20,513,854,915 B, as one engine alone on one GPU with 10,000 tokens. Counting the
     weights once gave (19,203,134,915 + 20,000 x 131,072) / 2 = 10,912,287,457.5 B, 47 %
-    low. Two engines of tensor parallel 2 on four GPUs: half of that on each."""
+    low. Two engines of tensor parallel 2 on four GPUs: half the weights and tokens of
+    one engine and a whole overhead on each: (16,060,522,496 + 1,310,720,000) / 2 +
+    3,142,612,419 = 11,828,233,667 B."""
     by_hand = 16_060_522_496 + 3_142_612_419 + 10_000 * 131_072
     assert by_hand == 20_513_854_915
     needs = MeasuredNeeds([source("dp2", [0, 1])], CATALOG)
@@ -213,7 +217,7 @@ def test_data_parallel_engines_each_hold_the_weights() -> None:
     four = [gpu(i) for i in range(4)]
     result = needs.per_gpu(NOW, four, [reading("dp2tp2", 20_000, engines=2)])
     assert len(result) == 4
-    assert {s.need_bytes for s in result.values()} == {by_hand / 2}
+    assert {s.need_bytes for s in result.values()} == {11_828_233_667}
 
 
 def test_more_engines_than_gpus_is_implausible(caplog: pytest.LogCaptureFixture) -> None:
