@@ -2,13 +2,14 @@
 
 vLLM sizes its KV cache by profiling (vllm/v1/worker/gpu_worker.py,
 ``determine_available_memory``, with ``memory_profiling`` in vllm/utils): it loads the
-weights, runs one forward pass of ``max_num_batched_tokens`` dummy tokens and the sampler
-on ``min(max_num_seqs, max_num_batched_tokens)`` of them (``profile_run``), takes torch's
-peak allocation during that run (the *activation peak*) plus what was allocated outside
-torch (NCCL, cuBLAS), and gives the KV cache what is left of ``gpu_memory_utilization``
-(0.9) x the GPU's memory. The CUDA context and the CUDA graphs captured afterwards live
-in the remaining tenth. None of these grows with the weights: the activation peak
-follows the batched tokens, the hidden and MLP widths and the vocabulary.
+weights, runs one forward pass of ``max_num_batched_tokens`` dummy tokens and the
+sampler on ``min(max_num_seqs, max_num_batched_tokens)`` of them (``profile_run``),
+takes torch's peak allocation during that run (the *activation peak*) plus what was
+allocated outside torch (NCCL, cuBLAS), and gives the KV cache what is left of
+``gpu_memory_utilization`` (0.9; 0.92 in 2026's vllm/config/cache.py) x the GPU's
+memory. The CUDA context and the CUDA graphs captured afterwards live in the remainder.
+None of these grows with the weights: the activation peak follows the batched tokens,
+the hidden and MLP widths and the vocabulary.
 
 `engine_overhead` models those parts in bytes for one GPU: the activation peak (the
 larger of one forward pass's widest layer and the sampler's logits with the hidden states
