@@ -11,7 +11,8 @@ m and v. Activations come from the architecture, the context and the batch
 (`activations`), or by seed 001's rule of thumb when `MemoryAssumptions.activations`
 says so. A bare parameter count gets a typical architecture for training (`shapes`). How
 a job is run (checkpointing, LoRA rank and targets) is a `TrainingSetup`; the estimating
-rules are `MemoryAssumptions`. docs/sizing.md explains each choice."""
+rules are `MemoryAssumptions`. docs/sizing.md explains each choice.
+"""
 
 from __future__ import annotations
 
