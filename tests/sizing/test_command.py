@@ -240,10 +240,22 @@ def test_training_options_reach_the_model(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_overhead_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """The default overhead is the engine's parts; --overhead adds a fraction of the
+    weights on top; --engine none --overhead 0.2 is seed 001's rule."""
     default = size_json(capsys, "--params", "7B")
-    none = size_json(capsys, "--params", "7B", "--overhead", "0")
-    assert default["overhead_bytes"] == round(0.2 * 14 * 10**9)
+    parts = default["parts"]
+    engine = sum(value for key, value in parts.items() if key.startswith("overhead_"))
+    assert default["overhead_bytes"] == engine == 2_198_841_590
+    assert default["assumptions"]["overhead_ratio"] == 0.0
+    assert default["assumptions"]["engine"] == "vllm"
+    more = size_json(capsys, "--params", "7B", "--overhead", "0.1")
+    assert more["overhead_bytes"] == engine + 14 * 10**8
+    assert more["parts"]["overhead_weights_ratio_bytes"] == 14 * 10**8
+    seed = size_json(capsys, "--params", "7B", "--engine", "none", "--overhead", "0.2")
+    assert seed["overhead_bytes"] == round(0.2 * 14 * 10**9)
+    none = size_json(capsys, "--params", "7B", "--engine", "none")
     assert none["overhead_bytes"] == 0
+    assert none["assumptions"]["max_num_seqs"] is None
     training = size_json(capsys, "--params", "7B", "--mode", "train", "--overhead", "0.1")
     assert training["overhead_bytes"] == 14 * 10**8
     assert training["assumptions"]["overhead_ratio"] == 0.1

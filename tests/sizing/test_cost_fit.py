@@ -9,6 +9,7 @@ import pytest
 from gpuwatch.sizing import (
     GpuCatalog,
     GpuCatalogEntry,
+    MemoryAssumptions,
     Mode,
     Precision,
     Workload,
@@ -115,7 +116,9 @@ def test_zero_throughput_has_no_price() -> None:
 
 def test_fits_needs_headroom(catalog: GpuCatalog) -> None:
     l40s = catalog.get("L40S-48GB")
-    breakdown = memory_requirement(Workload(20 * B, precision=Precision.FP16, context_tokens=1))
+    seed = MemoryAssumptions(engine="none", inference_overhead_ratio=0.2)
+    workload = Workload(20 * B, precision=Precision.FP16, context_tokens=1)
+    breakdown = memory_requirement(workload, seed)
     breakdown = replace(breakdown, kv_cache_bytes=0)  # 40 GB weights + 8 GB overhead
     assert breakdown.total_bytes == 48 * GB
     assert fits(l40s, breakdown, headroom=0.0)

@@ -117,28 +117,34 @@ def test_qlora_paper_setup_fits_48_gb_only_under_7_percent_headroom(
 def test_seed_001_70b_kv_example_needs_3_h100s_only_without_overhead(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Seed 001: 140 GB + ~84 GB KV cache = 224 GB, "3x H100 80GB". With the CLI's
-    overhead (0.2 x weights) and headroom it is 4; 3 only with both at zero."""
+    """Seed 001: 140 GB + ~84 GB KV cache = 224 GB, "3x H100 80GB". With vLLM's engine
+    overhead (2.3 GB) and the headroom it is 4; 3 without the headroom, and the seed's
+    223.9 GB with no engine at all."""
     argv = ("llama-2-70b", "--context", "8192", "--batch", "32")
     default = size(capsys, *argv)
     assert default["kv_cache_bytes"] == 85_899_345_920
+    assert round(default["total_bytes"] / GB, 1) == 226.1
     assert gpu(default, "H100-SXM-80GB")["gpus_needed"] == 4
-    bare = size(capsys, *argv, "--overhead", "0", "--headroom", "0")
+    tight = size(capsys, *argv, "--headroom", "0")
+    assert gpu(tight, "H100-SXM-80GB")["gpus_needed"] == 3
+    bare = size(capsys, *argv, "--engine", "none", "--headroom", "0")
     assert round(bare["total_bytes"] / GB, 1) == 223.9
     assert gpu(bare, "H100-SXM-80GB")["gpus_needed"] == 3
 
 
 @pytest.mark.parametrize(
     ("precision", "default", "weights_only"),
-    [("fp32", 5, 4), ("fp16", 3, 2), ("int8", 2, 1), ("int4", 1, 1)],
+    [("fp32", 4, 4), ("fp16", 2, 2), ("int8", 2, 1), ("int4", 1, 1)],
 )
 def test_seed_001_70b_a100_counts_are_weights_only(
     capsys: pytest.CaptureFixture[str], precision: str, default: int, weights_only: int
 ) -> None:
-    """Seed 001's quantization table (4 / 2 / 1 / 1 A100 80GB) counts the weights alone."""
+    """Seed 001's quantization table (4 / 2 / 1 / 1 A100 80GB) counts the weights alone;
+    with the engine's 3 GB and the headroom int8 (70 GB of weights) needs 2."""
     report = size(capsys, "--params", "70B", "--precision", precision)
     assert gpu(report, "A100-SXM-80GB")["gpus_needed"] == default
-    bare = size(capsys, "--params", "70B", "--precision", precision, "--overhead", "0")
+    argv = ("--params", "70B", "--precision", precision, "--engine", "none")
+    bare = size(capsys, *argv, "--overhead", "0")
     assert gpu(bare, "A100-SXM-80GB")["gpus_needed"] == weights_only
 
 

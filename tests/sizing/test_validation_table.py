@@ -15,7 +15,7 @@ whose reference is a bound (``< 48 GB``) must also be on the right side of it.
   command's headroom, fits N GB (bisection over the command line).
 
 Figures carry a unit: GB (10^9 bytes), GiB (2^30), KB (10^3 bytes), B (10^9 parameters),
-tokens, tok/s.
+tokens, tok/s, GPU or GPUs (a count: ``gpus.ID.gpus_needed``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,16 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "sizing.md"
 BEGIN = "<!-- BEGIN VALIDATION TABLE (tests/sizing/test_validation_table.py) -->"
 END = "<!-- END VALIDATION TABLE -->"
 
-UNITS = {"GB": 1e9, "GiB": 2.0**30, "KB": 1e3, "B": 1e9, "tokens": 1.0, "tok/s": 1.0}
+UNITS = {
+    "GB": 1e9,
+    "GiB": 2.0**30,
+    "KB": 1e3,
+    "B": 1e9,
+    "tokens": 1.0,
+    "tok/s": 1.0,
+    "GPU": 1.0,
+    "GPUs": 1.0,
+}
 FIGURE = re.compile(r"^(?P<op>[<>≈~]\s*)?(?P<number>[\d,]+(?:\.\d+)?)\s*(?P<unit>\S+)$")
 
 

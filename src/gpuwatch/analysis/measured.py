@@ -6,18 +6,21 @@ its KV cache is in use (`gpuwatch.tokens.kv`); with the model it serves (its
 ``model_name`` matched in the sizing catalog, or the token source's `model` or
 `config_json`) the sizing model turns that into bytes:
 
-    need per GPU = (engines x (weights + runtime overhead)
-                    + tokens in use x KV bytes per token)
+    need per GPU = (engines x weights + tokens in use x KV bytes per token)
                    / the GPUs the token source names
+                   + the engine's runtime overhead
 
 Each data-parallel engine (a pool of its own on the page: `KvCacheReading.engines`)
 holds a full copy of the weights on its GPUs; tensor parallelism splits one copy across
-the GPUs of an engine. So `engines` copies of the weights spread over the source's GPUs.
+the GPUs of an engine. So `engines` copies of the weights spread over the source's GPUs,
+while the runtime overhead (the sizing model's engine overhead: activation peak, CUDA
+context, CUDA graphs) is each GPU's own: every GPU runs a worker that holds it whole.
 
-Weights and overhead are the sizing model's inference figures (`memory_requirement`:
-overhead 0.2 x weights); KV bytes per token are layers x (2 x KV heads x head dim, or
-MLA's latent + RoPE key) x bytes per value, the value's bytes from the server's cache
-dtype (``auto``: the model's 16-bit or wider compute precision; ``fp8*``: 1 B). Only
+Weights and overhead are the sizing model's inference figures (`memory_requirement`: the
+overhead is vLLM's profile at its defaults, `gpuwatch.sizing.engine`); KV bytes per
+token are layers x (2 x KV heads x head dim, or MLA's latent + RoPE key) x bytes per
+value, the value's bytes from the server's cache dtype (``auto``: the model's 16-bit or
+wider compute precision; ``fp8*``: 1 B). Only
 the layers that cache K and V count (`ModelSpec.kv_cache_bytes_per_token`: not
 Qwen3-Next's linear-attention or Nemotron-H's Mamba layers, plus DeepSeek-V3.2's indexer
 keys); their fixed state per sequence is not counted, the reading having no count of
@@ -174,24 +177,30 @@ def model_name_for_path(path: str) -> str:
 def measured_need_bytes(
     model: ServedModel, used_tokens: float, gpus: int = 1, engines: int = 1
 ) -> float:
-    """One GPU's need: (`engines` x (weights + overhead) + `used_tokens` x KV bytes per
-    token) / `gpus`: each data-parallel engine holds its own copy of the weights.
+    """One GPU's need: (`engines` x weights + `used_tokens` x KV bytes per token) / `gpus`
+    + the overhead. Each data-parallel engine holds its own copy of the weights; every GPU
+    runs a worker with its own engine overhead (vLLM's profile: activation peak, CUDA
+    context, CUDA graphs), which tensor parallelism does not split.
 
     By hand, Llama-3.1-8B in bf16 (meta-llama/Llama-3.1-8B config.json): weights
     8,030,261,248 parameters x 2 B = 16,060,522,496 B (16.06 GB); KV 32 layers x 2 (K
-    and V) x 8 KV heads x 128 head dim x 2 B = 131,072 B per token; overhead 0.2 x the
-    weights = 3,212,104,499 B. With 10,000 tokens in use on one GPU:
-    16,060,522,496 + 10,000 x 131,072 + 3,212,104,499 = 20,583,346,995 B; on two GPUs
-    (tensor parallel 2) half of it each, 10,291,673,497.5 B. Two data-parallel engines
-    on two GPUs with 10,000 tokens each: (2 x (16,060,522,496 + 3,212,104,499) + 20,000
-    x 131,072) / 2 = 20,583,346,995 B each, as one engine alone on its GPU.
+    and V) x 8 KV heads x 128 head dim x 2 B = 131,072 B per token; overhead, vLLM's
+    profile at its defaults (`gpuwatch.sizing.engine`): activation peak 1,274,301,645
+    (256 x 128,256 logits x 38.3 B + 2,048 x 4,096 x 2 B of hidden states) + CUDA
+    context 654,982,513 + non-torch 139,586,437 + CUDA graphs 1,073,741,824 =
+    3,142,612,419 B. With 10,000 tokens in use on one GPU: 16,060,522,496 + 10,000 x
+    131,072 + 3,142,612,419 = 20,513,854,915 B; on two GPUs (tensor parallel 2) half the
+    weights and tokens and a whole overhead each, 8,685,621,248 + 3,142,612,419 =
+    11,828,233,667 B. Two data-parallel engines on two GPUs with 10,000 tokens each:
+    (2 x 16,060,522,496 + 20,000 x 131,072) / 2 + 3,142,612,419 = 20,513,854,915 B
+    each, as one engine alone on its GPU.
     """
     if gpus < 1:
         raise ValueError("a server runs on one GPU at least")
     if engines < 1:
         raise ValueError("a server has one engine at least")
-    copies = engines * (model.weights_bytes + model.overhead_bytes)
-    return (copies + used_tokens * model.kv_bytes_per_token) / gpus
+    shared = engines * model.weights_bytes + used_tokens * model.kv_bytes_per_token
+    return shared / gpus + model.overhead_bytes
 
 
 class MeasuredNeeds:
@@ -306,7 +315,8 @@ class MeasuredNeeds:
         if kv.engines > gpus:
             detail = f"{kv.engines} engines on the {gpus} GPU(s) it names"
             return self._say(source, SourceNeed("implausible_need", served, model.name), detail)
-        need = measured_need_bytes(model, kv.used_tokens, engines=kv.engines)
+        # the source's total, which its GPUs share equally
+        need = gpus * measured_need_bytes(model, kv.used_tokens, gpus=gpus, engines=kv.engines)
         totals = [t for t in (memory.get(gpu) for gpu in source.gpus) if t is not None]
         if totals and need / gpus > min(totals):
             detail = f"{need / gpus:.4g} B on each GPU, more than the {min(totals)} B one holds"

@@ -1,7 +1,8 @@
 """`gpuwatch size`: the sizing model as a command.
 
 ``gpuwatch size [MODEL] [--params N] [--precision P] [--mode M] [--context N]
-[--batch N] [training and LoRA options] [--headroom F] [--overhead F] [--efficiency F]
+[--batch N] [training and LoRA options] [--engine vllm|none] [--max-num-seqs N]
+[--max-num-batched-tokens N] [--headroom F] [--overhead F] [--efficiency F]
 [--utilization U] [owning options: --years, --cost-of-capital, --ops-usd-per-year,
 --facility, --pue, --hosting-usd-per-kw-month, --usd-per-kwh, --bare-card] [--json]``
 prints the memory breakdown, the architecture and assumptions it used, then every
@@ -30,6 +31,11 @@ from gpuwatch.cli.tco import add_ownership_options, ownership_config, parse_util
 from gpuwatch.config import load_config
 from gpuwatch.core.flag_types import NON_NEGATIVE, number
 from gpuwatch.sizing.adapters import DEFAULT_LORA_RANK, LORA_MODULES
+from gpuwatch.sizing.engine import (
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    DEFAULT_MAX_NUM_SEQS,
+    EngineSettings,
+)
 from gpuwatch.sizing.fit import DEFAULT_HEADROOM
 from gpuwatch.sizing.gpus import GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.sizing.hf_config import ConfigJsonError, load_config_json
@@ -68,6 +74,17 @@ ALL_LINEAR = "all-linear"
 
 KV_CACHE_PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
 """--kv-cache-precision: the KV cache dtypes servers offer (vLLM's --kv-cache-dtype fp8)."""
+
+
+LORA_OPTIONS = (
+    "--gradient-checkpointing",
+    "--flash-attention",
+    "--activations",
+    "--lora-rank",
+    "--lora-targets",
+    "--adapter-precision",
+)
+"""The training options --mode lora takes (qlora also takes --double-quant)."""
 
 
 class SizeUsageError(ValueError):
@@ -157,6 +174,7 @@ def add_arguments(size: argparse.ArgumentParser) -> None:
         help="concurrent sequences; in training the micro-batch per GPU (default 1)",
     )
     _add_training_options(size)
+    _add_engine_options(size)
     size.add_argument(
         "--headroom",
         type=NON_NEGATIVE,
@@ -169,9 +187,10 @@ def add_arguments(size: argparse.ArgumentParser) -> None:
         type=NON_NEGATIVE,
         metavar="F",
         help=(
-            "extra memory as a fraction of the weights (default "
-            f"{DEFAULT_ASSUMPTIONS.inference_overhead_ratio:g} inference, "
-            f"{DEFAULT_ASSUMPTIONS.training_overhead_ratio:g} training)"
+            "extra memory as a fraction of the weights, in inference on top of the "
+            f"engine's (default {DEFAULT_ASSUMPTIONS.inference_overhead_ratio:g} inference, "
+            f"{DEFAULT_ASSUMPTIONS.training_overhead_ratio:g} training; seed 001's rule: "
+            "--engine none --overhead 0.2)"
         ),
     )
     size.add_argument(
@@ -199,6 +218,36 @@ def add_arguments(size: argparse.ArgumentParser) -> None:
     )
     add_ownership_options(size)
     size.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_engine_options(size: argparse.ArgumentParser) -> None:
+    engine = size.add_argument_group("serving engine (--mode inference)")
+    engine.add_argument(
+        "--engine",
+        choices=("vllm", "none"),
+        help=(
+            "vllm (default): add what vLLM's memory profile holds beyond weights and KV "
+            "cache (activation peak, CUDA context, CUDA graphs); none: nothing"
+        ),
+    )
+    engine.add_argument(
+        "--max-num-seqs",
+        type=int,
+        metavar="N",
+        help=(
+            f"vLLM's max_num_seqs, the sequences its sampler is profiled with (default "
+            f"{DEFAULT_MAX_NUM_SEQS}, vLLM's below 70 GiB; 1024 on an H100)"
+        ),
+    )
+    engine.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        metavar="N",
+        help=(
+            f"vLLM's max_num_batched_tokens, the tokens of its profiled forward pass "
+            f"(default {DEFAULT_MAX_NUM_BATCHED_TOKENS}, vLLM's below 70 GiB; 8192 on an H100)"
+        ),
+    )
 
 
 def _add_training_options(size: argparse.ArgumentParser) -> None:
@@ -271,12 +320,20 @@ def _check_options_fit_mode(args: argparse.Namespace, mode: Mode) -> None:
         "--adapter-precision": args.adapter_precision,
         "--double-quant": args.double_quant,
         "--kv-cache-precision": getattr(args, "kv_cache_precision", None),
+        "--engine": getattr(args, "engine", None),
+        "--max-num-seqs": getattr(args, "max_num_seqs", None),
+        "--max-num-batched-tokens": getattr(args, "max_num_batched_tokens", None),
     }
     allowed = {
-        Mode.INFERENCE: ("--kv-cache-precision",),
+        Mode.INFERENCE: (
+            "--kv-cache-precision",
+            "--engine",
+            "--max-num-seqs",
+            "--max-num-batched-tokens",
+        ),
         Mode.TRAIN: ("--gradient-checkpointing", "--flash-attention", "--activations"),
-        Mode.LORA: tuple(name for name in given if name != "--double-quant"),
-        Mode.QLORA: tuple(given),
+        Mode.LORA: LORA_OPTIONS,
+        Mode.QLORA: (*LORA_OPTIONS, "--double-quant"),
     }[mode]
     for flag, value in given.items():
         if value is not None and flag not in allowed:
@@ -394,6 +451,24 @@ def _assumptions(args: argparse.Namespace, mode: Mode) -> MemoryAssumptions:
             overhead if not inference and overhead is not None else defaults.training_overhead_ratio
         ),
         activations=args.activations or defaults.activations,
+        engine=getattr(args, "engine", None) or defaults.engine,
+        engine_settings=_engine_settings(args, defaults.engine_settings),
+    )
+
+
+def _engine_settings(args: argparse.Namespace, defaults: EngineSettings) -> EngineSettings:
+    """--max-num-seqs and --max-num-batched-tokens over the defaults (positive)."""
+    given = {
+        "--max-num-seqs": getattr(args, "max_num_seqs", None),
+        "--max-num-batched-tokens": getattr(args, "max_num_batched_tokens", None),
+    }
+    for flag, value in given.items():
+        if value is not None and value <= 0:
+            raise SizeUsageError(f"{flag} must be positive, got {value}")
+    seqs, tokens = given.values()
+    return EngineSettings(
+        max_num_seqs=defaults.max_num_seqs if seqs is None else seqs,
+        max_num_batched_tokens=defaults.max_num_batched_tokens if tokens is None else tokens,
     )
 
 

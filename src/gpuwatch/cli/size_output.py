@@ -15,6 +15,12 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuwatch.cli.console import stdout_console
+from gpuwatch.sizing.engine import (
+    CUDA_CONTEXT_BYTES,
+    CUDA_GRAPHS_BYTES,
+    NON_TORCH_BYTES,
+    SAMPLER_BYTES_PER_LOGIT,
+)
 from gpuwatch.sizing.memory import MemoryBreakdown
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
@@ -81,6 +87,26 @@ class SizeRun:
         if self.training:
             return self.assumptions.training_overhead_ratio
         return self.assumptions.inference_overhead_ratio
+
+    @property
+    def engine(self) -> bool:
+        """True when inference adds the serving engine's overhead (`--engine vllm`)."""
+        return not self.training and self.assumptions.engine == "vllm"
+
+
+def _engine(run: SizeRun) -> dict[str, Any]:
+    """The engine-overhead assumptions for JSON: null where no engine is modelled."""
+    settings = run.assumptions.engine_settings
+    on = run.engine
+    return {
+        "engine": None if run.training else run.assumptions.engine,
+        "max_num_seqs": settings.max_num_seqs if on else None,
+        "max_num_batched_tokens": settings.max_num_batched_tokens if on else None,
+        "sampler_bytes_per_logit": SAMPLER_BYTES_PER_LOGIT if on else None,
+        "cuda_context_bytes": CUDA_CONTEXT_BYTES if on else None,
+        "non_torch_bytes": NON_TORCH_BYTES if on else None,
+        "cuda_graphs_bytes": CUDA_GRAPHS_BYTES if on else None,
+    }
 
 
 def _quantization(workload: Workload) -> dict[str, Any] | None:
@@ -164,6 +190,7 @@ def _assumptions(run: SizeRun) -> dict[str, Any]:
     return {
         "headroom": run.headroom,
         "overhead_ratio": run.overhead_ratio,
+        **_engine(run),
         **training,
         "efficiency": run.resolved_efficiency,
         "utilization": run.ownership.utilization,
@@ -364,7 +391,17 @@ def architecture_line(model: ModelSpec) -> str:
 
 def assumptions_line(run: SizeRun) -> str:
     """One line of the assumptions behind the sum."""
-    items = [f"headroom {run.headroom:.0%}", f"overhead {run.overhead_ratio:g} x weights"]
+    items = [f"headroom {run.headroom:.0%}"]
+    if run.engine:
+        settings = run.assumptions.engine_settings
+        items.append(
+            f"engine vLLM ({settings.max_num_seqs} sequences, "
+            f"{settings.max_num_batched_tokens} batched tokens)"
+        )
+    elif not run.training:
+        items.append("no engine overhead")
+    if run.training or run.overhead_ratio or not run.engine:
+        items.append(f"overhead {run.overhead_ratio:g} x weights")
     if run.training:
         setup = run.workload.training
         items += [

@@ -1,16 +1,17 @@
 """The memory model: how many bytes of GPU memory a workload needs, by component.
 
-`memory_requirement(Workload(...))` returns a `MemoryBreakdown` in bytes. Inference holds
-the weights, the KV cache and an overhead (seed 001). Full training with mixed-precision
-AdamW holds 18 B/param (16-bit weights 2 + fp32 master copy 4 + fp32 gradients 4 + Adam
-m 4 + v 4, seed 001) plus activations. LoRA and QLoRA freeze the base weights (16-bit,
-or 4-bit NF4 plus constants) and train adapters counted from the architecture
-(`adapters`), each parameter with its gradient and AdamW's m and v. Activations come from
-the architecture, the context and the batch (`activations`), or by seed 001's rule of
-thumb when `MemoryAssumptions.activations` says so. A bare parameter count gets a
-typical architecture for training (`shapes`). How a job is run (checkpointing, LoRA rank
-and targets) is a `TrainingSetup`; the estimating rules are `MemoryAssumptions`.
-docs/sizing.md explains each choice.
+`memory_requirement(Workload(...))` returns a `MemoryBreakdown` in bytes. Inference
+holds the weights, the KV cache and the serving engine's overhead as vLLM profiles it
+(`engine`: activation peak, CUDA context, CUDA graphs; not a fraction of the weights).
+Full training with mixed-precision AdamW holds 18 B/param (16-bit weights 2 + fp32
+master copy 4 + fp32 gradients 4 + Adam m 4 + v 4, seed 001) plus activations. LoRA and
+QLoRA freeze the base weights (16-bit, or 4-bit NF4 plus constants) and train adapters
+counted from the architecture (`adapters`), each parameter with its gradient and AdamW's
+m and v. Activations come from the architecture, the context and the batch
+(`activations`), or by seed 001's rule of thumb when `MemoryAssumptions.activations`
+says so. A bare parameter count gets a typical architecture for training (`shapes`). How
+a job is run (checkpointing, LoRA rank and targets) is a `TrainingSetup`; the estimating
+rules are `MemoryAssumptions`. docs/sizing.md explains each choice.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gpuwatch.sizing.adapters import (
     quantization_constant_bits,
     unquantized_parameters,
 )
+from gpuwatch.sizing.engine import EngineOverhead, engine_overhead
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import activation_factor as moe_activation_factor
 from gpuwatch.sizing.quantization import (
@@ -226,14 +228,43 @@ def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBrea
         )
     if workload.architecture is not None:
         notes += cache_kind_notes(model, workload.compute_bytes)
+    if weight_parts is not None:
+        notes.append(_scheme_note(workload, weight_parts))
+    parts = () if weight_parts is None else weight_parts.parts()
+    overhead = round(base * assumptions.inference_overhead_ratio)
+    if overhead:
+        parts += (("overhead_weights_ratio_bytes", overhead),)
+    if assumptions.engine == "vllm":
+        engine = engine_overhead(
+            model,
+            assumptions.engine_settings,
+            batch=workload.batch,
+            compute_bytes=workload.compute_bytes,
+        )
+        overhead += engine.total_bytes
+        parts += engine.parts()
+        notes.append(_engine_note(engine, model))
     return MemoryBreakdown(
         weights_bytes=base,
         kv_cache_bytes=workload_kv_cache_bytes(workload),
-        overhead_bytes=round(base * assumptions.inference_overhead_ratio),
-        notes=tuple(notes)
-        + (() if weight_parts is None else (_scheme_note(workload, weight_parts),)),
-        parts=() if weight_parts is None else weight_parts.parts(),
+        overhead_bytes=overhead,
+        notes=tuple(notes),
+        parts=parts,
         architecture=model,
+    )
+
+
+def _engine_note(engine: EngineOverhead, model: ModelSpec) -> str:
+    """What the engine overhead is made of, in GB."""
+    return (
+        f"overhead: vLLM's profile run: activation peak {engine.activation_peak_bytes / 1e9:.3g}"
+        f" GB, the larger of a forward pass of {engine.batched_tokens} batched tokens "
+        f"({engine.forward_bytes / 1e9:.3g} GB) and sampling {engine.sequences} sequences "
+        f"x vocabulary {model.vocabulary} ({engine.sampler_bytes / 1e9:.3g} GB) with the "
+        f"hidden states kept ({engine.held_hidden_bytes / 1e9:.3g} GB); CUDA context "
+        f"{engine.cuda_context_bytes / 1e9:.3g} GB, non-torch "
+        f"{engine.non_torch_bytes / 1e9:.3g} GB, CUDA graphs "
+        f"{engine.cuda_graphs_bytes / 1e9:.3g} GB"
     )
 
 

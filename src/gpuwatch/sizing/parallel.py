@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwatch.sizing.engine import per_gpu_engine_bytes
 from gpuwatch.sizing.gpus import GpuSpec
 from gpuwatch.sizing.memory import MemoryBreakdown, workload_kv_cache_bytes
 from gpuwatch.sizing.models import ModelSpec
@@ -156,8 +157,13 @@ def _decode_step(gpu: GpuSpec, workload: Workload, efficiency: float | None) -> 
 
 
 def _per_gpu_bytes(breakdown: MemoryBreakdown, stage_share: float, tp: int, share: float) -> int:
+    """One GPU's bytes: its stage's share of the weights and the rest split over the TP
+    group, its `share` of the KV cache, and the engine overhead whole (every GPU's worker
+    holds its own: `engine.per_gpu_engine_bytes`)."""
     kv = breakdown.kv_cache_bytes
-    return math.ceil(stage_share * ((breakdown.total_bytes - kv) / tp + kv * share))
+    engine = per_gpu_engine_bytes(breakdown.parts)
+    split = breakdown.total_bytes - kv - engine
+    return math.ceil(stage_share * (split / tp + kv * share)) + engine
 
 
 def _stage_share(layers: int, stages: int) -> float:

@@ -21,6 +21,7 @@ from gpuwatch.sizing.adapters import (
     LORA_MODULES,
     adapter_parameters,
 )
+from gpuwatch.sizing.engine import DEFAULT_ENGINE_SETTINGS, EngineSettings
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.quantization import (
     PRECISION_SCHEMES,
@@ -85,16 +86,21 @@ DEFAULT_BATCH = 1
 ADAPTER_PRECISIONS = frozenset({Precision.FP32, Precision.BF16, Precision.FP16})
 
 ActivationRule = Literal["architecture", "seed-001"]
+EngineRule = Literal["vllm", "none"]
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryAssumptions:
     """The estimating rules of the memory model.
 
-    - `inference_overhead_ratio`: activations, CUDA context and framework buffers during
-      inference, as a fraction of weight bytes. Seed 001's estimator adds 0.2 x weights,
-      seed 003 says inference needs ~1.2 x model size, seed 000 says 20-40 %: 0.2.
-      For a bare parameter count it also stands in for a short context's KV cache.
+    - `engine`: "vllm" adds the serving engine's memory as vLLM profiles it (`engine`
+      module: activation peak of `engine_settings`' batched tokens and sequences, CUDA
+      context, non-torch allocations, CUDA graphs), which does not grow with the
+      weights; "none" adds nothing (weights + KV cache, plus the ratio below).
+    - `inference_overhead_ratio`: extra inference memory as a fraction of weight bytes,
+      on top of the engine's: 0. Seed 001's estimator added 0.2 x weights (`engine`
+      "none" with 0.2 reproduces it), which said a 70B model needs 28 GB beyond its
+      weights where vLLM's profile finds a few.
     - `training_overhead_ratio`: extra bytes in training as a fraction of weight bytes;
       seed 001 counts none (0.0). Fit headroom covers the CUDA context instead.
     - `activations`: "architecture" counts training activations from layers, hidden
@@ -104,11 +110,13 @@ class MemoryAssumptions:
       (it reproduces the seed's 143.4 GiB 7B example).
     """
 
-    inference_overhead_ratio: float = 0.2
+    inference_overhead_ratio: float = 0.0
     training_overhead_ratio: float = 0.0
     activations: ActivationRule = "architecture"
     activation_factor: float = KORTHIKANTI_FACTOR
     activation_multiplier: float = 2.0
+    engine: EngineRule = "vllm"
+    engine_settings: EngineSettings = DEFAULT_ENGINE_SETTINGS
 
     def __post_init__(self) -> None:
         for name in (
@@ -123,6 +131,8 @@ class MemoryAssumptions:
             raise ValueError(
                 f"activations must be architecture or seed-001, not {self.activations}"
             )
+        if self.engine not in ("vllm", "none"):
+            raise ValueError(f"engine must be vllm or none, not {self.engine}")
 
 
 DEFAULT_ASSUMPTIONS = MemoryAssumptions()
