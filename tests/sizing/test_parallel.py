@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpuwatch.cli.size import add_size_parser, run_size
+from gpuwatch.sizing.engine import per_gpu_engine_bytes
 from gpuwatch.sizing.gpus import GpuCatalog, GpuCatalogEntry, build_gpu_catalog
 from gpuwatch.sizing.hf_config import model_from_config
 from gpuwatch.sizing.memory import memory_requirement
@@ -97,13 +98,16 @@ def test_a_shape_splits_memory_and_speeds_decode_by_tp_only(catalog: GpuCatalog)
     assert one.memory_per_gpu_bytes == breakdown.total_bytes
     tp4 = serving_shape(h100, workload, breakdown, tensor_parallel=4, stages=1)
     kv = breakdown.kv_cache_bytes
-    assert tp4.memory_per_gpu_bytes == math.ceil((breakdown.total_bytes - kv) / 4 + kv / 4)
+    engine = per_gpu_engine_bytes(breakdown.parts)  # each GPU's worker holds it whole
+    assert engine > 0
+    rest = breakdown.total_bytes - engine
+    assert tp4.memory_per_gpu_bytes == math.ceil((rest - kv) / 4 + kv / 4) + engine
     assert tp4.tokens_per_second == pytest.approx(4 * one.tokens_per_second)
     pp4 = serving_shape(h100, workload, breakdown, tensor_parallel=1, stages=4)
-    assert pp4.memory_per_gpu_bytes == math.ceil(breakdown.total_bytes / 4)  # 80 layers / 4
+    assert pp4.memory_per_gpu_bytes == math.ceil(rest / 4) + engine  # 80 layers / 4
     assert pp4.tokens_per_second == pytest.approx(one.tokens_per_second)  # stages in turn
     pp3 = serving_shape(h100, workload, breakdown, tensor_parallel=1, stages=3)
-    assert pp3.memory_per_gpu_bytes == math.ceil(breakdown.total_bytes * 27 / 80)  # ceil(80/3)
+    assert pp3.memory_per_gpu_bytes == math.ceil(rest * 27 / 80) + engine  # ceil(80/3)
     assert (tp4.interconnect, pp4.interconnect) == (
         "TP4 over NVLink",
         "PP4 over NVLink in one server",
