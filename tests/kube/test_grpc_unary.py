@@ -1,5 +1,6 @@
 """The unary gRPC client on h2 against a real `grpc.server` on a unix socket, and against
-raw servers (h2's server side, plain sockets) for what a grpc server never sends."""
+raw servers (h2's server side, plain sockets) for what a grpc server never sends; on those
+raw replies grpcio's own client is the oracle for the status (`AGREEMENT`)."""
 
 from __future__ import annotations
 
@@ -369,13 +370,8 @@ def test_a_connection_closed_mid_call_is_unavailable_then_a_new_one_works(
     ],
 )
 def test_http_status_maps_to_grpc(sock_dir: Path, status: bytes, code: str) -> None:
-    def respond(conn: H2Connection, stream_id: int) -> bool:
-        conn.send_headers(stream_id, [(b":status", status)])
-        conn.send_data(stream_id, b"<html>busy</html>", end_stream=True)
-        return True
-
     with pytest.raises(UnaryError) as caught:
-        _raw_call(sock_dir, respond)
+        _raw_call(sock_dir, _http(status))
     assert caught.value.code == code
     assert caught.value.detail == f"Received http2 header with status: {status.decode()}"
 
@@ -422,20 +418,87 @@ def test_reply_shapes(
     ],
 )
 def test_rst_stream_maps_to_grpc(sock_dir: Path, error: ErrorCodes, code: str) -> None:
+    with pytest.raises(UnaryError) as caught:
+        _raw_call(sock_dir, _reset(error))
+    assert caught.value.code == code
+    assert caught.value.detail == f"RST_STREAM with error code {error.name} ({int(error)})"
+
+
+def test_goaway_before_the_reply_is_unavailable(sock_dir: Path) -> None:
+    with pytest.raises(UnaryError) as caught:
+        _raw_call(sock_dir, _goaway)
+    assert caught.value.code == "UNAVAILABLE"
+
+
+def _http(status: bytes) -> Respond:
+    def respond(conn: H2Connection, stream_id: int) -> bool:
+        conn.send_headers(stream_id, [(b":status", status)])
+        conn.send_data(stream_id, b"<html>busy</html>", end_stream=True)
+        return True
+
+    return respond
+
+
+def _reset(error: ErrorCodes) -> Respond:
     def respond(conn: H2Connection, stream_id: int) -> bool:
         conn.reset_stream(stream_id, error)
         return True
 
-    with pytest.raises(UnaryError) as caught:
-        _raw_call(sock_dir, respond)
-    assert caught.value.code == code
+    return respond
 
 
-def test_goaway_before_the_reply_is_unavailable(sock_dir: Path) -> None:
-    def respond(conn: H2Connection, _stream_id: int) -> bool:
-        conn.close_connection(last_stream_id=0)
-        return True
+def _goaway(conn: H2Connection, _stream_id: int) -> bool:
+    conn.close_connection(last_stream_id=0)
+    return True
 
-    with pytest.raises(UnaryError) as caught:
-        _raw_call(sock_dir, respond)
-    assert caught.value.code == "UNAVAILABLE"
+
+AGREEMENT: dict[str, Respond] = {
+    "ok": _reply([b"ok"], [(b"grpc-status", b"0")]),
+    "no grpc-status": _reply([b"ok"], []),
+    "compressed": _reply([b"zz"], [(b"grpc-status", b"0")], flag=1),
+    "status 99": _reply([b"a"], [(b"grpc-status", b"99"), (b"grpc-message", b"odd%20one")]),
+    "status 8": _reply([], [(b"grpc-status", b"8"), (b"grpc-message", b"100%25 %E2%9C%93")]),
+    "http 503": _http(b"503"),
+    "http 404": _http(b"404"),
+    "http 500": _http(b"500"),
+    "rst refused": _reset(ErrorCodes.REFUSED_STREAM),
+    "rst cancel": _reset(ErrorCodes.CANCEL),
+    "rst calm": _reset(ErrorCodes.ENHANCE_YOUR_CALM),
+    "rst protocol": _reset(ErrorCodes.PROTOCOL_ERROR),
+    "goaway": _goaway,
+    "hang up": lambda _conn, _stream: False,
+}
+"""Raw replies on which our client must say what grpcio's says (its status code; the
+detail too where it is the server's)."""
+
+
+def _grpcio_answer(path: Path) -> tuple[str, str]:
+    channel = grpc.insecure_channel(f"unix:{path}", options=[("grpc.enable_retries", 0)])
+    call = channel.unary_unary(
+        "/t.T/Echo", request_serializer=lambda b: b, response_deserializer=lambda b: b
+    )
+    try:
+        return "OK", repr(call(b"hi", timeout=5))
+    except grpc.RpcError as exc:
+        return exc.code().name, exc.details() or ""
+    finally:
+        channel.close()
+
+
+@pytest.mark.parametrize("case", sorted(AGREEMENT))
+def test_grpcio_says_the_same_on_raw_replies(sock_dir: Path, case: str) -> None:
+    respond = AGREEMENT[case]
+    path = sock_dir / "raw.sock"
+    server = RawH2Server(path, respond)
+    try:
+        expected = _grpcio_answer(path)
+    finally:
+        server.close()
+    path.unlink()
+    try:
+        got = "OK", repr(_raw_call(sock_dir, respond))
+    except UnaryError as exc:
+        got = exc.code, exc.detail
+    assert got[0] == expected[0]
+    if case.startswith(("ok", "status", "http")):
+        assert got[1] == expected[1]

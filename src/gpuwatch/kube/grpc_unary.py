@@ -24,8 +24,12 @@ chooses it:
 - RST_STREAM: REFUSED_STREAM UNAVAILABLE, CANCEL CANCELLED, ENHANCE_YOUR_CALM
   RESOURCE_EXHAUSTED, any other INTERNAL;
 - a reply message longer than `max_receive_bytes` (seen in its 5-byte prefix, before it
-  is buffered): RESOURCE_EXHAUSTED; the compressed flag, a broken HTTP/2 frame, or no
-  or several messages in the reply (grpc-go's "cardinality violation"): INTERNAL.
+  is buffered): RESOURCE_EXHAUSTED; the compressed flag or a broken HTTP/2 frame:
+  INTERNAL;
+- no message, or several, in an OK reply: INTERNAL (grpc-go's "cardinality violation").
+  Here alone grpcio differs: it returns None for no message and waits for the deadline
+  after a second one (tests/kube/test_grpc_unary.py runs both clients on the same raw
+  replies).
 
 After a transport failure (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, INTERNAL), or a
 call that gave up before its stream ended (an oversized reply: its frames are still on the
@@ -372,7 +376,8 @@ def _handle(connection: _Connection, reply: _Reply, event: Event) -> None:
         connection.idle = True  # the stream is closed
         error = event.error_code
         code = _RESET_STATUS.get(error, "INTERNAL") if isinstance(error, ErrorCodes) else "INTERNAL"
-        raise UnaryError(code, f"stream reset by the server: {error!s}")
+        name = error.name if isinstance(error, ErrorCodes) else "unknown"
+        raise UnaryError(code, f"RST_STREAM with error code {name} ({int(error or 0)})")
 
 
 def _remaining(deadline: float) -> float:
