@@ -135,8 +135,12 @@ Respond = Callable[[H2Connection, int], bool]
 class RawH2Server:
     """An HTTP/2 server (h2's server side) on a unix socket, one connection at a time."""
 
-    def __init__(self, path: Path, respond: Respond) -> None:
+    def __init__(self, path: Path, respond: Respond, calls_per_connection: int = 0) -> None:
+        """`calls_per_connection`: hang up after that many replies (0: never)."""
         self.respond = respond
+        self.calls_per_connection = calls_per_connection
+        self.accepted = 0
+        self.hung_up = threading.Semaphore(0)  # released as each connection closes
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(path))
         self._listener.listen()
@@ -148,18 +152,25 @@ class RawH2Server:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            self.accepted += 1
             with client, contextlib.suppress(OSError, ProtocolError):
                 self._connection(client)  # the client hung up, or broke HTTP/2 after GOAWAY
+            self.hung_up.release()
 
     def _connection(self, client: socket.socket) -> None:
         conn = H2Connection(H2Configuration(client_side=False, header_encoding=None))
         conn.initiate_connection()
         client.sendall(conn.data_to_send())
+        replies = 0
         while data := client.recv(65536):
             for event in conn.receive_data(data):
-                if isinstance(event, StreamEnded) and not self.respond(conn, event.stream_id):
-                    return
+                if isinstance(event, StreamEnded):
+                    if not self.respond(conn, event.stream_id):
+                        return
+                    replies += 1
             client.sendall(conn.data_to_send())
+            if replies == self.calls_per_connection > 0:
+                return
 
     def close(self) -> None:
         self._listener.close()
@@ -502,3 +513,28 @@ def test_grpcio_says_the_same_on_raw_replies(sock_dir: Path, case: str) -> None:
     assert got[0] == expected[0]
     if case.startswith(("ok", "status", "http")):
         assert got[1] == expected[1]
+
+
+@pytest.mark.parametrize("goaway", [True, False])
+def test_a_connection_the_server_closed_while_idle_costs_no_failed_call(
+    sock_dir: Path, goaway: bool
+) -> None:
+    ok = _reply([b"ok"], [(b"grpc-status", b"0")])
+
+    def respond_then_hang_up(conn: H2Connection, stream_id: int) -> bool:
+        ok(conn, stream_id)
+        if goaway:
+            conn.close_connection(last_stream_id=stream_id)
+        return True  # the server thread sends the reply (and GOAWAY), keeps the socket
+
+    path = sock_dir / "raw.sock"
+    server = RawH2Server(path, respond_then_hang_up, calls_per_connection=1)
+    channel = UnaryChannel(path, max_receive_bytes=MIB)
+    try:
+        for _ in range(3):
+            assert channel.call("/t.T/Echo", b"hi", 5) == b"ok"
+            assert server.hung_up.acquire(timeout=5)  # then the connection is idle, closed
+        assert server.accepted == 3
+    finally:
+        channel.close()
+        server.close()

@@ -33,11 +33,13 @@ chooses it:
 
 After a transport failure (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, INTERNAL), or a
 call that gave up before its stream ended (an oversized reply: its frames are still on the
-way), the connection is closed and the next call opens a new one.
+way), the connection is closed and the next call opens a new one; so does a call that
+finds the idle connection closed or sent GOAWAY by the server since the last one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -232,6 +234,25 @@ class _Connection:
         if data:
             self.sock.sendall(data)
 
+    def usable(self) -> bool:
+        """Read, without waiting, what the server sent since the last call (SETTINGS, PING,
+        GOAWAY, its end of the connection); whether the connection can take a new call.
+        A server that closed an idle connection thus costs no failed call."""
+        if self.last_stream_id is not None:
+            return False
+        try:
+            self.sock.settimeout(0)
+            while data := self.sock.recv(RECV_BYTES):
+                for event in self.h2.receive_data(data):
+                    if isinstance(event, ConnectionTerminated):
+                        return False
+                self.flush()
+        except BlockingIOError:
+            return True  # nothing more to read: open
+        except (OSError, ProtocolError):
+            return False
+        return False  # end of file: the server closed it
+
     def close(self) -> None:
         self.sock.close()
 
@@ -281,7 +302,9 @@ class UnaryChannel:
 
     def _connect(self, deadline: float) -> _Connection:
         if self._connection is not None:
-            return self._connection
+            if self._connection.usable():
+                return self._connection
+            self._drop()
         remaining = _remaining(deadline)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -303,8 +326,6 @@ class UnaryChannel:
         self, connection: _Connection, method: str, request: bytes, deadline: float
     ) -> bytes:
         h2 = connection.h2
-        if connection.last_stream_id is not None:  # GOAWAY seen by an earlier call
-            raise UnaryError("UNAVAILABLE", "the server sent GOAWAY")
         stream_id = h2.get_next_available_stream_id()
         h2.send_headers(
             stream_id,
@@ -324,15 +345,18 @@ class UnaryChannel:
         while True:
             pending = _send_body(h2, stream_id, pending)
             connection.sock.settimeout(_remaining(deadline))
-            connection.flush()
-            if reply.ended:
-                connection.idle = True
-                return reply.result()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                connection.flush()  # a server that hung up may still have sent the reply
             data = connection.sock.recv(RECV_BYTES)
             if not data:
                 raise UnaryError("UNAVAILABLE", "the server closed the connection")
             for event in h2.receive_data(data):
                 _handle(connection, reply, event)
+            if reply.ended:
+                connection.idle = True
+                with contextlib.suppress(OSError):  # a server gone since: the next call sees it
+                    connection.flush()  # window updates, acknowledgements
+                return reply.result()
 
 
 def _send_body(h2: H2Connection, stream_id: int, pending: bytes | None) -> bytes | None:
