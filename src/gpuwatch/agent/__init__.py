@@ -10,8 +10,8 @@ Under `--simulate --speed X` the jobs fire every `interval / X` real seconds (at
 The parts are built in `wiring` (from the config) and the tick is `pipeline`'s table of
 stages; `periodic` holds the job threads. What must not live here: sampling, analysis
 or rendering code (they belong to the collectors, the engines and `gpuwatch.export`),
-and anything heavy at import time (tests/test_plain_imports.py: grpc, sqlite3 and the
-reports load only where their part is on).
+and anything heavy at import time (tests/test_plain_imports.py: the kubelet client and h2,
+sqlite3 and the reports load only where their part is on; grpc never).
 """
 
 from __future__ import annotations

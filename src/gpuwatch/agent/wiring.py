@@ -168,8 +168,8 @@ def build(
 def _attribution(
     config: Config, kube: KubernetesConfig, clock: Clock, speed: float
 ) -> AttributionCollector:
-    """The pod attribution collector (grpc: built only when the source is on)."""
-    # lazy: grpc and protobuf only where attribution is on
+    """The pod attribution collector (the kubelet client: built only when the source is on)."""
+    # lazy: the pod-resources client and h2 only where attribution is on
     from gpuwatch.collectors.attribution import AttributionCollector  # noqa: PLC0415
 
     # under --speed X a scheduled job fires at most every 50 ms of real time

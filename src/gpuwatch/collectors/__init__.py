@@ -2,7 +2,7 @@
 join of kubelet holds with NVML processes), run on the agent's scheduler; `registry.SOURCES` is
 their table (name, class, on by default, what turns it on), which the agent's wiring
 reads. What must not live here: analysis, cost or rendering (the engines and
-`gpuwatch.export` do that), and any import of grpc outside `attribution`.
+`gpuwatch.export` do that), and any import of the kubelet client outside `attribution`.
 
 Each source runs inside `timed()`, which turns its outcome into a `CollectorResult`
 (exported as `gpuwatch_collector_success` and `..._duration_seconds`), so one failing

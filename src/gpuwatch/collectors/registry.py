@@ -5,7 +5,8 @@ and builds those; a new source is one `Source` entry here plus its stage in
 `gpuwatch.agent.pipeline`. Each name is the `collector` label of its
 `gpuwatch_collector_success` series, or, for sources with several independent
 endpoints, the prefix of their own health families. Classes are named by path, not
-imported: the attribution source loads grpc, which the plain agent never does.
+imported: the attribution source loads the kubelet client (h2), which the plain agent
+never does.
 """
 
 from __future__ import annotations

@@ -11,14 +11,18 @@ modules refuse a protobuf runtime older than the generator), is for servers that
 replies, the simulated kubelet and the tests' fake ones; protobuf is imported on its
 first call.
 
-Calls have a timeout and a 16 MiB receive limit (a busy node's reply can exceed gRPC's
-4 MB default). After a transport failure, or when the socket file was replaced (a
-kubelet restart), the next call opens a new channel. `GetAllocatableResources` answers
+The transport is `gpuwatch.kube.grpc_unary`, a small unary gRPC client on `h2` (pure
+Python), not grpcio: the agent makes two unary calls every few seconds, and grpcio (its
+C extension, asyncio and its Python modules) was about 10 MiB of the agent's memory as
+the chart runs it, the largest single cost (docs/benchmarks.md, "grpcio replaced by an h2
+client"). Calls have a timeout and a 16 MiB receive limit (a busy node's reply can exceed
+gRPC's 4 MB default). After a transport failure, or when the socket file was replaced (a
+kubelet restart), the next call opens a new channel (connection). `GetAllocatableResources` answers
 UNIMPLEMENTED on kubelets older than 1.21: None then (with the
 `KubeletPodResourcesGetAllocatable` gate off it answers UNKNOWN, an error the caller
 degrades).
 
-gRPC says UNAVAILABLE for every connection failure and hides why in its text;
+A connection failure is UNAVAILABLE, as grpcio says it, with what happened in its text;
 `failure_reason` names the cause (one of `FAILURE_REASONS`) by probing the socket path
 with stat(2) and connect(2) after a failed call.
 """
@@ -30,12 +34,12 @@ import functools
 import os
 import socket
 import stat as stat_module
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
+from gpuwatch.kube.grpc_unary import TRANSPORT_CODES, UnaryChannel, UnaryError
 
 DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 MAX_RECEIVE_BYTES = 16 * 1024 * 1024
@@ -313,11 +317,7 @@ def decode_allocatable(data: bytes) -> tuple[ContainerDevices, ...]:
         ) from None
 
 
-def _identity(data: bytes) -> bytes:
-    return data
-
-
-_TRANSPORT_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "INTERNAL"})
+_TRANSPORT_CODES = TRANSPORT_CODES
 """Statuses after which the channel is replaced (the server's own answers keep it)."""
 
 
@@ -343,25 +343,19 @@ class PodResourcesClient:
         self.socket_path = socket_path
         self._timeout = timeout_seconds
         self._max_receive = max_receive_bytes
-        self._channel: grpc.Channel | None = None
+        self._channel: UnaryChannel | None = None
         self._socket_id: tuple[int, int, int] | None = None
         self._opened = False
         self.reconnects = 0  # channels opened after the first (a kubelet restart, a failure)
 
-    def _ensure_channel(self) -> grpc.Channel:
+    def _ensure_channel(self) -> UnaryChannel:
         current = _socket_id(self.socket_path)
         if self._channel is not None and current != self._socket_id:
             self._drop_channel()  # the socket was replaced: the kubelet restarted
         if self._channel is None:
             self.reconnects += 1 if self._opened else 0
             self._opened = True
-            self._channel = grpc.insecure_channel(
-                f"unix:{self.socket_path}",
-                options=[
-                    ("grpc.max_receive_message_length", self._max_receive),
-                    ("grpc.enable_retries", 0),
-                ],
-            )
+            self._channel = UnaryChannel(self.socket_path, max_receive_bytes=self._max_receive)
             self._socket_id = current
         return self._channel
 
@@ -371,18 +365,12 @@ class PodResourcesClient:
             self._channel = None
 
     def _call(self, method: str, request: bytes) -> bytes:
-        call: Callable[..., bytes] = self._ensure_channel().unary_unary(
-            method, request_serializer=_identity, response_deserializer=_identity
-        )
         try:
-            return call(request, timeout=self._timeout)
-        except grpc.RpcError as exc:
-            code = exc.code() if isinstance(exc, grpc.Call) else None
-            name = code.name if code is not None else "UNKNOWN"
-            detail = (exc.details() if isinstance(exc, grpc.Call) else None) or ""
-            if name in _TRANSPORT_CODES:
+            return self._ensure_channel().call(method, request, self._timeout)
+        except UnaryError as exc:
+            if exc.code in _TRANSPORT_CODES:
                 self._drop_channel()
-            raise PodResourcesError(method, name, detail) from exc
+            raise PodResourcesError(method, exc.code, exc.detail) from exc
 
     def list(self) -> tuple[PodAllocation, ...]:
         """Every pod with its containers' devices; raises PodResourcesError."""
