@@ -18,6 +18,7 @@ from gpuwatch.cli.console import stdout_console
 from gpuwatch.sizing.memory import MemoryBreakdown
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
+from gpuwatch.sizing.quantization import PRECISION_SCHEMES
 from gpuwatch.sizing.throughput import (
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_TRAINING_MFU,
@@ -94,8 +95,19 @@ def _quantization(workload: Workload) -> dict[str, Any] | None:
         "bits_per_weight": scheme.bits_per_weight,
         "covers": scheme.covers,
         "compute": scheme.compute,
-        "from_precision": workload.quantization is None,
+        "from_precision": workload.quantization is None
+        and (workload.published is None or workload.published in PRECISION_SCHEMES),
+        "modules_not_converted": len(scheme.modules_to_not_convert),
+        "kv_cache": scheme.kv_cache,
     }
+
+
+PRECISION_WHY = {
+    "precision": "--precision",
+    "published": "as published",
+    "default": "the mode's default",
+}
+"""`Workload.precision_origin` in words, for the heading and JSON's ``precision_why``."""
 
 
 def _precision_text(workload: Workload) -> str:
@@ -220,6 +232,8 @@ def size_report(run: SizeRun) -> dict[str, Any]:
         "parameters": workload.parameters,
         "mode": workload.mode.value,
         "precision": workload.weight_precision.value,
+        "precision_origin": workload.precision_origin,
+        "precision_why": PRECISION_WHY[workload.precision_origin],
         "quantization": _quantization(workload),
         "context_tokens": workload.context_tokens,
         "batch": workload.batch,
@@ -315,7 +329,12 @@ def architecture_line(model: ModelSpec) -> str:
 
 def assumptions_line(run: SizeRun) -> str:
     """One line of the assumptions behind the sum."""
-    items = [f"headroom {run.headroom:.0%}", f"overhead {run.overhead_ratio:g} x weights"]
+    why = PRECISION_WHY[run.workload.precision_origin]
+    items = [
+        f"headroom {run.headroom:.0%}",
+        f"overhead {run.overhead_ratio:g} x weights",
+        f"weights {_precision_text(run.workload)} ({why})",
+    ]
     if run.training:
         setup = run.workload.training
         items += [

@@ -33,15 +33,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
+from typing import get_args
 
 from gpuwatch.sizing.models import (
     FULL_ATTENTION,
     SLIDING_ATTENTION,
     ModelCatalogEntry,
     ModelSpec,
+    PublishedPrecision,
 )
 from gpuwatch.sizing.quantization import QuantizationScheme
-from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
+from gpuwatch.sizing.quantization_config import (
+    quantization_config_from_hf_quant_config,
+    scheme_from_quantization_config,
+)
 
 
 class ConfigJsonError(ValueError):
@@ -246,6 +251,14 @@ def _layer_types(
     return kinds, window
 
 
+def published_precision(scheme: QuantizationScheme | None) -> str | None:
+    """The `ModelSpec.published_precision` a checkpoint's scheme stands for: its name when
+    `gpuwatch size --precision` knows it (fp8, mxfp4, nvfp4, awq-int4...), else None."""
+    if scheme is None or scheme.name not in get_args(PublishedPrecision):
+        return None
+    return scheme.name
+
+
 def model_from_config(
     config: Mapping[str, object], *, name: str, source: str = "config.json"
 ) -> LoadedConfig:
@@ -385,6 +398,7 @@ def model_from_config(
                 "kv_lora_rank": kv_lora,
                 "qk_rope_head_dim": rope_dim,
                 "layer_types": layer_types,
+                "published_precision": published_precision(quantization),
                 "source": source,
             }
         )
@@ -409,12 +423,44 @@ def load_config_json(path: Path, *, name: str | None = None) -> LoadedConfig:
         raise ConfigJsonError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigJsonError(f"{path}: a config.json is a JSON object")
+    data = _with_hf_quant_config(path, data)
     try:
         return model_from_config(
             data, name=name or model_name_for(path), source=f"config.json {path}"
         )
     except ValueError as exc:
         raise ConfigJsonError(f"{path}: {exc}") from None
+
+
+HF_QUANT_CONFIG = "hf_quant_config.json"
+"""ModelOpt's quantization file beside config.json (vLLM's ModelOpt configs read it:
+``get_config_filenames``); it declares the scheme when config.json has none."""
+
+
+def _with_hf_quant_config(path: Path, data: dict[str, object]) -> dict[str, object]:
+    """`data` with the ``quantization_config`` a sibling ``hf_quant_config.json``
+    declares, when config.json declares none itself."""
+    text = data.get("text_config")
+    if data.get("quantization_config") is not None or (
+        isinstance(text, Mapping) and text.get("quantization_config") is not None
+    ):
+        return data
+    sibling = path.parent / HF_QUANT_CONFIG
+    if not sibling.is_file():
+        return data
+    try:
+        raw = json.loads(sibling.read_text("utf-8"))
+    except OSError as exc:
+        raise ConfigJsonError(f"{sibling}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigJsonError(f"{sibling}: not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigJsonError(f"{sibling}: an hf_quant_config.json is a JSON object")
+    try:
+        declared = quantization_config_from_hf_quant_config(raw)
+    except ValueError as exc:
+        raise ConfigJsonError(f"{sibling}: {exc}") from None
+    return {**data, "quantization_config": declared}
 
 
 def catalog_entry_data(data: object) -> object:
