@@ -145,25 +145,63 @@ def _canonical(name: str) -> str:
     return name
 
 
+def _runs(name: str) -> Iterable[str]:
+    """Every contiguous run of `name`'s dot-separated parts."""
+    parts = name.split(".")
+    for start in range(len(parts)):
+        for end in range(start + 1, len(parts) + 1):
+            yield ".".join(parts[start:end])
+
+
 def _prefixes(name: str) -> Iterable[str]:
     parts = name.split(".")
     return (".".join(parts[:end]) for end in range(len(parts), 0, -1))
 
 
-@functools.lru_cache(maxsize=4096)
-def _entry_matches(entry: str, name: str) -> bool:
-    if entry.startswith("re:"):
-        try:
-            return re.match(entry[3:], name) is not None
-        except re.error:
-            return False
-    entry = _canonical(entry)
-    if any(ch in entry for ch in "*?["):
-        return any(fnmatch.fnmatchcase(prefix, entry) for prefix in _prefixes(name))
-    want, have = entry.split("."), name.split(".")
-    return any(have[start : start + len(want)] == want for start in range(len(have)))
+@dataclass(frozen=True, slots=True)
+class _Matcher:
+    """A skip list compiled: plain entries as a set of dotted runs, wildcards and
+    regular expressions as compiled patterns."""
+
+    plain: frozenset[str]
+    wildcards: tuple[re.Pattern[str], ...]
+    regexes: tuple[re.Pattern[str], ...]
+
+    def __call__(self, name: str) -> bool:
+        if any(run in self.plain for run in _runs(name)):
+            return True
+        if any(p.match(prefix) for p in self.wildcards for prefix in _prefixes(name)):
+            return True
+        return any(p.match(name) for p in self.regexes)
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(entries: tuple[str, ...]) -> _Matcher:
+    plain: set[str] = set()
+    wildcards: list[re.Pattern[str]] = []
+    regexes: list[re.Pattern[str]] = []
+    for entry in entries:
+        if entry.startswith("re:"):
+            try:
+                regexes.append(re.compile(entry[3:]))
+            except re.error:
+                continue  # a broken pattern names nothing
+        elif any(ch in entry for ch in "*?["):
+            wildcards.append(re.compile(fnmatch.translate(_canonical(entry))))
+        else:
+            plain.add(_canonical(entry))
+    return _Matcher(frozenset(plain), tuple(wildcards), tuple(regexes))
 
 
 def skipped(module: LinearModule, entries: tuple[str, ...]) -> bool:
     """Whether a skip-list entry (`entries`) names `module` (rules in the module doc)."""
-    return any(_entry_matches(entry, name) for entry in entries for name in module.names)
+    match = _matcher(entries)
+    return any(match(name) for name in module.names)
+
+
+@functools.lru_cache(maxsize=256)
+def skipped_flags(
+    model: ModelSpec, linear_parameters: int, entries: tuple[str, ...]
+) -> tuple[bool, ...]:
+    """`skipped` for each of `linear_modules(model, linear_parameters)`, in order."""
+    return tuple(skipped(m, entries) for m in linear_modules(model, linear_parameters))

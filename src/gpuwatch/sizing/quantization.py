@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from gpuwatch.sizing.checkpoint_layout import linear_modules, skipped
+from gpuwatch.sizing.checkpoint_layout import linear_modules, skipped_flags
 from gpuwatch.sizing.models import ModelSpec
 
 Covers = Literal["linear", "experts", "experts-if-moe"]
@@ -237,9 +237,10 @@ def _bytes_with_skip_list(
     sixteen = scheme.unquantized_bits / 8
     quantized = {True: 0, False: 0}
     kept = {True: 0, False: 0}
-    for module in linear_modules(model, linear_parameters):
+    flags = skipped_flags(model, linear_parameters, scheme.modules_to_not_convert)
+    for module, skip in zip(linear_modules(model, linear_parameters), flags, strict=True):
         covered = module.expert or scheme.covers == "linear"
-        if covered and not skipped(module, scheme.modules_to_not_convert):
+        if covered and not skip:
             quantized[module.expert] += module.parameters
         else:
             kept[module.expert] += module.parameters
@@ -257,9 +258,10 @@ def kept_parameters(model: ModelSpec, scheme: QuantizationScheme) -> int:
     kept = split.embeddings + split.lm_head + split.norms
     if not scheme.modules_to_not_convert:
         return kept + (split.linear if scheme.covers != "linear" else 0)
-    for module in linear_modules(model, split.linear):
+    flags = skipped_flags(model, split.linear, scheme.modules_to_not_convert)
+    for module, skip in zip(linear_modules(model, split.linear), flags, strict=True):
         covered = module.expert or scheme.covers == "linear"
-        if not covered or skipped(module, scheme.modules_to_not_convert):
+        if not covered or skip:
             kept += module.parameters
     return kept
 

@@ -58,8 +58,11 @@ def _covers(skipped: tuple[str, ...]) -> Covers:
 
 
 def _kv_cache(config: Mapping[str, object]) -> str | None:
-    """ "fp8" when compressed-tensors' ``kv_cache_scheme`` is an 8-bit float, else None."""
+    """ "fp8" when ``kv_cache_scheme`` declares an FP8 cache (compressed-tensors: an 8-bit
+    float; ModelOpt's config.json block: "FP8"), else None."""
     scheme = config.get("kv_cache_scheme")
+    if isinstance(scheme, str):
+        return "fp8" if scheme.upper() == "FP8" else None
     if (
         isinstance(scheme, Mapping)
         and scheme.get("num_bits") == 8
@@ -168,6 +171,9 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
     field for anything else.
     """
     method = config.get("quant_method")
+    producer = config.get("producer")
+    if method is None and isinstance(producer, Mapping) and producer.get("name") == "modelopt":
+        method = "modelopt"  # ModelOpt's own config.json block names its producer instead
     if not isinstance(method, str):
         raise QuantizationConfigError(
             f"quantization_config.quant_method must be a string, not {method!r}"
