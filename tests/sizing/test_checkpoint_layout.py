@@ -215,3 +215,20 @@ def test_measured_need_uses_the_published_precision() -> None:
     assert as_bf16.weights_bytes == 2 * model.parameters
     workload = Workload(model)
     assert workload.precision_origin == "published"
+
+
+def test_qwen_fp8_moe_skip_list_keeps_the_routers_bf16() -> None:
+    """Qwen/Qwen3-30B-A3B-FP8's modules_to_not_convert names lm_head, every layer's norms
+    and its router (model.layers.N.mlp.gate): the routers stay BF16, attention and the
+    experts FP8 (the old rule quantized the routers; the norms name no linear module)."""
+    loaded = load_config_json(CONFIGS / "qwen3-30b-a3b-fp8" / "config.json")
+    scheme = loaded.quantization
+    assert scheme is not None
+    model = loaded.spec
+    split = parameter_split(model)
+    routers = model.layers * model.hidden_size * model.experts
+    assert kept_parameters(model, scheme) == (
+        split.embeddings + split.lm_head + split.norms + routers
+    )
+    parts = weight_bytes_by_component(model, scheme)
+    assert parts.experts < split.experts * 1.01  # about one byte per expert weight
