@@ -206,32 +206,29 @@ def config_json_workload(
     kv_cache_precision: SizingPrecision | None = None,
 ) -> Workload:
     """The `Workload` of the model a Hugging Face config.json describes (read once per
-    file version); its ``quantization_config``, when it has one, is the weights' layout
-    and `precision` must then be None. Raises ConfigJsonError when the file cannot be
-    read or sized."""
+    file version); its ``quantization_config`` (or a sibling ``hf_quant_config.json``),
+    when it has one, is the weights' layout as published, unless `precision` is given:
+    then the architecture is sized at that precision. Raises ConfigJsonError when the
+    file cannot be read or sized."""
     path = Path(config_json).expanduser()
     try:
         mtime_ns = path.stat().st_mtime_ns
     except OSError as exc:
         raise ConfigJsonError(f"{path}: {exc.strerror or exc}") from None
     loaded = _load_config_json(str(path), mtime_ns)
-    checkpoint = loaded.quantization
-    if checkpoint is not None:
-        if precision is not None:
-            raise ConfigJsonError(
-                f"{path}: its quantization_config ({checkpoint.name}) sets the weights' "
-                f"storage; leave out precision ({precision})"
-            )
-        if mode != "inference":
-            raise ConfigJsonError(
-                f"{path}: a quantized checkpoint ({checkpoint.name}) is for mode inference"
-            )
+    checkpoint = None if precision is not None else loaded.quantization
+    if checkpoint is not None and mode != "inference":
+        raise ConfigJsonError(
+            f"{path}: a quantized checkpoint ({checkpoint.name}) is for mode inference "
+            "(give a precision to size its architecture)"
+        )
     layout = precision is not None and precision not in {p.value for p in SizingPrecision}
     return Workload(
         model=loaded.spec,
         mode=SizingMode(mode),
         precision=None if precision is None or layout else SizingPrecision(precision),
         quantization=checkpoint or (SCHEMES[precision] if layout and precision else None),
+        quantization_published=checkpoint is not None,
         context_tokens=context,
         batch=batch,
         kv_cache_precision=kv_cache_precision,
@@ -240,8 +237,11 @@ def config_json_workload(
 
 def served_workload(model: ModelSpec, precision: str | None) -> Workload:
     """The inference `Workload` of `model` with weights stored at `precision`: a storage
-    precision ("bf16", "fp8") or a checkpoint layout ("awq-int4", "mxfp4"); None: bf16.
-    Context and batch are left at their defaults (what a measured need does not use)."""
+    precision ("bf16", "fp8") or a checkpoint layout ("awq-int4", "mxfp4"); None: the
+    model's published precision (`ModelSpec.published_precision`), else bf16. Context and
+    batch are left at their defaults (what a measured need does not use)."""
+    if precision is None and model.published_precision is not None:
+        return Workload(model=model, mode=SizingMode.INFERENCE)
     name = precision or "bf16"
     layout = name not in _PRECISION_VALUES
     return Workload(

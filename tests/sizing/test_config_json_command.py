@@ -57,15 +57,26 @@ def test_quantized_config_sets_the_weights(capsys: pytest.CaptureFixture[str]) -
     assert awq["weights_bytes"] < 0.4 * plain["weights_bytes"]
 
 
+def test_precision_overrides_a_quantized_config(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: a quantized config.json sizes as published unless --precision says
+    otherwise, which sizes its architecture at that precision (once exit 2)."""
+    fp8 = report(capsys, "--config-json", str(CONFIGS / "qwen3-8b-fp8.json"))
+    assert fp8["precision_origin"] == "published"
+    assert fp8["precision_why"] == "as published"
+    bf16 = report(
+        capsys, "--config-json", str(CONFIGS / "qwen3-8b-fp8.json"), "--precision", "bf16"
+    )
+    plain = report(capsys, "--config-json", str(CONFIGS / "qwen3-8b.json"), "--precision", "bf16")
+    assert bf16["precision_origin"] == "precision"
+    assert bf16["quantization"] is None
+    assert bf16["weights_bytes"] == plain["weights_bytes"] > 1.7 * fp8["weights_bytes"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (("--config-json", "/nonexistent/config.json"), "--config-json /nonexistent"),
         (("llama-2-7b", "--config-json", "x.json"), "one of them"),
-        (
-            ("--config-json", str(CONFIGS / "qwen3-8b-fp8.json"), "--precision", "bf16"),
-            "quantization_config",
-        ),
         (
             ("--config-json", str(CONFIGS / "qwen3-8b-fp8.json"), "--mode", "lora"),
             "inference only",

@@ -405,7 +405,7 @@ def test_fp8_compute_and_weight_only_compute() -> None:
         ({"quant_method": "awq", "bits": 3}, "bits"),
         ({"quant_method": "gptq", "bits": "four"}, "bits"),
         ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size"),
-        ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "quant_algo"),
+        ({"quant_method": "modelopt", "quant_algo": "W8A8_SQ_PER_CHANNEL"}, "quant_algo"),
         ({"quant_method": "bitsandbytes"}, "load_in_4bit"),
         ({"quant_method": "awq", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert"),
         ({"quant_method": "compressed-tensors"}, "config_groups"),

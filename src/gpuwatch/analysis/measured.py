@@ -77,16 +77,6 @@ NeedStatus = Literal[
 STALE_AFTER_INTERVALS = 3.0
 """A reading older than this many scrape periods is not used (the source is down)."""
 
-CHECKPOINT_LAYOUTS: dict[str, str] = {
-    "gpt-oss-20b": "mxfp4",
-    "gpt-oss-120b": "mxfp4",
-    "deepseek-v3": "fp8",
-}
-"""Catalog models whose published checkpoint is not 16-bit, served as published unless
-the name or the source says otherwise: gpt-oss (OpenAI's model card: the MoE weights in
-MXFP4, gpt-oss-120b fits one 80 GB GPU) and DeepSeek-V3 (arXiv:2412.19437: trained and
-released with FP8 weights). Every other entry: bf16."""
-
 _FP8 = 1.0
 _KV_BYTES = {
     "bfloat16": 2.0,
@@ -154,8 +144,8 @@ def served_model(
         workload = config_json_workload(spec_or_workload, precision)
         name = model_name_for_path(spec_or_workload)
     else:
-        layout = precision or CHECKPOINT_LAYOUTS.get(spec_or_workload.name)
-        workload = served_workload(spec_or_workload, layout)
+        # None: as published (gpt-oss MXFP4, DeepSeek-V3 FP8: `ModelSpec.published_precision`)
+        workload = served_workload(spec_or_workload, precision)
         name = spec_or_workload.name
     per_value = kv_bytes_per_value(cache_dtype, workload.compute_bytes)
     if per_value is None:

@@ -147,7 +147,9 @@ def add_arguments(size: argparse.ArgumentParser) -> None:
         "--precision",
         choices=PRECISION_CHOICES,
         help=(
-            "weight precision (default: fp16 inference, bf16 train/lora, int4 qlora); "
+            "weight precision (default: the checkpoint's as published: a config.json's "
+            "quantization_config or a catalog model's published precision; else fp16 "
+            "inference, bf16 train/lora, int4 qlora; given, it sizes the architecture at it); "
             "inference of a MODEL also takes a checkpoint layout: "
             f"{', '.join(SCHEMES)}; int4, int8 and fp8 with a MODEL mean awq-int4, int8 "
             "and fp8 W8A8 (embeddings and LM head 16-bit)"
@@ -393,16 +395,14 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
     mode = Mode(args.mode)
     _check_options_fit_mode(args, mode)
     precision, scheme = _precision(args.precision, mode, model)
-    if checkpoint is not None:
-        if args.precision is not None:
-            raise SizeUsageError(
-                f"--precision {args.precision}: the config.json's quantization_config "
-                f"({checkpoint.name}) already sets the weights' storage"
-            )
+    # --precision overrides a quantized config.json: this architecture at that precision
+    published = False
+    if checkpoint is not None and args.precision is None:
+        published = True
         if mode is not Mode.INFERENCE:
             raise SizeUsageError(
                 f"--config-json: a quantized checkpoint ({checkpoint.name}) is sized in "
-                "--mode inference only"
+                "--mode inference only (give --precision to size its architecture)"
             )
         scheme = checkpoint
     kv_precision = getattr(args, "kv_cache_precision", None)
@@ -411,6 +411,7 @@ def _workload(args: argparse.Namespace, extra_models: Sequence[ModelCatalogEntry
         mode=mode,
         precision=precision,
         quantization=scheme,
+        quantization_published=published,
         context_tokens=args.context,
         batch=args.batch,
         kv_cache_precision=None if kv_precision is None else Precision(kv_precision),

@@ -24,6 +24,7 @@ from gpuwatch.sizing.engine import (
 from gpuwatch.sizing.memory import MemoryBreakdown
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import expected_distinct_experts
+from gpuwatch.sizing.quantization import PRECISION_SCHEMES
 from gpuwatch.sizing.throughput import (
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_TRAINING_MFU,
@@ -122,8 +123,19 @@ def _quantization(workload: Workload) -> dict[str, Any] | None:
         "bits_per_weight": scheme.bits_per_weight,
         "covers": scheme.covers,
         "compute": scheme.compute,
-        "from_precision": workload.quantization is None,
+        "from_precision": workload.quantization is None
+        and (workload.published is None or workload.published in PRECISION_SCHEMES),
+        "modules_not_converted": len(scheme.modules_to_not_convert),
+        "kv_cache": scheme.kv_cache,
     }
+
+
+PRECISION_WHY = {
+    "precision": "--precision",
+    "published": "as published",
+    "default": "the mode's default",
+}
+"""`Workload.precision_origin` in words, for the heading and JSON's ``precision_why``."""
 
 
 def _precision_text(workload: Workload) -> str:
@@ -281,6 +293,8 @@ def size_report(run: SizeRun) -> dict[str, Any]:
         "parameters": workload.parameters,
         "mode": workload.mode.value,
         "precision": workload.weight_precision.value,
+        "precision_origin": workload.precision_origin,
+        "precision_why": PRECISION_WHY[workload.precision_origin],
         "quantization": _quantization(workload),
         "context_tokens": workload.context_tokens,
         "batch": workload.batch,
@@ -402,6 +416,8 @@ def assumptions_line(run: SizeRun) -> str:
         items.append("no engine overhead")
     if run.training or run.overhead_ratio or not run.engine:
         items.append(f"overhead {run.overhead_ratio:g} x weights")
+    why = PRECISION_WHY[run.workload.precision_origin]
+    items.append(f"weights {_precision_text(run.workload)} ({why})")
     if run.training:
         setup = run.workload.training
         items += [

@@ -48,6 +48,7 @@ from gpuwatch.sizing.hf_keys import (
     positive,
 )
 from gpuwatch.sizing.hf_layers import layer_types, moe_layer_count
+from gpuwatch.sizing.hf_quant import published_precision, with_hf_quant_config
 from gpuwatch.sizing.hf_vision import vision_parameters
 from gpuwatch.sizing.models import FULL_ATTENTION, ModelCatalogEntry, ModelSpec, one_line
 from gpuwatch.sizing.quantization import QuantizationScheme
@@ -361,6 +362,7 @@ def model_from_config(
                 "kv_lora_rank": kv_lora,
                 "qk_rope_head_dim": rope_dim,
                 "layer_types": kinds,
+                "published_precision": published_precision(quantization),
                 "source": source,
                 "shared_expert_intermediate_size": shared_width if shared else None,
                 "vision_parameters": vision,
@@ -394,6 +396,7 @@ def load_config_json(path: Path, *, name: str | None = None) -> LoadedConfig:
         raise ConfigJsonError(str(exc)) from None
     if not isinstance(data, dict):
         raise ConfigJsonError(f"{path}: a config.json is a JSON object")
+    data = with_hf_quant_config(path, data)
     try:
         check_config_sizes(data)
         return model_from_config(

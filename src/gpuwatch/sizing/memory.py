@@ -33,6 +33,7 @@ from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.moe import activation_factor as moe_activation_factor
 from gpuwatch.sizing.quantization import (
     WeightBytes,
+    kept_parameters,
     weight_bytes_by_component,
 )
 from gpuwatch.sizing.shapes import derive_architecture
@@ -181,27 +182,35 @@ def _adamw_bytes(parameters: int, compute_bytes: float) -> tuple[int, int, int]:
     return weights, gradients, optimizer
 
 
-def _scheme_note(workload: Workload, parts: WeightBytes) -> str:
+def _scheme_note(workload: Workload) -> str:
     scheme = workload.weight_scheme
+    model = workload.architecture
     assert scheme is not None
+    assert model is not None
     covered = "routed experts" if scheme.covers == "experts" else "linear layers"
+    origin = workload.precision_origin
     mapped = (
         f"plain {workload.weight_precision} with a model taken as {scheme.name}, "
-        if workload.quantization is None
+        if origin == "precision" and workload.quantization is None
+        else f"{scheme.name} as published, "
+        if origin == "published"
         else ""
     )
-    kept = (
-        parts.total
-        - (parts.experts if scheme.covers == "experts" else 0)
-        - (parts.linear if scheme.covers == "linear" else 0)
-    )
+    kept = round(kept_parameters(model, scheme) * scheme.unquantized_bits / 8)
     kept_what = "embeddings, LM head and norms" + (
         ", attention and the rest" if scheme.covers == "experts" else ""
+    )
+    if scheme.modules_to_not_convert:
+        kept_what += f" and the modules its skip list names ({len(scheme.modules_to_not_convert)})"
+    kv = (
+        "; KV cache FP8 as the checkpoint declares"
+        if scheme.kv_cache == "fp8" and workload.kv_cache_precision is None
+        else ""
     )
     return (
         f"weights: {mapped}{scheme.description} on the {covered} "
         f"({scheme.bits_per_weight:.4g} bits each); {kept_what} stay "
-        f"{scheme.unquantized_bits}-bit ({kept / 1e9:.3g} GB)"
+        f"{scheme.unquantized_bits}-bit ({kept / 1e9:.3g} GB){kv}"
     )
 
 
@@ -229,7 +238,7 @@ def _inference(workload: Workload, assumptions: MemoryAssumptions) -> MemoryBrea
     if workload.architecture is not None:
         notes += cache_kind_notes(model, workload.compute_bytes)
     if weight_parts is not None:
-        notes.append(_scheme_note(workload, weight_parts))
+        notes.append(_scheme_note(workload))
     parts = () if weight_parts is None else weight_parts.parts()
     overhead = round(base * assumptions.inference_overhead_ratio)
     if overhead:

@@ -47,6 +47,23 @@ def default_intermediate_size(hidden_size: int, *, gated: bool = True) -> int:
     return -(-width // LLAMA_MLP_MULTIPLE) * LLAMA_MLP_MULTIPLE
 
 
+PublishedPrecision = Literal[
+    "fp32",
+    "fp16",
+    "bf16",
+    "fp8",
+    "int8",
+    "int4",
+    "awq-int4",
+    "gptq-int4",
+    "mxfp4",
+    "nvfp4",
+    "nf4",
+    "bnb-int8",
+]
+"""What a model's published checkpoint stores its weights in: a storage precision or a
+checkpoint layout `gpuwatch size --precision` takes (`quantization.SCHEMES`)."""
+
 FULL_ATTENTION = "full_attention"
 SLIDING_ATTENTION = "sliding_attention"
 LayerType = Literal["full_attention", "sliding_attention"]
@@ -103,7 +120,10 @@ class ModelSpec:
     and `qk_rope_head_dim` set, the cache holds their sum per layer per token.
     `layer_types` names each layer's attention ("full_attention" or
     "sliding_attention", the latter caching at most `sliding_window` tokens); None
-    with a `sliding_window` means every layer slides. `dense_layers` counts the layers
+    with a `sliding_window` means every layer slides. `published_precision`: the
+    precision or checkpoint layout (a `PublishedPrecision` name) the model's own
+    checkpoint is published in, when not 16-bit: inference sizes it so by default.
+    `dense_layers` counts the layers
     with a dense MLP wherever they are (the first ones in DeepSeek and GLM, every other
     one in Llama 4 Maverick). `shared_expert_intermediate_size`: the shared experts'
     width when it differs from the routed ones' (Qwen2-MoE, Granite MoE shared; None:
@@ -155,6 +175,7 @@ class ModelSpec:
     recurrent_state_values: int = 0
     recurrent_state_bytes: float | None = None
     indexer_bytes_per_token: int = 0
+    published_precision: str | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -422,6 +443,9 @@ class ModelCatalogEntry(BaseModel):
     `ModelSpec`'s documented defaults (and the output says so). `config_json` records the
     Hugging Face config.json the other keys were read from: the agent config expands an
     entry giving it with `gpuwatch.sizing.hf_config.catalog_entry_data`.
+    `published_precision` names how the model's own checkpoint is published when not
+    16-bit (gpt-oss: mxfp4, DeepSeek-V3: fp8): inference sizes it so unless a precision
+    is given.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -446,6 +470,7 @@ class ModelCatalogEntry(BaseModel):
     kv_lora_rank: int | None = Field(default=None, gt=0)
     qk_rope_head_dim: int | None = Field(default=None, gt=0)
     layer_types: tuple[LayerType, ...] | None = None
+    published_precision: PublishedPrecision | None = None
     source: str = CONFIG_SOURCE
     config_json: str | None = Field(default=None, min_length=1, max_length=4096)
     shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
@@ -535,6 +560,7 @@ class ModelCatalogEntry(BaseModel):
             recurrent_state_values=self.recurrent_state_values,
             recurrent_state_bytes=self.recurrent_state_bytes,
             indexer_bytes_per_token=self.indexer_bytes_per_token,
+            published_precision=self.published_precision,
         )
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from gpuwatch.sizing.checkpoint_layout import linear_modules, skipped_flags
 from gpuwatch.sizing.models import ModelSpec
 
 Covers = Literal["linear", "experts", "experts-if-moe"]
@@ -77,8 +78,11 @@ class QuantizationScheme:
     experts only; gpt-oss's MXFP4) or "experts-if-moe" (the one or the other by the
     model: what MXFP4 and NVFP4 by name mean, `for_model`). `unquantized_bits`: storage
     of everything else (16: bf16/fp16). `compute`: the format of the matrix math
-    (`ComputeFormat`). `modules_to_not_convert`: the checkpoint's own list, kept for the
-    record. `description`: one line for notes.
+    (`ComputeFormat`). `modules_to_not_convert`: the checkpoint's skip list, applied
+    module by module (`checkpoint_layout`): a named module stays `unquantized_bits`.
+    `kv_cache`: the KV cache precision the checkpoint declares ("fp8": ModelOpt's
+    ``kv_cache_quant_algo`` FP8, compressed-tensors' 8-bit float ``kv_cache_scheme``;
+    None: the compute precision). `description`: one line for notes.
     """
 
     name: str
@@ -96,6 +100,7 @@ class QuantizationScheme:
     unquantized_bits: int = SIXTEEN_BITS
     compute: ComputeFormat = "bf16"
     modules_to_not_convert: tuple[str, ...] = ()
+    kv_cache: str | None = None
 
     def __post_init__(self) -> None:
         if self.bits not in (2, 3, 4, 8):
@@ -219,14 +224,57 @@ def weight_bytes_by_component(model: ModelSpec, scheme: QuantizationScheme | Non
         return scheme.quantized_bytes(count, width)
 
     linear_quantized = scheme is not None and scheme.covers == "linear"
+    if scheme is not None and scheme.modules_to_not_convert:
+        linear, experts = _bytes_with_skip_list(model, scheme, split.linear)
+    else:
+        linear = stored(split.linear, linear_quantized)
+        experts = stored(split.experts, scheme is not None)
     return WeightBytes(
         embeddings=round(split.embeddings * sixteen),
         lm_head=round(split.lm_head * sixteen),
         norms=round(split.norms * sixteen),
-        linear=stored(split.linear, linear_quantized),
-        experts=stored(split.experts, scheme is not None),
+        linear=linear,
+        experts=experts,
         vision=round(split.vision * sixteen),
     )
+
+
+def _bytes_with_skip_list(
+    model: ModelSpec, scheme: QuantizationScheme, linear_parameters: int
+) -> tuple[int, int]:
+    """(linear, experts) bytes with the checkpoint's skip list applied module by module:
+    a module the scheme covers takes it unless a skip-list entry names it; a skipped or
+    uncovered one stays `unquantized_bits` (`checkpoint_layout` matches the names)."""
+    sixteen = scheme.unquantized_bits / 8
+    quantized = {True: 0, False: 0}
+    kept = {True: 0, False: 0}
+    flags = skipped_flags(model, linear_parameters, scheme.modules_to_not_convert)
+    for module, skip in zip(linear_modules(model, linear_parameters), flags, strict=True):
+        covered = module.expert or scheme.covers == "linear"
+        if covered and not skip:
+            quantized[module.expert] += module.parameters
+        else:
+            kept[module.expert] += module.parameters
+    width = model.hidden_size
+    linear = scheme.quantized_bytes(quantized[False], width) + round(kept[False] * sixteen)
+    experts = scheme.quantized_bytes(quantized[True], width) + round(kept[True] * sixteen)
+    return linear, experts
+
+
+def kept_parameters(model: ModelSpec, scheme: QuantizationScheme) -> int:
+    """Parameters `scheme` leaves at `unquantized_bits` on `model`: embeddings, head,
+    norms, and the linear modules it does not cover or its skip list names."""
+    scheme = scheme.for_model(model)
+    split = parameter_split(model)
+    kept = split.embeddings + split.lm_head + split.norms
+    if not scheme.modules_to_not_convert:
+        return kept + (split.linear if scheme.covers != "linear" else 0)
+    flags = skipped_flags(model, split.linear, scheme.modules_to_not_convert)
+    for module, skip in zip(linear_modules(model, split.linear), flags, strict=True):
+        covered = module.expert or scheme.covers == "linear"
+        if not covered or skip:
+            kept += module.parameters
+    return kept
 
 
 AWQ_INT4 = QuantizationScheme(

@@ -10,6 +10,7 @@ bitsandbytes, MXFP4, compressed-tensors' NVFP4, INT8 and FP8) and what each leav
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from gpuwatch.sizing.quantization import (
     AWQ_INT4,
@@ -50,8 +51,25 @@ def _names(config: Mapping[str, object], *keys: str) -> tuple[str, ...]:
 
 
 def _covers(skipped: tuple[str, ...]) -> Covers:
-    """Experts only when the checkpoint leaves attention unconverted (gpt-oss's layout)."""
-    return "experts" if any("attn" in name for name in skipped) else "linear"
+    """Every linear layer: the skip list itself (`QuantizationScheme.modules_to_not_convert`,
+    applied module by module) keeps what the checkpoint leaves 16-bit."""
+    del skipped
+    return "linear"
+
+
+def _kv_cache(config: Mapping[str, object]) -> str | None:
+    """ "fp8" when ``kv_cache_scheme`` declares an FP8 cache (compressed-tensors: an 8-bit
+    float; ModelOpt's config.json block: "FP8"), else None."""
+    scheme = config.get("kv_cache_scheme")
+    if isinstance(scheme, str):
+        return "fp8" if scheme.upper() == "FP8" else None
+    if (
+        isinstance(scheme, Mapping)
+        and scheme.get("num_bits") == 8
+        and scheme.get("type") == "float"
+    ):
+        return "fp8"
+    return None
 
 
 def _int4_group(
@@ -118,6 +136,7 @@ def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
             zero_bits=0 if weights.get("symmetric", True) else 4,
             covers=_covers(skipped),
             modules_to_not_convert=skipped,
+            kv_cache=_kv_cache(config),
             description=f"compressed-tensors W4A16: 4-bit weights, a 16-bit scale per {group}",
         )
     else:
@@ -136,6 +155,7 @@ def _compressed_tensors(config: Mapping[str, object]) -> QuantizationScheme:
         compute="bf16" if weight_only else base.compute,
         covers=_covers(skipped),
         modules_to_not_convert=skipped,
+        kv_cache=_kv_cache(config),
         description=base.description
         + (" (per-tensor scales)" if strategy == "tensor" and base.group_size is None else "")
         + (", weights only" if weight_only else ""),
@@ -151,6 +171,9 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
     field for anything else.
     """
     method = config.get("quant_method")
+    producer = config.get("producer")
+    if method is None and isinstance(producer, Mapping) and producer.get("name") == "modelopt":
+        method = "modelopt"  # ModelOpt's own config.json block names its producer instead
     if not isinstance(method, str):
         raise QuantizationConfigError(
             f"quantization_config.quant_method must be a string, not {method!r}"
@@ -207,33 +230,12 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
             group_size=32,
             scale_bits=8,
             compute=MXFP4.compute,
-            covers="experts" if not skipped or _covers(skipped) == "experts" else "linear",
+            covers="experts",  # vLLM's Mxfp4Config quantizes the MoE experts only
             modules_to_not_convert=skipped,
             description=MXFP4.description,
         )
     if method == "modelopt":
-        algo = config.get("quant_algo")
-        skipped = _names(config, "exclude_modules", "modules_to_not_convert")
-        if algo == "NVFP4":
-            base = NVFP4
-        elif algo == "FP8":
-            base = FP8
-        else:
-            raise QuantizationConfigError(
-                f"quantization_config.quant_algo: modelopt {algo!r} is not sized (NVFP4, FP8)"
-            )
-        return QuantizationScheme(
-            name=base.name,
-            method="modelopt",
-            bits=base.bits,
-            group_size=base.group_size,
-            scale_bits=base.scale_bits,
-            tensor_scale_bits=base.tensor_scale_bits,
-            compute=base.compute,
-            covers=_covers(skipped),
-            modules_to_not_convert=skipped,
-            description=base.description,
-        )
+        return _modelopt(config)
     if method == "bitsandbytes":
         skipped = _names(config, "llm_int8_skip_modules")
         if config.get("load_in_4bit"):
@@ -266,3 +268,62 @@ def scheme_from_quantization_config(config: Mapping[str, object]) -> Quantizatio
         f"quantization_config.quant_method {method!r} is not one gpuwatch sizes "
         "(awq, gptq, fp8, fbgemm_fp8, compressed-tensors, mxfp4, modelopt, bitsandbytes)"
     )
+
+
+def _modelopt(config: Mapping[str, object]) -> QuantizationScheme:
+    """NVIDIA ModelOpt: ``quant_algo`` FP8 (per-tensor scales), NVFP4 (``group_size``
+    16) or W4A8_AWQ (int4, ``group_size`` 128, FP8 activations), ``exclude_modules``,
+    ``kv_cache_quant_algo`` FP8 (vLLM's ``ModelOptQuantConfigBase.from_config``)."""
+    algo = config.get("quant_algo")
+    algo = algo.upper() if isinstance(algo, str) else algo
+    skipped = _names(config, "exclude_modules", "modules_to_not_convert", "ignore")
+    kv = config.get("kv_cache_quant_algo")
+    if kv is not None and not isinstance(kv, str):
+        raise QuantizationConfigError(
+            f"quantization_config.kv_cache_quant_algo must be a string, not {kv!r}"
+        )
+    kv_cache = "fp8" if isinstance(kv, str) and kv.upper() == "FP8" else _kv_cache(config)
+    if algo == "NVFP4":
+        group = _int_field(config, "group_size", NVFP4.group_size) or NVFP4.group_size
+        base = replace(NVFP4, group_size=group)
+    elif algo == "FP8":
+        base = replace(
+            FP8,
+            per_tensor=True,
+            description="FP8 W8A8 (e4m3): 8-bit weights, one fp32 scale per tensor",
+        )
+    elif algo == "W4A8_AWQ":
+        group = _int_field(config, "group_size", 128) or 128
+        base = QuantizationScheme(
+            name="w4a8-awq",
+            method="modelopt",
+            bits=4,
+            group_size=group,
+            scale_bits=16,
+            compute="fp8",
+            description=f"ModelOpt W4A8 AWQ: int4 weights, a 16-bit scale per {group}, FP8 math",
+        )
+    else:
+        raise QuantizationConfigError(
+            f"quantization_config.quant_algo: modelopt {algo!r} is not sized (FP8, NVFP4, W4A8_AWQ)"
+        )
+    return replace(
+        base,
+        method="modelopt",
+        covers=_covers(skipped),
+        modules_to_not_convert=skipped,
+        kv_cache=kv_cache,
+    )
+
+
+def quantization_config_from_hf_quant_config(data: Mapping[str, object]) -> dict[str, object]:
+    """A ``quantization_config`` (quant_method modelopt) from ModelOpt's
+    ``hf_quant_config.json``: its ``quantization`` table's ``quant_algo``,
+    ``kv_cache_quant_algo``, ``group_size`` and ``exclude_modules``, as vLLM reads the file
+    (``ModelOptQuantConfigBase.get_config_filenames``/``from_config``)."""
+    table = data.get("quantization")
+    if not isinstance(table, Mapping):
+        raise QuantizationConfigError("hf_quant_config.json: quantization must be an object")
+    if table.get("quant_algo") is None:
+        raise QuantizationConfigError("hf_quant_config.json: quantization.quant_algo is missing")
+    return {"quant_method": "modelopt", **table}

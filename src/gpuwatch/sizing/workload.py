@@ -25,6 +25,7 @@ from gpuwatch.sizing.engine import DEFAULT_ENGINE_SETTINGS, EngineSettings
 from gpuwatch.sizing.models import ModelSpec
 from gpuwatch.sizing.quantization import (
     PRECISION_SCHEMES,
+    SCHEMES,
     QuantizationScheme,
 )
 from gpuwatch.sizing.shapes import derive_architecture
@@ -87,6 +88,12 @@ ADAPTER_PRECISIONS = frozenset({Precision.FP32, Precision.BF16, Precision.FP16})
 
 ActivationRule = Literal["architecture", "seed-001"]
 EngineRule = Literal["vllm", "none"]
+
+PrecisionOrigin = Literal["precision", "published", "default"]
+"""Why a workload's weights have their precision: given (``--precision``, a workload's
+``precision``), as the checkpoint is published (a catalog model's
+`ModelSpec.published_precision`, a config.json's ``quantization_config`` or
+``hf_quant_config.json``), or the mode's default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +206,11 @@ class Workload:
     (`DEFAULT_PRECISION`). `kv_cache_precision` None means the compute precision: the
     weights' if they are 16 or 32-bit, else 16-bit. `context_tokens` and `batch` size the
     KV cache (inference) and the activations (training: sequence length and micro-batch
-    per GPU). `training` says how a training job runs.
+    per GPU). `training` says how a training job runs. `quantization` is a checkpoint
+    layout: a named one (``--precision awq-int4``) or, with `quantization_published`, the
+    checkpoint's own declaration (a config.json's ``quantization_config``). With neither
+    `precision` nor `quantization`, inference of a model whose checkpoint is published
+    quantized (`ModelSpec.published_precision`) sizes it as published.
     """
 
     model: ModelSpec | int
@@ -210,6 +221,7 @@ class Workload:
     kv_cache_precision: Precision | None = None
     training: TrainingSetup = DEFAULT_TRAINING
     quantization: QuantizationScheme | None = None
+    quantization_published: bool = False
 
     def __post_init__(self) -> None:
         if self.parameters <= 0:
@@ -258,12 +270,42 @@ class Workload:
         return self.architecture or derive_architecture(self.parameters)
 
     @property
+    def published(self) -> str | None:
+        """The published precision this workload is sized at (`ModelSpec.published_precision`)
+        when nothing else says one: inference, no `precision`, no `quantization`."""
+        model = self.architecture
+        if (
+            model is None
+            or model.published_precision is None
+            or self.mode is not Mode.INFERENCE
+            or self.precision is not None
+            or self.quantization is not None
+        ):
+            return None
+        return model.published_precision
+
+    @property
+    def precision_origin(self) -> PrecisionOrigin:
+        """Why the weights have their precision (`PrecisionOrigin`)."""
+        if self.precision is not None:
+            return "precision"
+        if self.quantization is not None:
+            return "published" if self.quantization_published else "precision"
+        return "published" if self.published is not None else "default"
+
+    @property
     def weight_precision(self) -> Precision:
-        """`precision`, else the `quantization` scheme's storage, else the mode's default."""
+        """`precision`, else the `quantization` scheme's storage, else the published
+        checkpoint's (`published`), else the mode's default."""
         if self.precision is not None:
             return self.precision
         if self.quantization is not None:
             return scheme_precision(self.quantization)
+        published = self.published
+        if published is not None:
+            if published in SCHEMES and published not in PRECISION_SCHEMES:
+                return scheme_precision(SCHEMES[published])
+            return Precision(published)
         return DEFAULT_PRECISION[self.mode]
 
     @property
@@ -282,6 +324,9 @@ class Workload:
             return self.quantization if model is None else self.quantization.for_model(model)
         if self.mode is not Mode.INFERENCE or model is None:
             return None
+        published = self.published
+        if published in SCHEMES and published not in PRECISION_SCHEMES:
+            return SCHEMES[published].for_model(model)
         scheme = PRECISION_SCHEMES.get(self.weight_precision.value)
         return None if scheme is None else scheme.for_model(model)
 
@@ -292,9 +337,12 @@ class Workload:
 
     @property
     def kv_cache_bytes_per_value(self) -> float:
-        """Bytes per cached K or V value."""
+        """Bytes per cached K or V value: `kv_cache_precision`, else the FP8 cache the
+        checkpoint declares (`QuantizationScheme.kv_cache`), else `compute_bytes`."""
         if self.kv_cache_precision is not None:
             return self.kv_cache_precision.bytes_per_value
+        if self.quantization is not None and self.quantization.kv_cache == "fp8":
+            return Precision.FP8.bytes_per_value
         return self.compute_bytes
 
     @property
