@@ -178,6 +178,27 @@ def alone_result(units: list[Unit], fit: Fit) -> Result:
     return plan.result
 
 
+def _quota_rows(model: Model, units: list[Unit], mig: list[MigBlock], options: PlanOptions) -> None:
+    """`[plan]` quotas as rows: at most `limit` units of the namespace on a MIG profile's
+    instances, or at most `limit` of them not on MIG (each requests one nvidia.com/gpu)."""
+    for namespace, resource, limit in options.quotas:
+        members = {i for i, unit in enumerate(units) if unit.need.namespace == namespace}
+        if not members:
+            continue
+        profile = resource.removeprefix("nvidia.com/mig-")
+        columns = [
+            column
+            for block in mig
+            for (i, k), column in block.assigned.items()
+            if i in members and (profile == resource or block.table.profiles[k].name == profile)
+        ]
+        if profile == resource:  # nvidia.com/gpu: enough units on MIG
+            if len(members) > limit:
+                model.row(columns, [1.0] * len(columns), float(len(members) - limit), math.inf)
+        elif len(columns) > limit:
+            model.row(columns, [1.0] * len(columns), -math.inf, float(limit))
+
+
 def solve_pool(
     units: list[Unit],
     fit: Fit,
@@ -232,6 +253,7 @@ def solve_pool(
                 shared.append(block)
 
     mig = add_mig(model, units, fit, choices, clock) if options.mig else []
+    _quota_rows(model, units, mig, options)
 
     for row in choices:
         model.row(row, [1.0] * len(row), 1.0, 1.0)
