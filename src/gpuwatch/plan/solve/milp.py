@@ -126,10 +126,11 @@ class Result:
 class Collector:
     """Turns a pool's solution into placements (`result`), GPU by GPU."""
 
-    def __init__(self, units: list[Unit], fit: Fit, result: Result) -> None:
+    def __init__(self, units: list[Unit], fit: Fit, result: Result, shrink: bool = True) -> None:
         self.units = units
         self.fit = fit
         self.result = result
+        self.shrink = shrink  # off under a MIG quota: the solver's profiles stand
 
     def add(self, gpu: GpuSpec, members: list[int], profiles: list[int] | None) -> None:
         """One GPU: `profiles` (indices) per member on MIG, None time-sliced or whole."""
@@ -140,7 +141,7 @@ class Collector:
         if len(members) == 1:
             profiles = None
         gpu, table = prefer_current(gpu, hosted, profiles, self.fit)
-        if profiles is not None and table is not None:
+        if profiles is not None and table is not None and self.shrink:
             profiles = smallest_profiles(table, gpu, hosted, profiles, self.fit)
         if profiles is None or table is None:
             mode: PlacementMode = "whole" if len(members) == 1 else "shared"
@@ -268,7 +269,12 @@ def solve_pool(
     def on(column: int) -> bool:
         return values[column] > 0.5
 
-    plan = Collector(units, fit, Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out))
+    plan = Collector(
+        units,
+        fit,
+        Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out),
+        shrink=not any(resource != "nvidia.com/gpu" for _, resource, _ in options.quotas),
+    )
     for i, column in enumerate(alone_column):
         if on(column):
             plan.add(alone[i], [i], None)
