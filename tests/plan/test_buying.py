@@ -122,7 +122,7 @@ def test_the_default_says_what_it_leaves_out() -> None:
     _, buying, _ = kinds_used(H200_UNITS, BillingConfig())
     assert buying.rule == "priced"
     sentence = buying.sentence()
-    assert "with an estimate price" in sentence
+    assert "with an estimated price" in sentence
     assert "with a marketplace price" in sentence
 
 
@@ -174,3 +174,4 @@ def test_a_node_whose_spare_gpus_eat_the_saving_is_not_bought() -> None:
     plan, _, used = kinds_used(needs, billing)
     assert used == {"H100-SXM-80GB": "fleet"}
     assert plan.usd_per_hour == pytest.approx(9.0)
+    assert any(note.startswith("H200-141GB not bought: sold by the node") for note in plan.notes)

@@ -41,6 +41,11 @@ the agent config, a provider's list price, an estimate, or a marketplace's price
 UNBUYABLE: frozenset[PriceKind] = frozenset({"estimate", "marketplace"})
 """Price kinds the plan never chooses unless a part is named as a candidate."""
 
+_KIND_PHRASE: Mapping[PriceKind, str] = {
+    "estimate": "an estimated price",
+    "marketplace": "a marketplace price",
+}
+
 FLEET_PRICE_SOURCE = "the fleet's own price: the median $/GPU-h its GPUs of this model paid"
 BILLING_PRICE_SOURCE = "[[billing.static]] price of {instance_type} / {gpus} GPUs"
 
@@ -115,7 +120,7 @@ class Buying:
         kinds = Counter(kind for _, kind in self.left_out)
         if kinds:
             text += " Never chosen by default: " + ", ".join(
-                f"{counted(n, 'part')} with {'an' if kind == 'estimate' else 'a'} {kind} price"
+                f"{counted(n, 'part')} with {_KIND_PHRASE[kind]}"
                 for kind, n in sorted(kinds.items())
             )
             text += " (name them with --candidates to use them)."

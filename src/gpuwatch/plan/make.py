@@ -128,15 +128,24 @@ def plan_with_policy(needs: Sequence[WorkloadNeed], buying: Buying, options: Pla
     minimum saving per move, whole nodes (spare GPUs counted) and the quotas' notes."""
     plan = solve(needs, buying.catalog, options)
     spare = whole_nodes(plan, needs, buying)
+    dropped: list[str] = []
     while spare:  # a part whose spare GPUs eat its saving is not bought: solve without it
         worse = _unprofitable(plan, needs, spare)
         if not worse:
             break
+        dropped.extend(
+            f"{part.gpu_id} not bought: sold by the node ({part.instance_type}, "
+            f"{part.gpus_per_instance} GPUs), its spare GPUs cost more than its moves save"
+            for part in spare
+            if part.gpu_id in worse
+        )
         buying = dataclasses.replace(
             buying, catalog=GpuCatalog(gpu for gpu in buying.catalog if gpu.id not in worse)
         )
         plan = solve(needs, buying.catalog, options)
         spare = whole_nodes(plan, needs, buying)
+    if dropped:
+        plan = with_extra_cost(plan, 0.0, dropped)
     plan = min_saving(plan, needs, options.min_saving_usd_per_month)
     spare = whole_nodes(plan, needs, buying)
     if spare:
