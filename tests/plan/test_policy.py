@@ -4,6 +4,7 @@ quotas on GPUs or MIG profiles per namespace, a minimum saving per move."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,51 @@ def test_the_cli_passes_the_policy_to_the_plan(tmp_path: Path) -> None:
     assert options.min_saving_usd_per_month == 50.0
     assert run_plan is not None
     assert io is not None
+
+
+# --- against the brute-force-checked solver --------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_time_slicing_equals_planning_that_namespace_without_it(seed: int) -> None:
+    """The brute-force fleets of test_solve (two namespaces): forbidding time-slicing in
+    team-a costs exactly team-a planned with time-slicing off plus team-b planned as
+    before, and no GPU of team-a is time-sliced."""
+    from gpuwatch.plan.solve import solve
+    from tests.plan.test_solve import CATALOG, MODELS, assert_feasible, random_fleet
+
+    units = random_fleet(seed)
+    ids = tuple(g.id for g in MODELS)
+    options = PlanOptions(candidate_gpu_ids=ids)
+    plan = solve(units, CATALOG, replace(options, no_time_slicing_namespaces=frozenset({"team-a"})))
+    team_a = [u for u in units if u.namespace == "team-a"]
+    team_b = [u for u in units if u.namespace != "team-a"]
+    alone = solve(team_a, CATALOG, replace(options, time_slicing=False)).usd_per_hour
+    rest = solve(team_b, CATALOG, options).usd_per_hour
+    assert plan.usd_per_hour == pytest.approx(alone + rest, abs=1e-9)
+    assert_feasible(plan, units)
+    namespace = {u.key: u.namespace for u in units}
+    assert all(namespace[p.units[0]] != "team-a" for p in plan.placements if p.mode == "shared")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_quotas_the_optimum_meets_cost_nothing(seed: int) -> None:
+    """On the brute-force fleets: quotas set to what the unconstrained optimum requests
+    (every resource of team-a at its count, 0 for each MIG profile it does not use) keep
+    the optimum's cost, and the plan meets every one of them."""
+    from gpuwatch.plan.mig import mig_table
+    from gpuwatch.plan.solve import solve
+    from tests.plan.test_solve import CATALOG, MODELS, assert_feasible, brute_force, random_fleet
+
+    units = random_fleet(seed)
+    options = PlanOptions(candidate_gpu_ids=tuple(g.id for g in MODELS))
+    free = solve(units, CATALOG, options)
+    used = requests(free, units)
+    profiles = {p.name for g in MODELS if (t := mig_table(g.id)) is not None for p in t.profiles}
+    resources = ["nvidia.com/gpu", *(f"nvidia.com/mig-{name}" for name in sorted(profiles))]
+    quotas = tuple(("team-a", r, used[("team-a", r)]) for r in resources)
+    plan = solve(units, CATALOG, replace(options, quotas=quotas))
+    assert plan.usd_per_hour == pytest.approx(brute_force(units, MODELS), abs=1e-9)
+    assert_feasible(plan, units)
+    after = requests(plan, units)
+    assert all(after[(ns, r)] <= limit for ns, r, limit in quotas), (quotas, after)
