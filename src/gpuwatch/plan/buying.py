@@ -108,9 +108,9 @@ class Buying:
             text = "Parts: the candidates named (any price kind, labelled where used)."
         elif self.rule.startswith("aws:"):
             text = (
-                f"Parts: {self.rule}, the EC2 GPU instance families AWS rents, at the list "
-                "price of the instance type (or the account's [[billing.static]] price), "
-                "and the models the fleet runs at what it pays."
+                f"Parts: {self.rule}, the EC2 GPU instance families AWS rents, at the "
+                "us-east-1 list price of the instance type (or the account's "
+                "[[billing.static]] price), and the models the fleet runs at what it pays."
             )
         else:
             text = (

@@ -23,6 +23,9 @@ Rules (docs/plan.md says them to users):
   at its current price (`Plan.unplaced`).
 - Pools: units of different namespaces never share a GPU unless
   `share_across_namespaces`; units without a namespace form one pool of their own.
+- Policy (`[plan]`): a namespace of `no_time_slicing_namespaces` is never time-sliced
+  (a pool of its own even across namespaces); `quotas` are rows of each pool's MILP
+  (`milp._quota_rows`; an nvidia.com/gpu limit less the namespace's multi-GPU units).
 
 Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
 keeps `time_limit_seconds` (`clock.Clock`): pools share what is left in proportion to their
