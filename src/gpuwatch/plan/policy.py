@@ -85,7 +85,8 @@ def min_saving(plan: Plan, needs: Sequence[WorkloadNeed], usd_per_month: float) 
 def requests(plan: Plan, needs: Sequence[WorkloadNeed]) -> Counter[tuple[str, str]]:
     """(namespace, resource) -> what the plan's units request: nvidia.com/gpu per GPU of
     a whole or time-sliced unit, nvidia.com/mig-<profile> per MIG unit."""
-    namespace = {need.key: need.namespace for need in needs}
+    by_key = {need.key: need for need in needs}
+    namespace = {key: need.namespace for key, need in by_key.items()}
     out: Counter[tuple[str, str]] = Counter()
     seen_group: set[int] = set()
     for placement in plan.placements:
@@ -100,7 +101,7 @@ def requests(plan: Plan, needs: Sequence[WorkloadNeed]) -> Counter[tuple[str, st
                 resource = f"nvidia.com/mig-{placement.mig_profiles[n]}"
             out[(namespace.get(key) or "", resource)] += 1
     for key in plan.unplaced:
-        need = next((n for n in needs if n.key == key), None)
+        need = by_key.get(key)
         if need is not None:
             out[(need.namespace or "", GPU_RESOURCE)] += need.gpu_count
     return out
