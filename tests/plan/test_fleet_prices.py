@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpuwatch.plan.make import FLEET_PRICE_SOURCE, fleet_price_overrides
+from gpuwatch.plan.buying import FLEET_PRICE_SOURCE
+from gpuwatch.plan.make import fleet_price_overrides
 from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.sizing import build_gpu_catalog
 

@@ -221,5 +221,5 @@ def test_the_plan_summary_reaches_slack(
     text = post.body["blocks"][0]["text"]["text"]
     assert text.startswith("*What the fleet should be:*")
     assert "`team-a/notebook-alice`: held 30 GiB" in text
-    assert "$14,125.50" in text
+    assert "$13,063.57" in text  # the A100 PCIe 40GB marketplace price is no longer chosen
     assert SECRET_TOKEN not in err.getvalue()

@@ -124,7 +124,18 @@ def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
         time_slicing=not args.no_time_slicing,
         share_across_namespaces=args.share_across_namespaces,
         time_limit_seconds=args.time_limit,
+        **policy_options(config),
     )
+
+
+def policy_options(config: Config) -> dict[str, Any]:
+    """`PlanOptions` fields of the `[plan]` policy section."""
+    policy = config.plan
+    return {
+        "no_time_slicing_namespaces": frozenset(policy.no_time_slicing_namespaces),
+        "quotas": tuple((q.namespace, q.resource, q.limit) for q in policy.quotas),
+        "min_saving_usd_per_month": policy.min_saving_usd_per_month,
+    }
 
 
 def parse_formats(text: str | None, has_out: bool) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from gpuwatch.config.env import (
     unknown_variables,
 )
 from gpuwatch.config.load import ConfigError, Validation, load_config, validate_config
+from gpuwatch.config.plan_policy import PlanConfig, PlanQuota
 from gpuwatch.config.render import render_config
 from gpuwatch.config.schema import (
     DEFAULT_PORT,
@@ -52,6 +53,8 @@ __all__ = [
     "ExporterConfig",
     "HistoryConfig",
     "LoggingConfig",
+    "PlanConfig",
+    "PlanQuota",
     "ReportConfig",
     "ReportFormat",
     "Validation",

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpuwatch.alerts.config import AlertsConfig
 from gpuwatch.analysis.config import AnalysisConfig
 from gpuwatch.billing.config import BillingConfig
+from gpuwatch.config.plan_policy import PlanConfig
 from gpuwatch.core.values import ConfigPath, Text, parse_listen_address
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing.config import SizingConfig
@@ -142,3 +143,4 @@ class Config(_Section):
     history: HistoryConfig = HistoryConfig()
     report: ReportConfig = ReportConfig()
     kubernetes: KubernetesConfig = KubernetesConfig()
+    plan: PlanConfig = PlanConfig()

@@ -7,6 +7,7 @@ both call it; nothing here parses flags or prints.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 
@@ -16,12 +17,22 @@ from gpuwatch.core.text import duration_adjective, plain_name
 from gpuwatch.history.store import HistoryStoreError
 from gpuwatch.plan import local
 from gpuwatch.plan import prometheus as prom
-from gpuwatch.plan.model import PlanOptions, WorkloadNeed
+from gpuwatch.plan.buying import (
+    FLEET_PRICE_SOURCE,
+    Buying,
+    SpareNodes,
+    billing_overrides,
+    buyable,
+    spare_note,
+    whole_nodes,
+)
+from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
+from gpuwatch.plan.policy import min_saving, quota_notes, with_extra_cost
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import workload_needs
 from gpuwatch.promapi.client import PrometheusError, PrometheusOptions
-from gpuwatch.sizing import GpuCatalogEntry, build_gpu_catalog
+from gpuwatch.sizing import GpuCatalog, GpuCatalogEntry, build_gpu_catalog
 
 
 class PlanSourceError(Exception):
@@ -30,9 +41,6 @@ class PlanSourceError(Exception):
 
 class PlanNoDataError(PlanSourceError):
     """The lookback holds no GPU data: no plan (never a "$0" one), one line, exit 1."""
-
-
-FLEET_PRICE_SOURCE = "the fleet's own price: the median $/GPU-h its GPUs of this model paid"
 
 
 def fleet_price_overrides(needs: Sequence[WorkloadNeed]) -> list[GpuCatalogEntry]:
@@ -95,10 +103,65 @@ def make_plan(
     reference = build_gpu_catalog(config.sizing.gpus)
     needs = tuple(workload_needs(usages, reference))
     try:
-        catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
-        plan = solve(needs, catalog, options)
+        buying = buyable(
+            build_gpu_catalog(
+                [
+                    *config.sizing.gpus,
+                    *billing_overrides(config.billing, reference),
+                    *fleet_price_overrides(needs),
+                ]
+            ),
+            needs,
+            config.billing,
+            options.candidate_gpu_ids,
+        )
+        plan = plan_with_policy(needs, buying, options)
     except ImportError as exc:  # SolverMissingError: the `plan` extra is not installed
         raise PlanSourceError(str(exc)) from None
     except (ValueError, RuntimeError) as exc:  # a price no GPU can have, HiGHS refusing one
         raise PlanSourceError(f"no plan: {plain_name(str(exc).splitlines()[0], 200)}") from None
-    return PlanReport(plan, needs, options, days, source, generated, end_epoch)
+    return PlanReport(plan, needs, options, days, source, generated, end_epoch, buying)
+
+
+def plan_with_policy(needs: Sequence[WorkloadNeed], buying: Buying, options: PlanOptions) -> Plan:
+    """Solve over the parts `buying` allows, then apply what the solver does not: the
+    minimum saving per move, whole nodes (spare GPUs counted) and the quotas' notes."""
+    plan = solve(needs, buying.catalog, options)
+    spare = whole_nodes(plan, needs, buying)
+    dropped: list[str] = []
+    while spare:  # a part whose spare GPUs eat its saving is not bought: solve without it
+        worse = _unprofitable(plan, needs, spare)
+        if not worse:
+            break
+        dropped.extend(
+            f"{part.gpu_id} not bought: sold by the node ({part.instance_type}, "
+            f"{part.gpus_per_instance} GPUs), its spare GPUs cost more than its moves save"
+            for part in spare
+            if part.gpu_id in worse
+        )
+        buying = dataclasses.replace(
+            buying, catalog=GpuCatalog(gpu for gpu in buying.catalog if gpu.id not in worse)
+        )
+        plan = solve(needs, buying.catalog, options)
+        spare = whole_nodes(plan, needs, buying)
+    if dropped:
+        plan = with_extra_cost(plan, 0.0, dropped)
+    plan = min_saving(plan, needs, options.min_saving_usd_per_month)
+    spare = whole_nodes(plan, needs, buying)
+    if spare:
+        extra = sum(s.usd_per_hour for s in spare)
+        plan = with_extra_cost(plan, extra, [spare_note(s) for s in spare])
+    notes = quota_notes(plan, needs, options.quotas)
+    return with_extra_cost(plan, 0.0, notes) if notes else plan
+
+
+def _unprofitable(plan: Plan, needs: Sequence[WorkloadNeed], spare: list[SpareNodes]) -> set[str]:
+    """Parts whose GPUs in `plan`, spare ones included, cost more than their units do now."""
+    now = {need.key: need.current_usd_per_hour for need in needs}
+    out = set()
+    for part in spare:
+        placed = [p for p in plan.placements if p.gpu_id == part.gpu_id]
+        paid = sum(now.get(key, 0.0) for p in placed for key in dict.fromkeys(p.units))
+        if sum(p.usd_per_hour for p in placed) + part.usd_per_hour > paid:
+            out.add(part.gpu_id)
+    return out

@@ -74,6 +74,12 @@ class PlanOptions:
     share_across_namespaces: bool = False  # never co-locate two teams' work by default
     time_limit_seconds: float = 20.0  # the solver's wall-clock limit over all pools
     relative_gap: float = 1e-4  # the solver stops when within this of its bound
+    # [plan] policy (gpuwatch.config.PlanConfig): namespaces never time-sliced, quotas
+    # as (namespace, resource, limit) with resource nvidia.com/gpu or nvidia.com/mig-<p>,
+    # and the smallest saving a move must bring ($/month; `plan.policy.min_saving`)
+    no_time_slicing_namespaces: frozenset[str] = frozenset()
+    quotas: tuple[tuple[str, str, int], ...] = ()
+    min_saving_usd_per_month: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,19 @@ def _reclaim(need: WorkloadNeed) -> Move:
     return Move("release", (need.label,), action, saved, need.pods)
 
 
-def _placed(placement: Placement, units: Sequence[WorkloadNeed]) -> Move:
+def _placed(placement: Placement, units: Sequence[WorkloadNeed], labels: Mapping[str, str]) -> Move:
+    move = _placed_plain(placement, units)
+    label = labels.get(placement.gpu_id)
+    if label and move.kind != "keep":
+        return Move(move.kind, move.names, f"{move.action} ({label})", *_tail(move))
+    return move
+
+
+def _tail(move: Move) -> tuple[float, tuple[str, ...]]:
+    return move.savings_usd_per_month, move.pods
+
+
+def _placed_plain(placement: Placement, units: Sequence[WorkloadNeed]) -> Move:
     current = sum(unit.current_usd_per_hour for unit in units)
     planned = placement.usd_per_hour
     names = tuple(unit.label for unit in units)
@@ -58,9 +70,13 @@ def _placed(placement: Placement, units: Sequence[WorkloadNeed]) -> Move:
     return Move("move", names, f"-> {with_article(gpu)}", saved, pods)
 
 
-def plan_moves(plan: Plan, needs: Sequence[WorkloadNeed]) -> list[Move]:
+def plan_moves(
+    plan: Plan, needs: Sequence[WorkloadNeed], labels: Mapping[str, str] | None = None
+) -> list[Move]:
     """Every step: reclaimed units first, then planned GPUs by saving (largest first),
-    then units kept because no candidate holds them."""
+    then units kept because no candidate holds them. `labels`: part -> the label its
+    price carries where used ("estimated price"), appended to the move's action."""
+    labels = labels or {}
     by_key: Mapping[str, WorkloadNeed] = {need.key: need for need in needs}
     moves = [_reclaim(by_key[key]) for key in plan.reclaimed if key in by_key]
     groups: dict[int, list[Placement]] = {}
@@ -69,7 +85,9 @@ def plan_moves(plan: Plan, needs: Sequence[WorkloadNeed]) -> list[Move]:
         if placement.group > 0:
             groups.setdefault(placement.group, []).append(placement)
             continue
-        placed.append(_placed(placement, [by_key[k] for k in placement.units if k in by_key]))
+        placed.append(
+            _placed(placement, [by_key[k] for k in placement.units if k in by_key], labels)
+        )
     for group in groups.values():
         unit = by_key.get(group[0].units[0])
         if unit is None:
@@ -80,12 +98,13 @@ def plan_moves(plan: Plan, needs: Sequence[WorkloadNeed]) -> list[Move]:
             usd_per_hour=sum(p.usd_per_hour for p in group),
             units=group[0].units,
         )
-        move = _placed(merged, [unit])
+        move = _placed(merged, [unit], {})
         if move.kind == "move":
+            label = labels.get(merged.gpu_id)
             move = Move(
                 "move",
                 move.names,
-                f"-> {len(group)} x {merged.gpu_id}",
+                f"-> {len(group)} x {merged.gpu_id}" + (f" ({label})" if label else ""),
                 move.savings_usd_per_month,
                 move.pods,
             )

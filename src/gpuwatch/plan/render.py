@@ -30,6 +30,7 @@ from gpuwatch.core.text import (
 from gpuwatch.core.text import plain_name as _name
 from gpuwatch.core.text import usd as _usd
 from gpuwatch.core.units import GIB, HOURS_PER_MONTH
+from gpuwatch.plan.buying import Buying, price_kind
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.moves import Move, plan_moves
 from gpuwatch.slack.mrkdwn import escape, name_text
@@ -46,11 +47,13 @@ class PlanReport:
     source: str  # "local" or the API's URL without credentials
     generated: str  # when the plan was computed (wall clock): "2026-11-28 04:41 UTC"
     end_epoch: float | None = None  # the lookback's end, epoch seconds (None: not known)
+    buying: Buying | None = None  # the parts the plan could buy (None: not said)
 
     @property
     def moves(self) -> list[Move]:
-        """The plan's steps (`plan_moves`)."""
-        return plan_moves(self.plan, self.needs)
+        """The plan's steps (`plan_moves`), a part's price labelled where it needs one."""
+        labels = {} if self.buying is None else self.buying.labels()
+        return plan_moves(self.plan, self.needs, labels)
 
     @property
     def lookback_seconds(self) -> float:
@@ -121,6 +124,26 @@ def assumptions(report: PlanReport) -> list[str]:
         "Not known to the plan: latency targets, peak traffic beyond the lookback, "
         "data-locality and interconnect needs of multi-GPU jobs beyond keeping them together.",
     ]
+    if report.buying is not None:
+        lines.append(report.buying.sentence())
+    policy = report.options
+    if policy.no_time_slicing_namespaces:
+        lines.append(
+            "Never time-sliced ([plan] no_time_slicing_namespaces): "
+            + ", ".join(_name(ns) for ns in sorted(policy.no_time_slicing_namespaces))
+            + "."
+        )
+    if policy.quotas:
+        lines.append(
+            "Quotas ([[plan.quotas]]): "
+            + "; ".join(f"{_name(ns)} {_name(res)} <= {limit}" for ns, res, limit in policy.quotas)
+            + "."
+        )
+    if policy.min_saving_usd_per_month > 0:
+        lines.append(
+            f"Minimum saving per move: {_usd(policy.min_saving_usd_per_month)}/month "
+            "([plan] min_saving_usd_per_month)."
+        )
     lines.extend(report.plan.notes)
     return lines
 
@@ -297,9 +320,19 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "units": list(p.units),
                 "mig_profiles": list(p.mig_profiles),
                 "group": p.group,
+                **_price_json(report, p.gpu_id),
             }
             for p in plan.placements
         ],
+        "buying": None
+        if report.buying is None
+        else {
+            "rule": report.buying.rule,
+            "left_out": [{"gpu": g, "price_kind": k} for g, k in report.buying.left_out],
+            "offers": {
+                g: {"instance_type": t, "gpus": n} for g, (t, n) in report.buying.offers.items()
+            },
+        },
         "reclaimed": list(plan.reclaimed),
         "unplaced": list(plan.unplaced),
         "moves": [
@@ -314,6 +347,18 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
         ],
         "workloads": [_need_json(n) for n in report.needs],
         "assumptions": assumptions(report),
+    }
+
+
+def _price_json(report: PlanReport, gpu_id: str) -> dict[str, Any]:
+    """Where a placement's price comes from: its kind and the catalog's source text."""
+    buying = report.buying
+    if buying is None or gpu_id not in buying.catalog:
+        return {}
+    gpu = buying.catalog.get(gpu_id)
+    return {
+        "price_kind": price_kind(gpu),
+        "price_source": gpu.sources.get("rent_usd_per_hour", ""),
     }
 
 

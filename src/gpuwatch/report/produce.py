@@ -75,6 +75,9 @@ def plan_from_source(request: SourceRequest) -> Any:
     options = PlanOptions(
         headroom_ratio=analysis.headroom_ratio,
         candidate_gpu_ids=None if candidates is None else tuple(candidates),
+        no_time_slicing_namespaces=frozenset(request.config.plan.no_time_slicing_namespaces),
+        quotas=tuple((q.namespace, q.resource, q.limit) for q in request.config.plan.quotas),
+        min_saving_usd_per_month=request.config.plan.min_saving_usd_per_month,
     )
     days = (request.period.end_epoch - request.period.start_epoch) / 86400.0
     return make_plan(

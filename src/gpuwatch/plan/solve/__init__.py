@@ -23,6 +23,9 @@ Rules (docs/plan.md says them to users):
   at its current price (`Plan.unplaced`).
 - Pools: units of different namespaces never share a GPU unless
   `share_across_namespaces`; units without a namespace form one pool of their own.
+- Policy (`[plan]`): a namespace of `no_time_slicing_namespaces` is never time-sliced
+  (a pool of its own even across namespaces); `quotas` are rows of each pool's MILP
+  (`milp._quota_rows`; an nvidia.com/gpu limit less the namespace's multi-GPU units).
 
 Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
 keeps `time_limit_seconds` (`clock.Clock`): pools share what is left in proportion to their
@@ -50,6 +53,7 @@ the lower bounds, `clock.py` the time limit. Nothing here reads Prometheus or re
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -125,29 +129,31 @@ def solve(
         one = Placement(gpu.id, "whole", gpu.rent_usd_per_hour, (unit.need.key,), group=group)
         placements.extend((unit.order, one) for _ in range(unit.need.gpu_count))
 
-    pools = _pools(single, options.share_across_namespaces)
+    pools = _pools(single, options.share_across_namespaces, options.no_time_slicing_namespaces)
+    quotas = _pool_quotas(multi, options.quotas)
     clock = Clock(started, options.time_limit_seconds, len(single))
     cost = bound = fixed
     timed_out = chunked = 0
     for pool in pools:
+        pool_options = _pool_options(pool, options, quotas)
         pieces, pool_bound = [pool], 0.0  # past the time limit: no bound but 0
         try:
-            pieces = _chunks(pool, fit, options)
-            pool_bound = fractional_bound(pool, fit, options, clock)
+            pieces = _chunks(pool, fit, pool_options)
+            pool_bound = fractional_bound(pool, fit, pool_options, clock)
         except OutOfTimeError:
             pass
         relaxed: Result | None = None
         if len(pieces) > 1:  # the whole pool relaxed first, with a third of its time
             chunked += 1
             try:
-                relaxed_bound, relaxed = relaxation(pool, fit, options, clock, highspy)
+                relaxed_bound, relaxed = relaxation(pool, fit, pool_options, clock, highspy)
                 pool_bound = max(pool_bound, relaxed_bound)
             except OutOfTimeError:
                 pass
         results = []
         for piece in pieces:
             try:
-                results.append(solve_pool(piece, fit, options, clock, highspy))
+                results.append(solve_pool(piece, fit, pool_options, clock, highspy))
             except OutOfTimeError:  # each unit alone on its cheapest GPU
                 results.append(alone_result(piece, fit))
             clock.remaining -= len(piece)
@@ -201,14 +207,48 @@ def _check(needs: Sequence[WorkloadNeed], options: PlanOptions) -> None:
         raise ValueError(f"relative_gap must be >= 0, not {options.relative_gap}")
 
 
-def _pools(units: list[Unit], across: bool) -> list[list[Unit]]:
-    """Units that may share GPUs, by namespace (None is a pool of its own), in order."""
-    if across:
-        return [units] if units else []
+def _pools(units: list[Unit], across: bool, solo: frozenset[str]) -> list[list[Unit]]:
+    """Units that may share GPUs, by namespace (None is a pool of its own), in order;
+    with `across`, one pool but for the namespaces never time-sliced (`solo`)."""
     by_namespace: dict[str | None, list[Unit]] = {}
     for unit in units:
-        by_namespace.setdefault(unit.need.namespace, []).append(unit)
+        namespace = unit.need.namespace
+        by_namespace.setdefault(namespace if not across or namespace in solo else "", []).append(
+            unit
+        )
+    if across:
+        shared = by_namespace.pop("", [])
+        rest = [by_namespace[ns] for ns in sorted(by_namespace, key=lambda ns: ns or "")]
+        return [shared, *rest] if shared else rest
     return [by_namespace[ns] for ns in sorted(by_namespace, key=lambda ns: (ns is None, ns or ""))]
+
+
+def _pool_quotas(
+    multi: list[Unit], quotas: tuple[tuple[str, str, int], ...]
+) -> tuple[tuple[str, str, int], ...]:
+    """The quotas left to a namespace's single-GPU units: nvidia.com/gpu less what its
+    multi-GPU units request (whole GPUs, outside the pools)."""
+    held: dict[str | None, int] = {}
+    for unit in multi:
+        held[unit.need.namespace] = held.get(unit.need.namespace, 0) + unit.need.gpu_count
+    return tuple(
+        (ns, resource, max(0, limit - held.get(ns, 0)) if resource == "nvidia.com/gpu" else limit)
+        for ns, resource, limit in quotas
+    )
+
+
+def _pool_options(
+    pool: list[Unit], options: PlanOptions, quotas: tuple[tuple[str, str, int], ...]
+) -> PlanOptions:
+    """`options` for one pool: no time-slicing where a namespace forbids it, its quotas."""
+    namespaces = {unit.need.namespace for unit in pool}
+    forbidden = any(ns in options.no_time_slicing_namespaces for ns in namespaces)
+    mine = tuple(quota for quota in quotas if quota[0] in namespaces)
+    if not forbidden and not mine and not options.quotas:
+        return options
+    return dataclasses.replace(
+        options, time_slicing=options.time_slicing and not forbidden, quotas=mine
+    )
 
 
 def _chunks(pool: list[Unit], fit: Fit, options: PlanOptions) -> list[list[Unit]]:

@@ -126,10 +126,11 @@ class Result:
 class Collector:
     """Turns a pool's solution into placements (`result`), GPU by GPU."""
 
-    def __init__(self, units: list[Unit], fit: Fit, result: Result) -> None:
+    def __init__(self, units: list[Unit], fit: Fit, result: Result, shrink: bool = True) -> None:
         self.units = units
         self.fit = fit
         self.result = result
+        self.shrink = shrink  # off under a MIG quota: the solver's profiles stand
 
     def add(self, gpu: GpuSpec, members: list[int], profiles: list[int] | None) -> None:
         """One GPU: `profiles` (indices) per member on MIG, None time-sliced or whole."""
@@ -140,7 +141,7 @@ class Collector:
         if len(members) == 1:
             profiles = None
         gpu, table = prefer_current(gpu, hosted, profiles, self.fit)
-        if profiles is not None and table is not None:
+        if profiles is not None and table is not None and self.shrink:
             profiles = smallest_profiles(table, gpu, hosted, profiles, self.fit)
         if profiles is None or table is None:
             mode: PlacementMode = "whole" if len(members) == 1 else "shared"
@@ -176,6 +177,27 @@ def alone_result(units: list[Unit], fit: Fit) -> Result:
     for i, unit in enumerate(units):
         plan.add(cheapest_alone(unit, fit), [i], None)
     return plan.result
+
+
+def _quota_rows(model: Model, units: list[Unit], mig: list[MigBlock], options: PlanOptions) -> None:
+    """`[plan]` quotas as rows: at most `limit` units of the namespace on a MIG profile's
+    instances, or at most `limit` of them not on MIG (each requests one nvidia.com/gpu)."""
+    for namespace, resource, limit in options.quotas:
+        members = {i for i, unit in enumerate(units) if unit.need.namespace == namespace}
+        if not members:
+            continue
+        profile = resource.removeprefix("nvidia.com/mig-")
+        columns = [
+            column
+            for block in mig
+            for (i, k), column in block.assigned.items()
+            if i in members and (profile == resource or block.table.profiles[k].name == profile)
+        ]
+        if profile == resource:  # nvidia.com/gpu: enough units on MIG
+            if len(members) > limit:
+                model.row(columns, [1.0] * len(columns), float(len(members) - limit), math.inf)
+        elif len(columns) > limit:
+            model.row(columns, [1.0] * len(columns), -math.inf, float(limit))
 
 
 def solve_pool(
@@ -232,6 +254,7 @@ def solve_pool(
                 shared.append(block)
 
     mig = add_mig(model, units, fit, choices, clock) if options.mig else []
+    _quota_rows(model, units, mig, options)
 
     for row in choices:
         model.row(row, [1.0] * len(row), 1.0, 1.0)
@@ -246,7 +269,12 @@ def solve_pool(
     def on(column: int) -> bool:
         return values[column] > 0.5
 
-    plan = Collector(units, fit, Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out))
+    plan = Collector(
+        units,
+        fit,
+        Result(placements=[], cost=0.0, bound=bound, timed_out=timed_out),
+        shrink=not any(resource != "nvidia.com/gpu" for _, resource, _ in options.quotas),
+    )
     for i, column in enumerate(alone_column):
         if on(column):
             plan.add(alone[i], [i], None)
