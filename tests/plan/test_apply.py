@@ -18,7 +18,7 @@ from gpuwatch.plan.apply.evidence import evidence_document
 from gpuwatch.plan.apply.files import apply_files, write_apply
 from gpuwatch.plan.apply.layout import LABEL_VALUE_MAX_CHARS, label_value, plan_layout
 from gpuwatch.plan.apply.workloads import workloads_document
-from gpuwatch.plan.apply.yaml_text import dump, quote
+from gpuwatch.plan.apply.yaml_text import Block, dump, quote
 from gpuwatch.plan.mig import MIG_TABLES
 from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import PlanReport
@@ -343,6 +343,10 @@ def test_the_emitter_quotes_what_yaml_would_read_as_another_type() -> None:
     ]:
         assert yaml.safe_load(dump({text: text})) == {text: text}
     assert quote("\U0001f600\u2028") == '"\\U0001F600\\u2028"'
+    for text in ["a: 1\nb: [2]\n", "x\n\n", " lead\n", "tab\there\n", "no newline", "é\n"]:
+        assert yaml.safe_load(dump({"k": Block(text)})) == {"k": text}
+    assert "|" in dump({"k": Block("a: 1\n")})
+    assert "|" not in dump({"k": Block("a\x85b\n")})
     with pytest.raises(ValueError, match="one printable line"):
         dump({}, ["two\nlines"])
 
@@ -377,3 +381,11 @@ def test_a_solved_plan_writes_valid_files(tmp_path: Path) -> None:
     assert migration.check_order(docs["migration.yaml"]["steps"], placed, []) is None
     moved = {w["workload"] for w in docs["workloads.yaml"]["workloads"]}
     assert moved == {n.label for n in needs}
+
+
+def test_the_mps_config_validates_and_a_single_replica_is_refused() -> None:
+    """MPS (per-client memory limits) is written like time-slicing under sharing.mps."""
+    config = device_plugin.device_plugin_config("none", "mps", 3)
+    assert validate_device_plugin(yaml.safe_load(dump(config))) == []
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        device_plugin.device_plugin_config("none", "timeSlicing", 1)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpuwatch.alerts import AlertsConfig, SlackConfig
 from gpuwatch.cli import _parser, main
@@ -35,6 +36,7 @@ from gpuwatch.plan.render import PlanReport
 from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.sizing import build_gpu_catalog
 from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
+from tests.plan.apply_validate import validate_device_plugin, validate_mig_parted
 from tests.report_agreement.conftest import DAYS, Run
 
 pytest.importorskip("highspy", reason="the plan extra (highspy) is in the test extra")
@@ -135,6 +137,21 @@ def test_the_cli_writes_every_format(demo_run: Run, tmp_path: Path) -> None:
     assert "<code>team-a/notebook-alice</code>" in (out / "gpuwatch-plan.html").read_text(
         encoding="utf-8"
     )
+    apply = {
+        p.name: yaml.safe_load(p.read_text(encoding="ascii")) for p in (out / "apply").iterdir()
+    }
+    assert validate_mig_parted(apply["mig-configs.yaml"]) == []
+    for config in apply["device-plugin-configs.yaml"]["data"].values():
+        assert validate_device_plugin(yaml.safe_load(config)) == []
+    work = {w["workload"]: w for w in apply["workloads.yaml"]["workloads"]}
+    assert work["team-a/llama3-sft-0"]["change"] == "keep"
+    assert work["team-b/batch-eval-7f9c"]["change"] == "release"
+    assert work["team-a/notebook-alice"]["change"] == "release"
+    vllm = next(w for label, w in work.items() if "team-b/vllm-llama-8b-0" in label)
+    assert vllm["change"] == "move"
+    assert apply["nodes.yaml"]["remove"] == []  # the trainer stays on test-host's H100s
+    steps = apply["migration.yaml"]["steps"]
+    assert steps[0]["action"] == "add-node"
 
 
 def test_the_report_has_the_same_plan(

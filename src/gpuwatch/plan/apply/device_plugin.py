@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Literal
 
 from gpuwatch.plan.apply.layout import Layout, Node
-from gpuwatch.plan.apply.yaml_text import YamlValue, dump
+from gpuwatch.plan.apply.yaml_text import Block, YamlValue, dump
 
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 CONFIG_MAP_NAME = "gpuwatch-device-plugin-configs"
@@ -74,7 +74,9 @@ def node_labels(node: Node) -> dict[str, str]:
 
 def render(layout: Layout, namespace: str = "gpu-operator") -> str:
     """`device-plugin-configs.yaml`: a ConfigMap, one key per config (each a YAML file)."""
-    data: dict[str, YamlValue] = {name: dump(config) for name, config in configs(layout).items()}
+    data: dict[str, YamlValue] = {
+        name: Block(dump(config)) for name, config in configs(layout).items()
+    }
     config_map: dict[str, YamlValue] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

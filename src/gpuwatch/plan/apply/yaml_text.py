@@ -16,6 +16,27 @@ from collections.abc import Mapping, Sequence
 
 YamlValue = str | int | float | bool | None | Mapping[str, "YamlValue"] | Sequence["YamlValue"]
 
+
+class Block(str):
+    """A multi-line text of ours (a nested YAML file) written as a literal block (`|`)
+    when it can be: printable ASCII lines ending in a newline, the first not indented;
+    else quoted like any string."""
+
+    __slots__ = ()
+
+    @property
+    def as_literal(self) -> bool:
+        """Whether a literal block keeps the text exactly."""
+        lines = self.split("\n")
+        return (
+            self.endswith("\n")
+            and not self.endswith("\n\n")
+            and not self.startswith((" ", "\n"))
+            and all(line.isascii() and line.isprintable() for line in lines)
+            and all(line == line.rstrip() and line for line in lines[:-1])
+        )
+
+
 _SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\", "\0": "\\0"}
 _INDENT = "  "
 
@@ -74,13 +95,20 @@ def _lines(value: YamlValue, depth: int) -> list[str]:
 
 
 def _entry(head: str, item: YamlValue, depth: int) -> list[str]:
-    """`head` (a key and ":", or "-") followed by `item`: inline when scalar or empty."""
+    """`head` (a key and ":", or "-") followed by `item`: inline when scalar or empty; a
+    mapping in a sequence starts on the dash's line."""
+    if isinstance(item, Block) and item.as_literal:
+        pad = _INDENT * (depth + 1)
+        return [head + " |", *(pad + line for line in item.split("\n")[:-1])]
     is_collection = isinstance(item, Mapping) or (
         isinstance(item, Sequence) and not isinstance(item, str)
     )
     if not is_collection or not item:
         return [head + " " + _lines(item, 0)[0]]
-    return [head, *_lines(item, depth + 1)]
+    lines = _lines(item, depth + 1)
+    if head.endswith("-") and isinstance(item, Mapping):
+        return [head + " " + lines[0].lstrip(" "), *lines[1:]]
+    return [head, *lines]
 
 
 def dump(value: Mapping[str, YamlValue], header: Sequence[str] = ()) -> str:
