@@ -44,7 +44,7 @@ def unit(
     gpu: str = H100,
     gpus: int = 1,
     activity: str = "busy",
-    peak_gb: float | None = None,
+    p95_gb: float | None = None,
     server: str | None = None,
     label: str | None = None,
     namespace: str = "team-a",
@@ -64,7 +64,8 @@ def unit(
         bandwidth_bytes_per_second=2e11,
         namespace=namespace,
         pods=(f"{namespace}/{key if label is None else label}",),
-        memory_peak_bytes=None if peak_gb is None else peak_gb * GB,
+        memory_peak_bytes=72 * GB if server == "vllm" else None,  # NVML: vLLM preallocates
+        memory_p95_bytes=None if p95_gb is None else p95_gb * GB,
         observed_seconds=86400.0,
         server=server,
     )
@@ -90,7 +91,7 @@ def hand_plan(needs: list[WorkloadNeed]) -> Plan:
 
 def fleet() -> list[WorkloadNeed]:
     return [
-        unit("a", "node-1", 30, peak_gb=38, server="vllm"),
+        unit("a", "node-1", 34, p95_gb=30, server="vllm"),
         unit("b", "node-1", 20, server="vllm"),
         unit("c", "node-2", 6, gpu=L4, server="vllm"),
         unit("d", "node-2", 8, gpu=L4, server="vllm"),
@@ -260,8 +261,9 @@ def test_vllm_memory_fraction_fits_its_share() -> None:
     """Two vLLM servers time-sliced on one L4 (24 GB): 6 and 8 GB need, x 1.1 = 6.6 and
     8.8 GB = 0.275 and 0.367 of it; the 0.308 left below 0.95 is split evenly: 0.429 and
     0.521, rounded down to 0.42 and 0.52, each above its need (where two servers at
-    vLLM's default 0.9 would ask for 1.8 GPUs). A MIG 3g.40gb unit of 30
-    GB keeps the default 0.9 (33 GB <= 36 GB)."""
+    vLLM's default 0.9 would ask for 1.8 GPUs). On MIG 3g.40gb instances (40 GB), unit b
+    (20 GB, 22 with headroom) keeps the default 0.9; unit a (34 GB, 37.4 with headroom =
+    0.935 of it) gets 0.94."""
     needs = fleet()
     layout = plan_layout(hand_plan(needs), needs)
     document: Any = workloads_document(layout, CATALOG, HEADROOM)
@@ -273,13 +275,16 @@ def test_vllm_memory_fraction_fits_its_share() -> None:
     memory = CATALOG.get(L4).memory_bytes
     assert c * memory >= 6 * GB * 1.1
     assert d * memory >= 8 * GB * 1.1
-    assert work["a"]["vllm_args"]["--gpu-memory-utilization"] == 0.9
+    assert work["a"]["vllm_args"]["--gpu-memory-utilization"] == 0.94
+    assert work["b"]["vllm_args"]["--gpu-memory-utilization"] == 0.9
     assert "vllm_args" not in work["e"]  # not a vLLM server
 
 
 def test_evidence_and_the_20_percent_stress() -> None:
-    """Unit a peaked at 38 GB on a 3g.40gb (40e9 bytes): x 1.2 = 45.6 GB overflows by 5.6 GB.
-    The time-sliced L4 holds (6 + 8) x 1.2 = 16.8 GB <= 24 / 1.1: fits with headroom."""
+    """Unit a's need peaked at 34 GB (p95 30 GB) on a 3g.40gb (40e9 bytes): 37.4 GB with
+    headroom fits, x 1.2 = 40.8 GB overflows by 0.8 GB. NVML's 72 GB (vLLM preallocates)
+    is shown, never used. The time-sliced L4 holds (6 + 8) x 1.2 = 16.8 GB <= 24 / 1.1:
+    fits with headroom."""
     needs = fleet()
     doc: Any = evidence_document(plan_layout(hand_plan(needs), needs), CATALOG, HEADROOM)
     by_units = {tuple(u["workload"] for u in gpu["units"]): gpu for gpu in doc["moves"]}
@@ -287,9 +292,11 @@ def test_evidence_and_the_20_percent_stress() -> None:
     assert mig["isolation"] == "MIG"
     stress = mig["if_peak_20_percent_higher"]
     assert (stress["workload"], stress["verdict"]) == ("a", "overflows")
-    assert stress["missing_bytes"] == pytest.approx(5.6 * GB)
-    assert mig["units"][0]["need_basis"] == "measured"
-    assert mig["units"][0]["memory_peak_bytes"] == 38 * GB
+    assert stress["missing_bytes"] == pytest.approx(0.8 * GB)
+    a = mig["units"][0]
+    assert a["need_basis"] == "measured"
+    assert (a["memory_need_peak_bytes"], a["memory_need_p95_bytes"]) == (34 * GB, 30 * GB)
+    assert a["nvml_memory_used_peak_bytes"] == 72 * GB
     shared = by_units[("c", "d")]
     assert shared["isolation"] == "time-sliced"
     assert shared["if_peak_20_percent_higher"]["verdict"] == "fits with headroom"

@@ -52,6 +52,7 @@ class WorkloadNeed:
     held_memory_bytes: float | None = None  # memory held while doing nothing (held units)
     observed_seconds: float = 0.0  # how long the lookback saw it
     server: str | None = None  # the inference server that runs it ("vllm", ...), if known
+    memory_p95_bytes: float | None = None  # the 95th percentile of the need on its basis
 
     @property
     def gpu_count(self) -> int:

@@ -1,13 +1,14 @@
 """Why each planned GPU holds what it holds (`evidence.yaml`): per unit, the basis of its
-memory need, the need the plan sized on and the peak seen, its p95 SM activity and DRAM
-bandwidth; per GPU, the isolation (whole, MIG, time-sliced) and what happens if each
-unit's peak is `STRESS_RATIO` higher.
+memory need, the need the plan sized on (the largest seen on that basis: the need's
+peak), the need's 95th percentile, NVML's peak memory used (an upper bound: servers
+preallocate), its p95 SM activity and DRAM bandwidth; per GPU, the isolation (whole, MIG,
+time-sliced) and what happens if each unit's peak need is `STRESS_RATIO` higher.
 
-The stress test: on a MIG instance or a GPU alone, the unit's peak x 1.2 against the
-device's memory; on a time-sliced GPU, the sum over its units of (peak x 1.2) against the
-GPU's memory (time-slicing isolates no memory: all may peak together). The verdict is
-"fits with headroom" (within memory / (1 + headroom)), "fits without headroom" or
-"overflows" with the bytes missing. A unit with no peak recorded uses its need.
+The stress test: on a MIG instance or a GPU alone, the unit's peak need x 1.2 against the
+device's memory; on a time-sliced GPU, the sum over its units of (peak need x 1.2)
+against the GPU's memory (time-slicing isolates no memory: all may peak together). The
+verdict is "fits with headroom" (within memory / (1 + headroom)), "fits without headroom"
+or "overflows" with the bytes missing.
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ ISOLATION = {"whole": "whole", "mig": "MIG", "shared": "time-sliced"}
 
 
 def _peak(unit: WorkloadNeed) -> float:
-    return unit.memory_peak_bytes or unit.memory_bytes or 0.0
+    """The unit's peak need (bytes): what the plan sized it on."""
+    return unit.memory_bytes or 0.0
 
 
 def _unit(unit: WorkloadNeed) -> dict[str, YamlValue]:
     return {
         "workload": unit.label,
         "need_basis": unit.memory_basis,
-        "memory_need_bytes": unit.memory_bytes,
-        "memory_peak_bytes": unit.memory_peak_bytes,
+        "memory_need_peak_bytes": unit.memory_bytes,
+        "memory_need_p95_bytes": unit.memory_p95_bytes,
+        "nvml_memory_used_peak_bytes": unit.memory_peak_bytes,
         "activity_p95_ratio": unit.activity_ratio,
         "bandwidth_p95_bytes_per_second": unit.bandwidth_bytes_per_second,
     }
