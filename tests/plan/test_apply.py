@@ -22,9 +22,12 @@ from gpuwatch.plan.apply.yaml_text import Block, dump, quote
 from gpuwatch.plan.mig import MIG_TABLES
 from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import PlanReport
+from gpuwatch.plan.servers import with_servers
 from gpuwatch.plan.solve import solve
+from gpuwatch.plan.usage import GpuUsage
 from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.sizing.units import GB
+from gpuwatch.tokens.config import TokenSourceConfig
 from tests.alerts.test_hostile_names import HOSTILE
 from tests.plan.apply_validate import validate_device_plugin, validate_mig_parted
 
@@ -396,3 +399,21 @@ def test_the_mps_config_validates_and_a_single_replica_is_refused() -> None:
     assert validate_device_plugin(yaml.safe_load(dump(config))) == []
     with pytest.raises(ValueError, match="at least 2 replicas"):
         device_plugin.device_plugin_config("none", "timeSlicing", 1)
+
+
+def test_token_sources_name_the_units_server() -> None:
+    """A [[token_sources]] entry's GPUs (an index of this host, or a UUID) name its kind
+    on the unit holding them; other units keep None."""
+    blank = (None,) * 6
+    usages = [
+        GpuUsage("h", f"GPU-{k}-0", "NVIDIA H100 80GB HBM3", i, 60.0, {}, *blank)
+        for i, k in enumerate(("a", "b", "e"))
+    ]
+    needs = [unit(k, "h") for k in ("a", "b", "e")]
+    url = "http://127.0.0.1:9/metrics"
+    sources = [
+        TokenSourceConfig(name="v", url=url, gpus=[0]),
+        TokenSourceConfig(name="s", url=url, kind="sglang", gpus=["GPU-b-0"]),
+    ]
+    named = with_servers(needs, usages, sources)
+    assert [n.server for n in named] == ["vllm", "sglang", None]

@@ -18,6 +18,7 @@ from gpuwatch.plan import local
 from gpuwatch.plan import prometheus as prom
 from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.render import PlanReport
+from gpuwatch.plan.servers import with_servers
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import workload_needs
 from gpuwatch.promapi.client import PrometheusError, PrometheusOptions
@@ -94,6 +95,8 @@ def make_plan(
         )
     reference = build_gpu_catalog(config.sizing.gpus)
     needs = tuple(workload_needs(usages, reference))
+    if prometheus is None:  # the config's token sources describe this host only
+        needs = with_servers(needs, usages, config.token_sources)
     try:
         catalog = build_gpu_catalog([*config.sizing.gpus, *fleet_price_overrides(needs)])
         plan = solve(needs, catalog, options)
