@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -36,6 +37,7 @@ CATALOG = build_gpu_catalog()
 H100 = "H100-SXM-80GB"
 L4 = "L4-24GB"
 HEADROOM = 0.1
+KUBERNETES_VERSION = "1.37.0"  # the newest tests/helm validates against
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
 
 
@@ -209,6 +211,7 @@ def test_every_emitted_file_parses_and_the_nvidia_ones_validate() -> None:
     ]
     config_map = docs["device-plugin-configs.yaml"]
     assert (config_map["apiVersion"], config_map["kind"]) == ("v1", "ConfigMap")
+    kubernetes_validate.validate(config_map, KUBERNETES_VERSION, strict=True)
     plugin = {name: yaml.safe_load(text) for name, text in config_map["data"].items()}
     for config in plugin.values():
         assert validate_device_plugin(config) == []
