@@ -89,6 +89,7 @@ class Layout:
     removed_hosts: tuple[tuple[str, str | None, int], ...]  # (host, GPU model, GPUs seen)
     target: Mapping[str, str]  # unit key -> node name
     released: tuple[WorkloadNeed, ...]  # idle and held units (no GPU in the plan)
+    unplaced: tuple[WorkloadNeed, ...] = ()  # units that keep their GPU (no candidate holds them)
 
 
 def _host_inventory(needs: Sequence[WorkloadNeed]) -> dict[str, tuple[str | None, set[str]]]:
@@ -164,7 +165,8 @@ def plan_layout(plan: Plan, needs: Sequence[WorkloadNeed]) -> Layout:
         if host not in kept
     )
     released = tuple(by_key[k] for k in plan.reclaimed if k in by_key)
-    return Layout(tuple(nodes), removed, target, released)
+    unplaced = tuple(by_key[k] for k in plan.unplaced if k in by_key)
+    return Layout(tuple(nodes), removed, target, released, unplaced)
 
 
 def _pack(

@@ -86,6 +86,17 @@ def workloads_document(
                     continue  # a multi-GPU job: one entry
                 seen.add(unit.key)
                 entries.append(_entry(unit, gpu, nodes[layout.target[unit.key]], catalog, headroom))
+    for unit in layout.unplaced:
+        entries.append(
+            {
+                **_who(unit),
+                "change": "keep",
+                "from": {"nvidia.com/gpu": unit.gpu_count},
+                "to": {"nvidia.com/gpu": unit.gpu_count},
+                "node": unit.host,
+                "reason": "unplaced: need unknown or no candidate holds it",
+            }
+        )
     for unit in layout.released:
         entries.append(
             {
