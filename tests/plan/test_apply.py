@@ -423,3 +423,23 @@ def test_token_sources_name_the_units_server() -> None:
     ]
     named = with_servers(needs, usages, sources)
     assert [n.server for n in named] == ["vllm", "sglang", None]
+
+
+def test_a_time_sliced_node_is_checked_for_whichever_units_land_together() -> None:
+    """Two L4s time-sliced as (13 + 1 GB) and (13 + 1 GB): each GPU holds its pair (15.4 GB
+    with headroom), but the scheduler may put both 13 GB units on one 24 GB L4: 26 GB,
+    2 GB over. The evidence says so."""
+    needs = [unit(k, "n", gb, gpu=L4) for k, gb in (("p", 13), ("q", 1), ("r", 13), ("s", 1))]
+    k = [n.key for n in needs]
+    plan = Plan(
+        (Placement(L4, "shared", 0.8, (k[0], k[1])), Placement(L4, "shared", 0.8, (k[2], k[3]))),
+        3.2, 1.6, 1.6, 0.0, (),
+    )  # fmt: skip
+    doc: Any = evidence_document(plan_layout(plan, needs), CATALOG, HEADROOM)
+    (landing,) = doc["time_sliced_worst_landing"]
+    assert landing["replicas_per_gpu"] == 2
+    assert (landing["memory_bytes"], landing["verdict"]) == (26 * GB, "overflows")
+    assert landing["missing_bytes"] == pytest.approx(2 * GB)
+    assert {g["if_peak_20_percent_higher"]["verdict"] for g in doc["moves"]} == {
+        "fits with headroom"
+    }

@@ -9,6 +9,10 @@ device's memory; on a time-sliced GPU, the sum over its units of (peak need x 1.
 against the GPU's memory (time-slicing isolates no memory: all may peak together). The
 verdict is "fits with headroom" (within memory / (1 + headroom)), "fits without headroom"
 or "overflows" with the bytes missing.
+
+Time-slicing lets the scheduler put any `replicas` of a node's shared units on one GPU,
+not only the ones the plan grouped: `worst_landing` checks, per time-sliced node, the
+`replicas` largest needs of all its units together against one GPU's memory.
 """
 
 from __future__ import annotations
@@ -93,6 +97,18 @@ def _gpu(node: Node, gpu: PlannedGpu, catalog: GpuCatalog, headroom: float) -> d
     return entry
 
 
+def worst_landing(node: Node, catalog: GpuCatalog, headroom: float) -> dict[str, YamlValue]:
+    """The largest `replicas` needs of a time-sliced node's units on one GPU (bytes)."""
+    replicas = int(node.kind[1])
+    needs = sorted((_peak(u) for gpu in node.gpus for u in gpu.units), reverse=True)
+    memory = float(catalog.get(node.gpu_id).memory_bytes)
+    return {
+        "node": node.name,
+        "replicas_per_gpu": replicas,
+        **_verdict(sum(needs[:replicas]), memory, headroom),
+    }
+
+
 def evidence_document(layout: Layout, catalog: GpuCatalog, headroom: float) -> dict[str, YamlValue]:
     """One entry per planned GPU on a node to add (the moves), kept GPUs after."""
     moved = [
@@ -104,7 +120,15 @@ def evidence_document(layout: Layout, catalog: GpuCatalog, headroom: float) -> d
         if not node.new
         for gpu in node.gpus
     ]
-    return {"headroom_ratio": headroom, "moves": moved, "kept": kept}
+    landings = [
+        worst_landing(node, catalog, headroom) for node in layout.nodes if node.kind[0] == "shared"
+    ]
+    return {
+        "headroom_ratio": headroom,
+        "moves": moved,
+        "kept": kept,
+        "time_sliced_worst_landing": landings,
+    }
 
 
 def render(layout: Layout, catalog: GpuCatalog, headroom: float) -> str:
