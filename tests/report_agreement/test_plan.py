@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpuwatch.alerts import AlertsConfig, SlackConfig
 from gpuwatch.cli import _parser, main
@@ -29,12 +30,15 @@ from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.install import installed_from
 from gpuwatch.core.units import HOURS_PER_MONTH
 from gpuwatch.history.store import HISTORY_FILE
+from gpuwatch.plan.apply.files import apply_files
 from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.sizing import build_gpu_catalog
+from gpuwatch.tokens.config import TokenSourceConfig
 from tests.alerts.conftest import SECRET_TOKEN, FakeSlack
+from tests.plan.apply_validate import validate_device_plugin, validate_mig_parted
 from tests.report_agreement.conftest import DAYS, Run
 
 pytest.importorskip("highspy", reason="the plan extra (highspy) is in the test extra")
@@ -75,6 +79,36 @@ def test_the_demo_plan_reclaims_keeps_and_moves(plans: tuple[PlanReport, PlanRep
     unit = next(n for n in here.needs if "team-b/vllm-llama-8b-0" in n.pods)
     assert unit.memory_basis == "measured"  # no declaration: the server's KV-cache use
     assert unit.activity in {"busy", "underutilized"}
+
+
+def test_the_demo_vllm_server_gets_a_memory_fraction(demo_run: Run) -> None:
+    """With a [[token_sources]] entry saying GPU 3 runs vLLM (as the demo's simulated
+    server does), the local plan knows the unit's server and writes the
+    --gpu-memory-utilization that holds its need with headroom on its planned device; the
+    Prometheus plan (the fleet, not this host) does not guess."""
+    vllm = TokenSourceConfig(name="vllm", url="http://127.0.0.1:9/metrics", gpus=[3])
+    config = demo_run.config.model_copy(update={"token_sources": [vllm]})
+    options = PlanOptions(headroom_ratio=config.analysis.headroom_ratio)
+    end = demo_run.period.end_epoch
+    here = make_plan(config, options, days=DAYS, end_epoch=end)
+    fleet = make_plan(
+        config,
+        options,
+        days=DAYS,
+        end_epoch=end,
+        prometheus=PrometheusOptions(demo_run.prometheus_url),
+    )
+    unit = next(n for n in here.needs if "team-b/vllm-llama-8b-0" in n.pods)
+    assert unit.server == "vllm"
+    assert all(n.server is None for n in fleet.needs)
+    docs = {k: yaml.safe_load(v) for k, v in apply_files(here, build_gpu_catalog()).items()}
+    (work,) = [w for w in docs["workloads.yaml"]["workloads"] if w["workload"] == unit.label]
+    ratio = work["vllm_args"]["--gpu-memory-utilization"]
+    (gpu,) = [g for g in docs["evidence.yaml"]["moves"] if g["units"][0]["workload"] == unit.label]
+    device = gpu["if_peak_20_percent_higher"]["device_memory_bytes"]
+    assert unit.memory_bytes is not None
+    assert ratio * device >= unit.memory_bytes * (1 + here.options.headroom_ratio)
+    assert ratio <= 1
 
 
 def test_the_dollars_re_derive_from_the_catalog(plans: tuple[PlanReport, PlanReport]) -> None:
@@ -135,6 +169,22 @@ def test_the_cli_writes_every_format(demo_run: Run, tmp_path: Path) -> None:
     assert "<code>team-a/notebook-alice</code>" in (out / "gpuwatch-plan.html").read_text(
         encoding="utf-8"
     )
+    apply = {
+        p.name: yaml.safe_load(p.read_text(encoding="ascii")) for p in (out / "apply").iterdir()
+    }
+    assert validate_mig_parted(apply["mig-configs.yaml"]) == []
+    for config in apply["device-plugin-configs.yaml"]["data"].values():
+        assert validate_device_plugin(yaml.safe_load(config)) == []
+    work = {w["workload"]: w for w in apply["workloads.yaml"]["workloads"]}
+    assert work["team-a/llama3-sft-0"]["change"] == "keep"
+    assert work["team-b/batch-eval-7f9c"]["change"] == "release"
+    assert work["team-a/notebook-alice"]["change"] == "release"
+    vllm = next(w for label, w in work.items() if "team-b/vllm-llama-8b-0" in label)
+    assert vllm["change"] == "move"
+    assert "vllm_args" not in vllm  # this config has no [[token_sources]]
+    assert apply["nodes.yaml"]["remove"] == []  # the trainer stays on test-host's H100s
+    steps = apply["migration.yaml"]["steps"]
+    assert steps[0]["action"] == "add-node"
 
 
 def test_the_report_has_the_same_plan(

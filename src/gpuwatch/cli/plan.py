@@ -9,7 +9,8 @@ Reads each GPU's use over the last `--days` (default 30) from this host's histor
 Prometheus-compatible API (the report's `--prometheus*` flags), turns it into units
 (`plan/usage.py`), solves for the cheapest set of GPUs that holds them (`plan/solve/`,
 HiGHS: the `plan` extra) and writes the plan: text on stdout without `--out`, else the
-formats asked for (`gpuwatch-plan.<fmt>`). Exit codes: 0 written, 1 the source, the
+formats asked for (`gpuwatch-plan.<fmt>`) and the files that apply it (`apply/`:
+`gpuwatch.plan.apply`). Exit codes: 0 written, 1 the source, the
 solver or Slack failed, or the lookback holds no GPU data (one line, no plan), 2 bad
 usage or config (every number flag finite and in range: `gpuwatch.core.flag_types`).
 """
@@ -30,6 +31,7 @@ from gpuwatch.config import Config, load_config
 from gpuwatch.core.flag_types import POSITIVE, number
 from gpuwatch.core.paths import write_atomic
 from gpuwatch.history.store import last_sample_epoch
+from gpuwatch.plan.apply.files import write_apply
 from gpuwatch.plan.make import PlanSourceError, make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.render import (
@@ -41,6 +43,7 @@ from gpuwatch.plan.render import (
     slack_lines,
 )
 from gpuwatch.promapi.flags import PrometheusFlagError, prometheus_options
+from gpuwatch.sizing import build_gpu_catalog
 from gpuwatch.slack.mrkdwn import TEXT_MAX_CHARS, clip_text
 
 FORMATS = ("text", "md", "html", "json")
@@ -220,6 +223,8 @@ def run_plan(
             for fmt in formats:
                 path = args.out / f"gpuwatch-plan.{_SUFFIX[fmt]}"
                 write_atomic(path, _RENDER[fmt](report).encode("utf-8"))
+                print(f"gpuwatch: wrote {path}", file=err)
+            for path in write_apply(report, build_gpu_catalog(config.sizing.gpus), args.out):
                 print(f"gpuwatch: wrote {path}", file=err)
         except OSError as exc:
             print(f"gpuwatch: cannot write the plan to {args.out}: {exc.strerror}", file=err)

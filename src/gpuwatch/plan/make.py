@@ -29,6 +29,7 @@ from gpuwatch.plan.buying import (
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.policy import min_saving, quota_notes, with_extra_cost
 from gpuwatch.plan.render import PlanReport
+from gpuwatch.plan.servers import with_servers
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import workload_needs
 from gpuwatch.promapi.client import PrometheusError, PrometheusOptions
@@ -102,6 +103,8 @@ def make_plan(
         )
     reference = build_gpu_catalog(config.sizing.gpus)
     needs = tuple(workload_needs(usages, reference))
+    if prometheus is None:  # the config's token sources describe this host only
+        needs = with_servers(needs, usages, config.token_sources)
     try:
         buying = buyable(
             build_gpu_catalog(

@@ -51,6 +51,8 @@ class WorkloadNeed:
     memory_peak_bytes: float | None = None  # the maximum need seen (kept beside the percentile)
     held_memory_bytes: float | None = None  # memory held while doing nothing (held units)
     observed_seconds: float = 0.0  # how long the lookback saw it
+    server: str | None = None  # the inference server that runs it ("vllm", ...), if known
+    memory_p95_bytes: float | None = None  # the 95th percentile of the need on its basis
 
     @property
     def gpu_count(self) -> int:

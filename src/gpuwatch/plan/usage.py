@@ -177,6 +177,7 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 if activity == "held"
                 else None,
                 observed_seconds=max(u.observed_seconds for u in group),
+                memory_p95_bytes=_max(u.need_p95_bytes for u in group if u.need_basis == basis),
             )
         )
     return needs
