@@ -72,8 +72,10 @@ class PlanOptions:
     mig: bool = True
     time_slicing: bool = True
     share_across_namespaces: bool = False  # never co-locate two teams' work by default
-    time_limit_seconds: float = 20.0  # the solver's wall-clock limit over all pools
+    time_limit_seconds: float | None = None  # a wall-clock safety cap; None: none (reproducible)
     relative_gap: float = 1e-4  # the solver stops when within this of its bound
+    work_limit_nodes: int = 10  # HiGHS branch-and-bound nodes per MILP: the deterministic limit
+    seed: int = 0  # HiGHS's random_seed; printed with every plan
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,14 @@ Rules (docs/plan.md says them to users):
 - Pools: units of different namespaces never share a GPU unless
   `share_across_namespaces`; units without a namespace form one pool of their own.
 
-Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
-keeps `time_limit_seconds` (`clock.Clock`): pools share what is left in proportion to their
-units, less the time building the later pools is expected to take; building stops at the
-limit, and a pool reached after it keeps each unit alone on its cheapest candidate.
+Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens), stopped at a
+deterministic work limit (`work_limit_nodes` branch-and-bound nodes, `seed`, one thread):
+the plan is a function of its input, and its notes say the seed and the limit. Every
+pool starts from first-fit-decreasing (`ffd.py`) and keeps that plan where the search
+ends above it. An optional wall-clock cap (`time_limit_seconds`, off by default;
+`clock.Clock`) shares what is left among pools in proportion to their units; building
+stops at it, and a pool reached after it keeps each unit alone on its cheapest
+candidate (a note says the plan then depends on the machine's load).
 Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
 among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
 GPU cannot pay for itself are left out, and so are models that another as cheap and as
@@ -45,7 +49,8 @@ reduced space, and 4.24 was reported optimal).
 
 The package: `solve` here (pools, parts, notes); `fit.py` the fit rules, `columns.py`
 the MILP's columns, `greedy.py` its start, `milp.py` HiGHS and placements, `bounds.py`
-the lower bounds, `clock.py` the time limit. Nothing here reads Prometheus or renders.
+the lower bounds, `ffd.py` first-fit-decreasing, `clock.py` the optional
+wall-clock cap. Nothing here reads Prometheus or renders.
 """
 
 from __future__ import annotations
@@ -59,11 +64,13 @@ from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve.bounds import fractional_bound, relaxation
 from gpuwatch.plan.solve.clock import Clock, OutOfTimeError
 from gpuwatch.plan.solve.columns import shared_options, undominated
+from gpuwatch.plan.solve.ffd import first_fit
 from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit
 from gpuwatch.plan.solve.milp import (
     Result,
     SolverMissingError,
     alone_result,
+    first_fit_result,
     import_highspy,
     solve_pool,
 )
@@ -73,9 +80,11 @@ from gpuwatch.sizing.candidates import CandidateRules
 __all__ = ["MAX_PAIRS", "SolverMissingError", "solve"]
 
 
-MAX_PAIRS = 6000
+MAX_PAIRS = 1500
 """Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
-cut into parts (HiGHS would spend its time on the root of a model that large)."""
+cut into parts (HiGHS would spend its time on the root of a model that large: at 6,000
+pairs the root of one part took 15-70 s on the shared 2-core machine, whatever the node
+limit)."""
 
 
 _GAP_ZERO = 1e-6
@@ -128,7 +137,7 @@ def solve(
     pools = _pools(single, options.share_across_namespaces)
     clock = Clock(started, options.time_limit_seconds, len(single))
     cost = bound = fixed
-    timed_out = chunked = 0
+    timed_out = chunked = first_fit_kept = 0
     for pool in pools:
         pieces, pool_bound = [pool], 0.0  # past the time limit: no bound but 0
         try:
@@ -156,6 +165,11 @@ def solve(
         pool_cost = sum(result.cost for result in results)
         if relaxed is not None and relaxed.cost < pool_cost:
             results, pool_cost = [relaxed], relaxed.cost
+        if options.time_slicing and not _past(clock):  # never worse than first-fit
+            ffd = first_fit(pool, fit)
+            if ffd.cost < pool_cost * (1 - 1e-9):
+                results, pool_cost = [first_fit_result(pool, fit, ffd)], ffd.cost
+                first_fit_kept += 1
         for result in results:
             placements.extend(result.placements)
             timed_out += result.timed_out
@@ -185,8 +199,37 @@ def solve(
             chunked=chunked,
             timed_out=timed_out,
             fit=fit,
-        ),
+        )
+        + _reproducibility(options, clock, first_fit_kept),
     )
+
+
+def _past(clock: Clock) -> bool:
+    try:
+        clock.check()
+    except OutOfTimeError:
+        return True
+    return False
+
+
+def _reproducibility(options: PlanOptions, clock: Clock, first_fit_kept: int) -> tuple[str, ...]:
+    """What makes the plan repeatable: the seed and the work limit, and whether the
+    optional wall-clock cap cut the search (then it depends on the machine's load)."""
+    notes = [
+        f"solver HiGHS, seed {options.seed}, work limit {options.work_limit_nodes:,} "
+        "branch-and-bound nodes per model: the same input gives the same plan"
+    ]
+    if _past(clock):
+        notes.append(
+            f"the wall-clock cap of {options.time_limit_seconds:g} s was reached: this plan "
+            "depends on the machine's load (rerun without --time-limit to repeat it)"
+        )
+    if first_fit_kept:
+        notes.append(
+            f"{counted(first_fit_kept, 'pool')} planned first-fit-decreasing: "
+            "the search stopped at its work limit above that plan"
+        )
+    return tuple(notes)
 
 
 def _check(needs: Sequence[WorkloadNeed], options: PlanOptions) -> None:
@@ -195,8 +238,10 @@ def _check(needs: Sequence[WorkloadNeed], options: PlanOptions) -> None:
         raise ValueError("two units have the same key")
     if not 0 <= options.headroom_ratio < 1:
         raise ValueError(f"headroom_ratio must be in [0, 1), not {options.headroom_ratio}")
-    if not options.time_limit_seconds > 0:
+    if options.time_limit_seconds is not None and not options.time_limit_seconds > 0:
         raise ValueError(f"time_limit_seconds must be > 0, not {options.time_limit_seconds}")
+    if not options.work_limit_nodes >= 1:
+        raise ValueError(f"work_limit_nodes must be >= 1, not {options.work_limit_nodes}")
     if not options.relative_gap >= 0:
         raise ValueError(f"relative_gap must be >= 0, not {options.relative_gap}")
 
@@ -285,5 +330,8 @@ def _notes(
             "from a relaxation that pools each GPU model's capacity (also their bound)"
         )
     if timed_out:
-        notes.append(f"the solver stopped at its time limit in {counted(timed_out, 'pool')}")
+        notes.append(
+            f"the solver stopped at its work limit in {counted(timed_out, 'pool')} "
+            "(the gap says how far from proved optimal)"
+        )
     return tuple(notes)
