@@ -5,7 +5,8 @@ units onto GPUs, priced by an independent reading of the rules).
 The rules (gpuwatch.plan.solve): with headroom h, a unit fits a part when memory x (1+h)
 <= the part's memory, activity x bf16(current) / bf16(part) <= capacity x (1-h), and
 bandwidth x (1+h) <= the part's bandwidth; a whole GPU has capacity 1, a MIG instance
-compute_slices/7 of the compute and memory_slices/8 of the bandwidth.
+its SMs over the GPU's (A100 and H100 SXM, `LGIP_SMS`; else compute_slices/7) of the
+compute and memory_slices/8 of the bandwidth.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import cast
 import pytest
 
 from gpuwatch.core.install import installed_from
-from gpuwatch.plan.mig import COMPUTE_SLICES, MEMORY_SLICES, mig_table
+from gpuwatch.plan.mig import COMPUTE_SLICES, MEMORY_SLICES, MigProfile, mig_table
 from gpuwatch.plan.model import Activity, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import SolverMissingError, solve
 from gpuwatch.sizing import GpuSpec, build_gpu_catalog
@@ -256,11 +257,12 @@ def test_headroom_is_respected_at_the_boundary() -> None:
 
 
 def test_equal_price_keeps_the_current_model() -> None:
-    """Two H100 units at 40 % and 30 GB time-slice onto one GPU (0.8 <= 0.9 of the
-    compute; neither fits a 3g.40gb: 0.4 > 0.386). GH200 96GB costs the same as an H100
-    in the catalog and is at least as large: the plan keeps the H100 they run on."""
+    """Two H100 units at 42 % and 30 GB time-slice onto one GPU (0.84 <= 0.9 of the
+    compute; neither fits a 3g.40gb: 60 of 132 SMs x 0.9 = 0.409 < 0.42). GH200 96GB
+    costs the same as an H100 in the catalog and is at least as large: the plan keeps
+    the H100 they run on."""
     assert CATALOG.get("GH200-96GB").rent_usd_per_hour == H100.rent_usd_per_hour
-    units = [need(k, H100, 30, 0.40, 1000) for k in "ab"]
+    units = [need(k, H100, 30, 0.42, 1000) for k in "ab"]
     plan = solve(units, CATALOG)
     assert [(p.gpu_id, p.mode) for p in plan.placements] == [(H100.id, "shared")]
 
@@ -294,6 +296,8 @@ def test_without_highspy_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
 
 MODELS = (H100, A100_40, L4)
 """Few models, so that brute force stays small: two with MIG, one without."""
+H100_PROFILES = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+A100_40_PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
 TIED = (H100, CATALOG.get("GH200-96GB"), CATALOG.get("H100-PCIe-80GB"), L4)
 """With a model as cheap as the H100 and at least as large (GH200 96GB), which the
 solver drops from its MILP and may move GPUs back from."""
@@ -311,6 +315,21 @@ def _fits(unit: WorkloadNeed, gpu: GpuSpec, compute: float, memory: float, bw: f
         and scaled <= compute * (1 - HEADROOM) * (1 + 1e-9)
         and bandwidth * (1 + HEADROOM) <= bw * (1 + 1e-9)
     )
+
+
+LGIP_SMS = {
+    "H100-SXM-80GB": (dict(zip(H100_PROFILES, (16, 26, 32, 60, 64, 132), strict=True)), 132),
+    "A100-PCIe-40GB": (dict(zip(A100_40_PROFILES, (14, 14, 28, 42, 56, 98), strict=True)), 108),
+}
+"""SMs per MIG profile (`nvidia-smi mig -lgip`) and the GPU's SMs, read independently of
+gpuwatch.plan.mig; other parts: compute slices / 7."""
+
+
+def _sm_share(gpu: GpuSpec, profile: MigProfile) -> float:
+    if gpu.id in LGIP_SMS:
+        sms, total = LGIP_SMS[gpu.id]
+        return sms[profile.name] / total
+    return profile.compute_slices / COMPUTE_SLICES
 
 
 @functools.cache
@@ -333,7 +352,7 @@ def _gpu_cost(group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]) -> f
                     _fits(
                         u,
                         gpu,
-                        p.compute_slices / COMPUTE_SLICES,
+                        _sm_share(gpu, p),
                         p.memory_bytes,
                         bw * p.memory_slices / MEMORY_SLICES,
                     )
@@ -441,7 +460,7 @@ def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed]) -> None:
                 p = table.profile(name)
                 share = p.memory_slices / MEMORY_SLICES
                 bw = gpu.memory_bandwidth_bytes_per_second * share
-                compute = p.compute_slices / COMPUTE_SLICES
+                compute = _sm_share(gpu, p)
                 assert _fits(unit, gpu, compute, p.memory_bytes, bw)
 
 
