@@ -147,7 +147,8 @@ def test_a_multi_gpu_job_stays_one_group_of_whole_gpus() -> None:
     """A 4-GPU job (60 GB, 50 % activity, 1,000 GB/s per GPU) takes four whole GPUs of
     the cheapest model that holds one of its GPUs' share, never shared with the small
     unit beside it; that model is found here by scanning the catalog's data-centre
-    parts."""
+    parts whose NVLink domain joins 4 GPUs, as the H100 SXM's does (issue 24: the job
+    keeps its interconnect)."""
     job = need("train", H100, 60, 0.50, 1000, gpus=4)
     small = need("notebook", H100, 2, 0.01, 5)
     plan = solve([job, small], CATALOG)
@@ -157,6 +158,8 @@ def test_a_multi_gpu_job_stays_one_group_of_whole_gpus() -> None:
             gpu.memory_bytes >= 60 * GB * (1 + HEADROOM)
             and 0.5 * H100.bf16_flops_per_second / gpu.bf16_flops_per_second <= 1 - HEADROOM
             and gpu.memory_bandwidth_bytes_per_second >= 1000 * GB * (1 + HEADROOM)
+            and gpu.nvlink_domain_gpus >= 4
+            and gpu.gpus_per_node >= 4
         )
 
     cheapest = min(
@@ -170,6 +173,22 @@ def test_a_multi_gpu_job_stays_one_group_of_whole_gpus() -> None:
     }
     assert all(p.group == 0 for p in plan.placements if p not in group)
     check_proof(plan)
+
+
+def test_a_tensor_parallel_nvlink_job_is_not_moved_to_pcie_cards() -> None:
+    """A TP=4 job on H100 SXM (one 8-GPU NVLink domain) that a PCIe H100 (NVLink bridge
+    of 2) or an L40S (no NVLink) would hold per GPU stays on a part whose NVLink domain
+    joins its 4 GPUs; the same job on four L40S (no NVLink now) may go to the cheaper
+    PCIe card."""
+    job = need("tp4", H100, 20, 0.10, 300, gpus=4)
+    pcie = CATALOG.get("H100-PCIe-80GB")
+    options = PlanOptions(candidate_gpu_ids=(H100.id, pcie.id, L40S.id))
+    plan = solve([job], CATALOG, options)
+    assert {p.gpu_id for p in plan.placements} == {H100.id}
+    assert len(plan.placements) == 4
+    loose = need("tp4-pcie", L40S, 20, 0.10, 300, gpus=4)
+    plan = solve([loose], CATALOG, PlanOptions(candidate_gpu_ids=(H100.id, pcie.id)))
+    assert {p.gpu_id for p in plan.placements} == {pcie.id}
 
 
 def test_namespaces_do_not_share_a_gpu_unless_allowed() -> None:

@@ -6,7 +6,8 @@ Rules (docs/plan.md says them to users):
 - A unit fits a part when, per GPU, ``memory x (1 + headroom) <= part memory``,
   ``activity x bf16(current) / bf16(part) <= capacity x (1 - headroom)`` and
   ``bandwidth x (1 + headroom) <= part bandwidth``. A whole GPU has capacity 1; a MIG
-  instance ``compute_slices / 7`` of the compute and ``memory_slices / 8`` of the
+  instance its SMs over the GPU's (`MigProfile.compute_fraction`: published SM counts,
+  else ``compute_slices / 7``) of the compute and ``memory_slices / 8`` of the
   bandwidth, with the profile's memory (`gpuwatch.plan.mig`). An unknown activity or
   bandwidth counts as all of the current GPU's (a note says how many units that was).
 - A unit alone on a whole GPU of its current model always fits: it runs there today, so
@@ -17,7 +18,9 @@ Rules (docs/plan.md says them to users):
   instance. Instances of a profile are interchangeable, so the model counts GPUs per
   (model, configuration) and units per (model, profile): exact, and without symmetry.
 - A multi-GPU unit takes `gpu_count` whole GPUs of one model, never shared (a `group`).
-  It shares with nothing, so its cheapest model is chosen directly.
+  It shares with nothing, so its cheapest model is chosen directly, among parts that
+  keep its interconnect (`fit.keeps_interconnect`: as many GPUs per server, and an
+  NVLink domain that joins them all where one does now).
 - Candidates: `PlanOptions.candidate_gpu_ids`, else right-sizing's rule
   (`CandidateRules`: the current GPU's class). A unit no candidate holds keeps its GPU
   at its current price (`Plan.unplaced`).

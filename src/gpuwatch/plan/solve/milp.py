@@ -259,7 +259,7 @@ def solve_pool(
         model.row(row, [1.0] * len(row), 1.0, 1.0)
 
     start = greedy_start(alone, alone_column, shared, mig, len(model.cost), clock=clock)
-    if options.time_slicing:  # first-fit-decreasing's plan, where it is the better start
+    if options.time_slicing and time.perf_counter() < clock.deadline:  # first-fit's plan
         ffd = first_fit_start(first_fit(units, fit), units, alone_column, shared, len(model.cost))
         if ffd is not None and _cost(model, ffd) < _cost(model, start):
             start = ffd
