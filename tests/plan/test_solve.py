@@ -191,6 +191,21 @@ def test_a_tensor_parallel_nvlink_job_is_not_moved_to_pcie_cards() -> None:
     assert {p.gpu_id for p in plan.placements} == {pcie.id}
 
 
+def test_a_time_sliced_pool_that_would_overflow_together_is_noted() -> None:
+    """Four H100 units of one team, 50, 20, 50 and 20 GB (5 % activity): two time-sliced
+    H100s of 50 + 20 GB each (77 GB with headroom). With 2 replicas per GPU the scheduler
+    may put both 50 GB units on one GPU (110 GB > 80 GB): a note says so (issue 24, item
+    2: not yet planned around, only reported)."""
+    units = [need(f"u{n}", H100, gb, 0.05, 50) for n, gb in enumerate((50, 20, 50, 20))]
+    options = PlanOptions(candidate_gpu_ids=(H100.id,), mig=False)
+    plan = solve(units, CATALOG, options)
+    assert [p.mode for p in plan.placements] == ["shared", "shared"]
+    assert any("1 time-sliced pool (one namespace" in note for note in plan.notes)
+    small = [need(f"s{n}", H100, gb, 0.05, 50) for n, gb in enumerate((30, 30, 30, 30))]
+    plan = solve(small, CATALOG, options)
+    assert not any("time-sliced pool" in note for note in plan.notes)
+
+
 def test_namespaces_do_not_share_a_gpu_unless_allowed() -> None:
     """Two notebooks of 5 GB at 10 % on L4s, one per team: each alone on an L4 (2 x
     $L4/h), or one L4 together when sharing across namespaces is allowed."""

@@ -68,7 +68,7 @@ from gpuwatch.plan.solve.bounds import fractional_bound, relaxation
 from gpuwatch.plan.solve.clock import Clock, OutOfTimeError
 from gpuwatch.plan.solve.columns import shared_options, undominated
 from gpuwatch.plan.solve.ffd import first_fit
-from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit
+from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit, within
 from gpuwatch.plan.solve.milp import (
     Result,
     SolverMissingError,
@@ -179,6 +179,7 @@ def solve(
         cost += pool_cost
         bound += min(pool_bound, pool_cost)
 
+    overflowing = _unenforceable([p for _, p in placements], single, fit)
     gap: float | None = None
     if placements:
         gap = 0.0 if cost - bound <= _GAP_ZERO * cost else (cost - bound) / cost
@@ -203,7 +204,45 @@ def solve(
             timed_out=timed_out,
             fit=fit,
         )
-        + _reproducibility(options, clock, first_fit_kept),
+        + _reproducibility(options, clock, first_fit_kept)
+        + _enforcement(overflowing),
+    )
+
+
+def _unenforceable(placements: list[Placement], units: list[Unit], fit: Fit) -> int:
+    """Time-sliced classes (one namespace's units time-sliced on one model) of two or
+    more GPUs whose largest units would not fit one GPU together: the device plugin
+    advertises replicas per GPU and the scheduler picks which pods share one, so any
+    `replicas` of a class's units (the most on one of its GPUs) may land together."""
+    by_key = {unit.need.key: unit for unit in units}
+    classes: dict[tuple[str | None, str], list[Placement]] = {}
+    for placement in placements:
+        if placement.mode == "shared":
+            namespace = by_key[placement.units[0]].need.namespace
+            classes.setdefault((namespace, placement.gpu_id), []).append(placement)
+    count = 0
+    for gpus in classes.values():
+        if len(gpus) < 2:
+            continue
+        replicas = max(len(p.units) for p in gpus)
+        candidates = by_key[gpus[0].units[0]].candidates
+        spec = next(g for g in candidates if g.id == gpus[0].gpu_id)
+        sizes = [fit.sizes(by_key[key], spec) for p in gpus for key in p.units]
+        if any(
+            not within(sum(sorted((size[k] for size in sizes), reverse=True)[:replicas]), 1.0)
+            for k in range(3)
+        ):
+            count += 1
+    return count
+
+
+def _enforcement(overflowing: int) -> tuple[str, ...]:
+    if not overflowing:
+        return ()
+    return (
+        f"{counted(overflowing, 'time-sliced pool')} (one namespace on one GPU model) would "
+        "overflow a GPU if its largest units landed together: Kubernetes's time-slicing "
+        "does not choose which pods share a GPU; pin them, or plan with --no-time-slicing",
     )
 
 
