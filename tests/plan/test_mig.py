@@ -53,6 +53,14 @@ GUIDE_MEMORY_FRACTION = (1 / 8, 2 / 8, 2 / 8, 4 / 8, 4 / 8, 1.0)
 """The guide's "Fraction of Memory" (1g.20gb-class: "1/4"; 7g: "Full"). The A100 table
 prints 1/8 for 1g.10gb, but its -lgipp placement is {0,2,4,6}:2, two slices."""
 GUIDE_SM_FRACTION = (1 / 7, 1 / 7, 2 / 7, 3 / 7, 4 / 7, 1.0)
+"""The guide's "Fraction of SMs": the share where no SM count is at hand."""
+LGIP_SMS = {
+    A100_40GB: ((14, 14, 28, 42, 56, 98), 108),
+    A100_80GB: ((14, 14, 28, 42, 56, 98), 108),
+    H100_80GB: ((16, 26, 32, 60, 64, 132), 132),
+}
+"""The SM column of `nvidia-smi mig -lgip` (A100; H100 80GB HBM3) and the GPU's SMs
+outside MIG (A100 108, H100 SXM5 132): a 1g of an H100 SXM is 16/132 = 12.1 %, not 1/7."""
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda t: t.model)
@@ -60,7 +68,19 @@ def test_profiles_are_the_guides(table: MigTable) -> None:
     assert tuple(p.name for p in table.profiles) == GUIDE_NAMES[table]
     assert tuple(p.max_count for p in table.profiles) == GUIDE_INSTANCES
     assert tuple(p.memory_fraction for p in table.profiles) == GUIDE_MEMORY_FRACTION
-    assert tuple(p.compute_fraction for p in table.profiles) == GUIDE_SM_FRACTION
+    if table in LGIP_SMS:
+        sms, gpu = LGIP_SMS[table]
+        assert tuple(p.compute_fraction for p in table.profiles) == tuple(n / gpu for n in sms)
+    else:
+        assert tuple(p.compute_fraction for p in table.profiles) == GUIDE_SM_FRACTION
+
+
+def test_an_h100_1g_slice_has_16_of_132_sms() -> None:
+    """Issue 24: seven units at 12.5 % activity no longer fit seven 1g.10gb of an H100
+    SXM (16 SMs each: 12.1 % of the GPU, 10.9 % with 10 % headroom)."""
+    one = H100_80GB.profile("1g.10gb")
+    assert one.compute_fraction == pytest.approx(0.1212, abs=1e-4)
+    assert one.compute_fraction < 0.125 < 1 / 7
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda t: t.model)

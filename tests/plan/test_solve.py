@@ -5,7 +5,8 @@ units onto GPUs, priced by an independent reading of the rules).
 The rules (gpuwatch.plan.solve): with headroom h, a unit fits a part when memory x (1+h)
 <= the part's memory, activity x bf16(current) / bf16(part) <= capacity x (1-h), and
 bandwidth x (1+h) <= the part's bandwidth; a whole GPU has capacity 1, a MIG instance
-compute_slices/7 of the compute and memory_slices/8 of the bandwidth.
+its SMs over the GPU's (A100 and H100 SXM, `LGIP_SMS`; else compute_slices/7) of the
+compute and memory_slices/8 of the bandwidth.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import cast
 import pytest
 
 from gpuwatch.core.install import installed_from
-from gpuwatch.plan.mig import COMPUTE_SLICES, MEMORY_SLICES, mig_table
+from gpuwatch.plan.mig import COMPUTE_SLICES, MEMORY_SLICES, MigProfile, mig_table
 from gpuwatch.plan.model import Activity, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import SolverMissingError, solve
 from gpuwatch.sizing import GpuSpec, build_gpu_catalog
@@ -146,7 +147,8 @@ def test_a_multi_gpu_job_stays_one_group_of_whole_gpus() -> None:
     """A 4-GPU job (60 GB, 50 % activity, 1,000 GB/s per GPU) takes four whole GPUs of
     the cheapest model that holds one of its GPUs' share, never shared with the small
     unit beside it; that model is found here by scanning the catalog's data-centre
-    parts."""
+    parts whose NVLink domain joins 4 GPUs, as the H100 SXM's does (issue 24: the job
+    keeps its interconnect)."""
     job = need("train", H100, 60, 0.50, 1000, gpus=4)
     small = need("notebook", H100, 2, 0.01, 5)
     plan = solve([job, small], CATALOG)
@@ -156,6 +158,8 @@ def test_a_multi_gpu_job_stays_one_group_of_whole_gpus() -> None:
             gpu.memory_bytes >= 60 * GB * (1 + HEADROOM)
             and 0.5 * H100.bf16_flops_per_second / gpu.bf16_flops_per_second <= 1 - HEADROOM
             and gpu.memory_bandwidth_bytes_per_second >= 1000 * GB * (1 + HEADROOM)
+            and gpu.nvlink_domain_gpus >= 4
+            and gpu.gpus_per_node >= 4
         )
 
     cheapest = min(
@@ -169,6 +173,37 @@ def test_a_multi_gpu_job_stays_one_group_of_whole_gpus() -> None:
     }
     assert all(p.group == 0 for p in plan.placements if p not in group)
     check_proof(plan)
+
+
+def test_a_tensor_parallel_nvlink_job_is_not_moved_to_pcie_cards() -> None:
+    """A TP=4 job on H100 SXM (one 8-GPU NVLink domain) that a PCIe H100 (NVLink bridge
+    of 2) or an L40S (no NVLink) would hold per GPU stays on a part whose NVLink domain
+    joins its 4 GPUs; the same job on four L40S (no NVLink now) may go to the cheaper
+    PCIe card."""
+    job = need("tp4", H100, 20, 0.10, 300, gpus=4)
+    pcie = CATALOG.get("H100-PCIe-80GB")
+    options = PlanOptions(candidate_gpu_ids=(H100.id, pcie.id, L40S.id))
+    plan = solve([job], CATALOG, options)
+    assert {p.gpu_id for p in plan.placements} == {H100.id}
+    assert len(plan.placements) == 4
+    loose = need("tp4-pcie", L40S, 20, 0.10, 300, gpus=4)
+    plan = solve([loose], CATALOG, PlanOptions(candidate_gpu_ids=(H100.id, pcie.id)))
+    assert {p.gpu_id for p in plan.placements} == {pcie.id}
+
+
+def test_a_time_sliced_pool_that_would_overflow_together_is_noted() -> None:
+    """Four H100 units of one team, 50, 20, 50 and 20 GB (5 % activity): two time-sliced
+    H100s of 50 + 20 GB each (77 GB with headroom). With 2 replicas per GPU the scheduler
+    may put both 50 GB units on one GPU (110 GB > 80 GB): a note says so (issue 24, item
+    2: not yet planned around, only reported)."""
+    units = [need(f"u{n}", H100, gb, 0.05, 50) for n, gb in enumerate((50, 20, 50, 20))]
+    options = PlanOptions(candidate_gpu_ids=(H100.id,), mig=False)
+    plan = solve(units, CATALOG, options)
+    assert [p.mode for p in plan.placements] == ["shared", "shared"]
+    assert any("1 time-sliced pool (one namespace" in note for note in plan.notes)
+    small = [need(f"s{n}", H100, gb, 0.05, 50) for n, gb in enumerate((30, 30, 30, 30))]
+    plan = solve(small, CATALOG, options)
+    assert not any("time-sliced pool" in note for note in plan.notes)
 
 
 def test_namespaces_do_not_share_a_gpu_unless_allowed() -> None:
@@ -256,11 +291,12 @@ def test_headroom_is_respected_at_the_boundary() -> None:
 
 
 def test_equal_price_keeps_the_current_model() -> None:
-    """Two H100 units at 40 % and 30 GB time-slice onto one GPU (0.8 <= 0.9 of the
-    compute; neither fits a 3g.40gb: 0.4 > 0.386). GH200 96GB costs the same as an H100
-    in the catalog and is at least as large: the plan keeps the H100 they run on."""
+    """Two H100 units at 42 % and 30 GB time-slice onto one GPU (0.84 <= 0.9 of the
+    compute; neither fits a 3g.40gb: 60 of 132 SMs x 0.9 = 0.409 < 0.42). GH200 96GB
+    costs the same as an H100 in the catalog and is at least as large: the plan keeps
+    the H100 they run on."""
     assert CATALOG.get("GH200-96GB").rent_usd_per_hour == H100.rent_usd_per_hour
-    units = [need(k, H100, 30, 0.40, 1000) for k in "ab"]
+    units = [need(k, H100, 30, 0.42, 1000) for k in "ab"]
     plan = solve(units, CATALOG)
     assert [(p.gpu_id, p.mode) for p in plan.placements] == [(H100.id, "shared")]
 
@@ -294,6 +330,8 @@ def test_without_highspy_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
 
 MODELS = (H100, A100_40, L4)
 """Few models, so that brute force stays small: two with MIG, one without."""
+H100_PROFILES = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+A100_40_PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
 TIED = (H100, CATALOG.get("GH200-96GB"), CATALOG.get("H100-PCIe-80GB"), L4)
 """With a model as cheap as the H100 and at least as large (GH200 96GB), which the
 solver drops from its MILP and may move GPUs back from."""
@@ -311,6 +349,21 @@ def _fits(unit: WorkloadNeed, gpu: GpuSpec, compute: float, memory: float, bw: f
         and scaled <= compute * (1 - HEADROOM) * (1 + 1e-9)
         and bandwidth * (1 + HEADROOM) <= bw * (1 + 1e-9)
     )
+
+
+LGIP_SMS = {
+    "H100-SXM-80GB": (dict(zip(H100_PROFILES, (16, 26, 32, 60, 64, 132), strict=True)), 132),
+    "A100-PCIe-40GB": (dict(zip(A100_40_PROFILES, (14, 14, 28, 42, 56, 98), strict=True)), 108),
+}
+"""SMs per MIG profile (`nvidia-smi mig -lgip`) and the GPU's SMs, read independently of
+gpuwatch.plan.mig; other parts: compute slices / 7."""
+
+
+def _sm_share(gpu: GpuSpec, profile: MigProfile) -> float:
+    if gpu.id in LGIP_SMS:
+        sms, total = LGIP_SMS[gpu.id]
+        return sms[profile.name] / total
+    return profile.compute_slices / COMPUTE_SLICES
 
 
 @functools.cache
@@ -333,7 +386,7 @@ def _gpu_cost(group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]) -> f
                     _fits(
                         u,
                         gpu,
-                        p.compute_slices / COMPUTE_SLICES,
+                        _sm_share(gpu, p),
                         p.memory_bytes,
                         bw * p.memory_slices / MEMORY_SLICES,
                     )
@@ -441,7 +494,7 @@ def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed]) -> None:
                 p = table.profile(name)
                 share = p.memory_slices / MEMORY_SLICES
                 bw = gpu.memory_bandwidth_bytes_per_second * share
-                compute = p.compute_slices / COMPUTE_SLICES
+                compute = _sm_share(gpu, p)
                 assert _fits(unit, gpu, compute, p.memory_bytes, bw)
 
 
@@ -515,7 +568,7 @@ def test_the_time_limit_bounds_the_whole_solve() -> None:
     started = time.perf_counter()
     plan = solve(units, CATALOG, PlanOptions(time_limit_seconds=1.0))
     assert time.perf_counter() - started < 1.0 + 2.0
-    assert any("time limit" in note for note in plan.notes)
+    assert any("wall-clock cap of 1 s was reached" in note for note in plan.notes)
     assert sorted(k for p in plan.placements for k in p.units) == sorted(u.key for u in units)
     assert_feasible(plan, units)
     assert plan.lower_bound_usd_per_hour <= plan.usd_per_hour <= plan.current_usd_per_hour

@@ -103,9 +103,35 @@ def add_arguments(plan: argparse.ArgumentParser) -> None:
         help="let units of different namespaces share a GPU (default: never)",
     )
     plan.add_argument(
-        "--time-limit", type=POSITIVE, default=20.0, metavar="SECONDS", help="solver time limit"
+        "--time-limit",
+        type=POSITIVE,
+        default=None,
+        metavar="SECONDS",
+        help="a wall-clock cap on the solver (default: none; with one the plan depends on "
+        "the machine's load)",
+    )
+    plan.add_argument(
+        "--work-limit",
+        type=_positive_int,
+        default=PlanOptions().work_limit_nodes,
+        metavar="NODES",
+        help="branch-and-bound nodes per model (default: %(default)s): the deterministic limit",
+    )
+    plan.add_argument(
+        "--seed", type=int, default=0, help="the solver's random seed (default: %(default)s)"
     )
     plan.add_argument("--slack", action="store_true", help="send a summary through Slack")
+
+
+def _positive_int(text: str) -> int:
+    """An argparse `type`: a whole number >= 1 (argparse names the flag, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
@@ -128,6 +154,8 @@ def plan_options(args: argparse.Namespace, config: Config) -> PlanOptions:
         share_across_namespaces=args.share_across_namespaces,
         time_limit_seconds=args.time_limit,
         **policy_options(config),
+        work_limit_nodes=args.work_limit,
+        seed=args.seed,
     )
 
 

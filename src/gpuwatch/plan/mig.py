@@ -66,10 +66,16 @@ class MigProfile:
     memory_bytes: int  # the name's figure in decimal bytes (see the module docstring)
     max_count: int  # the guide's "Number of Instances Available"
     placements: tuple[int, ...]  # memory-slice indices where an instance may start
+    sm_count: int = 0  # the instance's SMs (nvidia-smi mig -lgip's SM column); 0: unpublished
+    gpu_sm_count: int = 0  # the whole GPU's SMs outside MIG; 0: unpublished
 
     @property
     def compute_fraction(self) -> float:
-        """Share of the GPU's SMs (and of its dense FLOP/s), 0-1."""
+        """Share of the whole GPU's SMs (and of its dense FLOP/s), 0-1: the profile's SMs
+        over the GPU's where both are published (an H100 SXM 1g: 16 of 132, 12.1 %),
+        else compute_slices / 7."""
+        if self.sm_count and self.gpu_sm_count:
+            return self.sm_count / self.gpu_sm_count
         return self.compute_slices / COMPUTE_SLICES
 
     @property
@@ -191,9 +197,15 @@ _MAX_COUNT = {"1g-small": 7, "1g-large": 4, "2g": 3, "3g": 2, "4g": 1, "7g": 1}
 """The guide's "Number of Instances Available", the same in each table used here."""
 
 
-def _table(model: str, names: tuple[str, str, str, str, str, str], section: str) -> MigTable:
+def _table(
+    model: str,
+    names: tuple[str, str, str, str, str, str],
+    section: str,
+    sms: tuple[int, int, int, int, int, int] | None = None,
+    gpu_sms: int = 0,
+) -> MigTable:
     profiles = []
-    for kind, name in zip(_LAYOUT, names, strict=True):
+    for n, (kind, name) in enumerate(zip(_LAYOUT, names, strict=True)):
         match = _NAME.match(name)
         if match is None:
             raise ValueError(f"not a MIG profile name: {name!r}")
@@ -208,25 +220,47 @@ def _table(model: str, names: tuple[str, str, str, str, str, str], section: str)
                 memory_bytes=int(match["memory"]) * GB,
                 max_count=_MAX_COUNT[kind],
                 placements=placements,
+                sm_count=0 if sms is None else sms[n],
+                gpu_sm_count=0 if sms is None else gpu_sms,
             )
         )
     return MigTable(model=model, profiles=tuple(profiles), source=f"{GUIDE}, {section}")
 
 
+_GA100_SMS = (14, 14, 28, 42, 56, 98)
+"""SMs per A100 profile, smallest first: the SM column of ``nvidia-smi mig -lgip`` on an
+A100 (40GB and 80GB print the same: 1g 14, 2g 28, 3g 42, 4g 56, 7g 98), of the 108 SMs
+an A100 (SXM4 and PCIe) has outside MIG."""
+_GH100_SXM_SMS = (16, 26, 32, 60, 64, 132)
+"""SMs per H100 SXM5 80GB profile: ``nvidia-smi mig -lgip`` on an H100 80GB HBM3 prints
+1g.10gb 16, 1g.20gb 26, 2g.20gb 32, 3g.40gb 60, 4g.40gb 64, 7g.80gb 132, of its 132 SMs.
+The guide's table says "1/7" for a 1g: 14.3 % against the 12.1 % the SMs give."""
+
 A100_40GB = _table(
     "A100 40GB",
     ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
     "A100 MIG Profiles (table for A100-SXM4-40GB)",
+    _GA100_SMS,
+    108,
 )
 A100_80GB = _table(
     "A100 80GB",
     ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
     "A100 MIG Profiles (the A100-SXM4-80GB names given there)",
+    _GA100_SMS,
+    108,
 )
 H100_80GB = _table(
     "H100 80GB",
     ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
-    "H100 MIG Profiles (H100 80GB, PCIe and SXM5)",
+    "H100 MIG Profiles (H100 80GB, PCIe and SXM5); SMs: nvidia-smi mig -lgip on SXM5",
+    _GH100_SXM_SMS,
+    132,
+)
+H100_80GB_PCIE = _table(
+    "H100 80GB PCIe",
+    ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+    "H100 MIG Profiles (H100 80GB, PCIe and SXM5); SMs unpublished for the 114-SM card",
 )
 H100_94GB = _table(
     "H100 94GB",
@@ -256,7 +290,7 @@ MIG_TABLES: Mapping[str, MigTable] = MappingProxyType(
         "A100-SXM-80GB": A100_80GB,
         "A100-PCIe-80GB": A100_80GB,
         "H100-SXM-80GB": H100_80GB,
-        "H100-PCIe-80GB": H100_80GB,
+        "H100-PCIe-80GB": H100_80GB_PCIE,
         "H100-NVL-94GB": H100_94GB,  # the guide's "H100 94GB (PCIe)": the NVL card
         "GH200-96GB": H100_96GB,
         "H200-141GB": H200_141GB,
@@ -265,8 +299,16 @@ MIG_TABLES: Mapping[str, MigTable] = MappingProxyType(
     }
 )
 """Catalog id (gpus.toml) -> its MIG table. Parts without MIG (L4, L40S, V100, T4, the
-workstation and consumer cards) are absent; so are GH200 144GB and B300, which the
-guide's profile tables do not list."""
+workstation and consumer cards) are absent; so are GH200 144GB, B300 and RTX PRO 6000
+Blackwell: the guide lists B300 and RTX PRO 6000 Blackwell (4 instances) among the
+supported GPUs but prints no profile table for them, so the plan refuses MIG there
+rather than guess a layout (docs/plan.md says so).
+
+Compute: a profile's share of the GPU is its SMs over the whole GPU's where the SM
+counts are published (A100, H100 SXM5 80GB: `MigProfile.compute_fraction`), else its
+compute slices over 7 (H100 PCIe, 94/96GB, H200, B200: the -lgip SM column of these
+parts was not at hand; their 7g instance may hold fewer SMs than the card, so 1/7 may
+overstate a 1g's share as it did on the H100 SXM, by 14.3 % against 12.1 %)."""
 
 _BY_FOLDED = {gpu_id.casefold(): table for gpu_id, table in MIG_TABLES.items()}
 

@@ -74,7 +74,7 @@ class PlanOptions:
     mig: bool = True
     time_slicing: bool = True
     share_across_namespaces: bool = False  # never co-locate two teams' work by default
-    time_limit_seconds: float = 20.0  # the solver's wall-clock limit over all pools
+    time_limit_seconds: float | None = None  # a wall-clock safety cap; None: none (reproducible)
     relative_gap: float = 1e-4  # the solver stops when within this of its bound
     # [plan] policy (gpuwatch.config.PlanConfig): namespaces never time-sliced, quotas
     # as (namespace, resource, limit) with resource nvidia.com/gpu or nvidia.com/mig-<p>,
@@ -82,6 +82,8 @@ class PlanOptions:
     no_time_slicing_namespaces: frozenset[str] = frozenset()
     quotas: tuple[tuple[str, str, int], ...] = ()
     min_saving_usd_per_month: float = 0.0
+    work_limit_nodes: int = 10  # HiGHS branch-and-bound nodes per MILP: the deterministic limit
+    seed: int = 0  # HiGHS's random_seed; printed with every plan
 
 
 @dataclass(frozen=True, slots=True)

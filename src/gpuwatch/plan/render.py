@@ -308,6 +308,9 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
             "mig": report.options.mig,
             "time_slicing": report.options.time_slicing,
             "share_across_namespaces": report.options.share_across_namespaces,
+            "seed": report.options.seed,
+            "work_limit_nodes": report.options.work_limit_nodes,
+            "time_limit_seconds": report.options.time_limit_seconds,
             "candidate_gpus": None
             if report.options.candidate_gpu_ids is None
             else list(report.options.candidate_gpu_ids),

@@ -6,7 +6,8 @@ Rules (docs/plan.md says them to users):
 - A unit fits a part when, per GPU, ``memory x (1 + headroom) <= part memory``,
   ``activity x bf16(current) / bf16(part) <= capacity x (1 - headroom)`` and
   ``bandwidth x (1 + headroom) <= part bandwidth``. A whole GPU has capacity 1; a MIG
-  instance ``compute_slices / 7`` of the compute and ``memory_slices / 8`` of the
+  instance its SMs over the GPU's (`MigProfile.compute_fraction`: published SM counts,
+  else ``compute_slices / 7``) of the compute and ``memory_slices / 8`` of the
   bandwidth, with the profile's memory (`gpuwatch.plan.mig`). An unknown activity or
   bandwidth counts as all of the current GPU's (a note says how many units that was).
 - A unit alone on a whole GPU of its current model always fits: it runs there today, so
@@ -17,7 +18,9 @@ Rules (docs/plan.md says them to users):
   instance. Instances of a profile are interchangeable, so the model counts GPUs per
   (model, configuration) and units per (model, profile): exact, and without symmetry.
 - A multi-GPU unit takes `gpu_count` whole GPUs of one model, never shared (a `group`).
-  It shares with nothing, so its cheapest model is chosen directly.
+  It shares with nothing, so its cheapest model is chosen directly, among parts that
+  keep its interconnect (`fit.keeps_interconnect`: as many GPUs per server, and an
+  NVLink domain that joins them all where one does now).
 - Candidates: `PlanOptions.candidate_gpu_ids`, else right-sizing's rule
   (`CandidateRules`: the current GPU's class). A unit no candidate holds keeps its GPU
   at its current price (`Plan.unplaced`).
@@ -27,10 +30,14 @@ Rules (docs/plan.md says them to users):
   (a pool of its own even across namespaces); `quotas` are rows of each pool's MILP
   (`milp._quota_rows`; an nvidia.com/gpu limit less the namespace's multi-GPU units).
 
-Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens). The whole solve
-keeps `time_limit_seconds` (`clock.Clock`): pools share what is left in proportion to their
-units, less the time building the later pools is expected to take; building stops at the
-limit, and a pool reached after it keeps each unit alone on its cheapest candidate.
+Each pool is one HiGHS MILP (minimise the $/h of the GPUs it opens), stopped at a
+deterministic work limit (`work_limit_nodes` branch-and-bound nodes, `seed`, one thread):
+the plan is a function of its input, and its notes say the seed and the limit. Every
+pool starts from first-fit-decreasing (`ffd.py`) and keeps that plan where the search
+ends above it. An optional wall-clock cap (`time_limit_seconds`, off by default;
+`clock.Clock`) shares what is left among pools in proportion to their units; building
+stops at it, and a pool reached after it keeps each unit alone on its cheapest
+candidate (a note says the plan then depends on the machine's load).
 Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
 among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
 GPU cannot pay for itself are left out, and so are models that another as cheap and as
@@ -48,7 +55,8 @@ reduced space, and 4.24 was reported optimal).
 
 The package: `solve` here (pools, parts, notes); `fit.py` the fit rules, `columns.py`
 the MILP's columns, `greedy.py` its start, `milp.py` HiGHS and placements, `bounds.py`
-the lower bounds, `clock.py` the time limit. Nothing here reads Prometheus or renders.
+the lower bounds, `ffd.py` first-fit-decreasing, `clock.py` the optional
+wall-clock cap. Nothing here reads Prometheus or renders.
 """
 
 from __future__ import annotations
@@ -63,11 +71,13 @@ from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve.bounds import fractional_bound, relaxation
 from gpuwatch.plan.solve.clock import Clock, OutOfTimeError
 from gpuwatch.plan.solve.columns import shared_options, undominated
-from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit
+from gpuwatch.plan.solve.ffd import first_fit
+from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit, within
 from gpuwatch.plan.solve.milp import (
     Result,
     SolverMissingError,
     alone_result,
+    first_fit_result,
     import_highspy,
     solve_pool,
 )
@@ -77,9 +87,11 @@ from gpuwatch.sizing.candidates import CandidateRules
 __all__ = ["MAX_PAIRS", "SolverMissingError", "solve"]
 
 
-MAX_PAIRS = 6000
+MAX_PAIRS = 1500
 """Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
-cut into parts (HiGHS would spend its time on the root of a model that large)."""
+cut into parts (HiGHS would spend its time on the root of a model that large: at 6,000
+pairs the root of one part took 15-70 s on the shared 2-core machine, whatever the node
+limit)."""
 
 
 _GAP_ZERO = 1e-6
@@ -133,7 +145,7 @@ def solve(
     quotas = _pool_quotas(multi, options.quotas)
     clock = Clock(started, options.time_limit_seconds, len(single))
     cost = bound = fixed
-    timed_out = chunked = 0
+    timed_out = chunked = first_fit_kept = 0
     for pool in pools:
         pool_options = _pool_options(pool, options, quotas)
         pieces, pool_bound = [pool], 0.0  # past the time limit: no bound but 0
@@ -162,12 +174,18 @@ def solve(
         pool_cost = sum(result.cost for result in results)
         if relaxed is not None and relaxed.cost < pool_cost:
             results, pool_cost = [relaxed], relaxed.cost
+        if options.time_slicing and not _past(clock):  # never worse than first-fit
+            ffd = first_fit(pool, fit)
+            if ffd.cost < pool_cost * (1 - 1e-9):
+                results, pool_cost = [first_fit_result(pool, fit, ffd)], ffd.cost
+                first_fit_kept += 1
         for result in results:
             placements.extend(result.placements)
             timed_out += result.timed_out
         cost += pool_cost
         bound += min(pool_bound, pool_cost)
 
+    overflowing = _unenforceable([p for _, p in placements], single, fit)
     gap: float | None = None
     if placements:
         gap = 0.0 if cost - bound <= _GAP_ZERO * cost else (cost - bound) / cost
@@ -191,8 +209,75 @@ def solve(
             chunked=chunked,
             timed_out=timed_out,
             fit=fit,
-        ),
+        )
+        + _reproducibility(options, clock, first_fit_kept)
+        + _enforcement(overflowing),
     )
+
+
+def _unenforceable(placements: list[Placement], units: list[Unit], fit: Fit) -> int:
+    """Time-sliced classes (one namespace's units time-sliced on one model) of two or
+    more GPUs whose largest units would not fit one GPU together: the device plugin
+    advertises replicas per GPU and the scheduler picks which pods share one, so any
+    `replicas` of a class's units (the most on one of its GPUs) may land together."""
+    by_key = {unit.need.key: unit for unit in units}
+    classes: dict[tuple[str | None, str], list[Placement]] = {}
+    for placement in placements:
+        if placement.mode == "shared":
+            namespace = by_key[placement.units[0]].need.namespace
+            classes.setdefault((namespace, placement.gpu_id), []).append(placement)
+    count = 0
+    for gpus in classes.values():
+        if len(gpus) < 2:
+            continue
+        replicas = max(len(p.units) for p in gpus)
+        candidates = by_key[gpus[0].units[0]].candidates
+        spec = next(g for g in candidates if g.id == gpus[0].gpu_id)
+        sizes = [fit.sizes(by_key[key], spec) for p in gpus for key in p.units]
+        if any(
+            not within(sum(sorted((size[k] for size in sizes), reverse=True)[:replicas]), 1.0)
+            for k in range(3)
+        ):
+            count += 1
+    return count
+
+
+def _enforcement(overflowing: int) -> tuple[str, ...]:
+    if not overflowing:
+        return ()
+    return (
+        f"{counted(overflowing, 'time-sliced pool')} (one namespace on one GPU model) would "
+        "overflow a GPU if its largest units landed together: Kubernetes's time-slicing "
+        "does not choose which pods share a GPU; pin them, or plan with --no-time-slicing",
+    )
+
+
+def _past(clock: Clock) -> bool:
+    try:
+        clock.check()
+    except OutOfTimeError:
+        return True
+    return False
+
+
+def _reproducibility(options: PlanOptions, clock: Clock, first_fit_kept: int) -> tuple[str, ...]:
+    """What makes the plan repeatable: the seed and the work limit, and whether the
+    optional wall-clock cap cut the search (then it depends on the machine's load)."""
+    notes = [
+        f"solver HiGHS, seed {options.seed}, work limit {options.work_limit_nodes:,} "
+        "branch-and-bound nodes per model: the same input gives the same plan"
+    ]
+    if _past(clock):
+        notes.append(
+            f"the wall-clock cap of {options.time_limit_seconds:g} s was reached: this plan "
+            "depends on the machine's load (rerun without --time-limit to repeat it)"
+        )
+    if first_fit_kept:
+        notes.append(
+            f"{counted(first_fit_kept, 'pool')} planned first-fit-decreasing: "
+            "the search stopped at its work limit above that plan"
+        )
+    return tuple(notes)
 
 
 def _check(needs: Sequence[WorkloadNeed], options: PlanOptions) -> None:
@@ -201,8 +286,10 @@ def _check(needs: Sequence[WorkloadNeed], options: PlanOptions) -> None:
         raise ValueError("two units have the same key")
     if not 0 <= options.headroom_ratio < 1:
         raise ValueError(f"headroom_ratio must be in [0, 1), not {options.headroom_ratio}")
-    if not options.time_limit_seconds > 0:
+    if options.time_limit_seconds is not None and not options.time_limit_seconds > 0:
         raise ValueError(f"time_limit_seconds must be > 0, not {options.time_limit_seconds}")
+    if not options.work_limit_nodes >= 1:
+        raise ValueError(f"work_limit_nodes must be >= 1, not {options.work_limit_nodes}")
     if not options.relative_gap >= 0:
         raise ValueError(f"relative_gap must be >= 0, not {options.relative_gap}")
 
@@ -325,5 +412,8 @@ def _notes(
             "from a relaxation that pools each GPU model's capacity (also their bound)"
         )
     if timed_out:
-        notes.append(f"the solver stopped at its time limit in {counted(timed_out, 'pool')}")
+        notes.append(
+            f"the solver stopped at its work limit in {counted(timed_out, 'pool')} "
+            "(the gap says how far from proved optimal)"
+        )
     return tuple(notes)

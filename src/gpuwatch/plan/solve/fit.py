@@ -7,6 +7,7 @@ a GPU's units already run on. No MILP and no HiGHS here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpuwatch.plan.mig import MigTable, mig_table
@@ -96,7 +97,8 @@ def make_unit(
     ):
         return None
     current = catalog.get(need.current_gpu_id)
-    candidates, _rule = rules.candidates(current)
+    allowed, _rule = rules.candidates(current)
+    candidates = keeps_interconnect(current, need.gpu_count, allowed)
     bandwidth = need.bandwidth_bytes_per_second
     if bandwidth is None:
         bandwidth = current.memory_bandwidth_bytes_per_second
@@ -104,10 +106,28 @@ def make_unit(
         need=need,
         order=order,
         current=current,
-        candidates=tuple(candidates),
+        candidates=candidates,
         memory=need.memory_bytes * (1 + headroom),
         bandwidth=bandwidth * (1 + headroom),
         activity=1.0 if need.activity_ratio is None else need.activity_ratio,
+    )
+
+
+def keeps_interconnect(
+    current: GpuSpec, gpus: int, candidates: Iterable[GpuSpec]
+) -> tuple[GpuSpec, ...]:
+    """The candidates a unit of `gpus` GPUs may move to: all of them for one GPU; for a
+    multi-GPU job, parts sold with at least `gpus` per server, and where its GPUs share an
+    NVLink domain now (`nvlink_domain_gpus` >= `gpus`), parts whose domain holds them all
+    (a TP=4 NVLink job never goes to four PCIe cards). Its current part always stays."""
+    if gpus <= 1:
+        return tuple(candidates)
+    nvlink = current.nvlink_domain_gpus >= gpus
+    return tuple(
+        gpu
+        for gpu in candidates
+        if gpu.id == current.id
+        or (gpu.gpus_per_node >= gpus and (not nvlink or gpu.nvlink_domain_gpus >= gpus))
     )
 
 

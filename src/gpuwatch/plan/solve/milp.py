@@ -22,6 +22,7 @@ from gpuwatch.plan.solve.columns import (
     shared_options,
     undominated,
 )
+from gpuwatch.plan.solve.ffd import FirstFit, first_fit, first_fit_start
 from gpuwatch.plan.solve.fit import (
     PREFER,
     Fit,
@@ -93,9 +94,12 @@ def run_highs(
     solver = getattr(highspy, "_Highs", highspy.Highs)()
     solver.setOptionValue("output_flag", False)
     solver.setOptionValue("presolve", "off")
-    solver.setOptionValue("time_limit", float(budget))
+    if math.isfinite(budget):  # the optional wall-clock cap: the plan then depends on load
+        solver.setOptionValue("time_limit", float(budget))
+    solver.setOptionValue("mip_max_nodes", int(options.work_limit_nodes))
     solver.setOptionValue("mip_rel_gap", float(options.relative_gap))
-    solver.setOptionValue("random_seed", 0)
+    solver.setOptionValue("random_seed", int(options.seed))
+    solver.setOptionValue("threads", 1)
     if solver.passModel(lp) == highspy.HighsStatus.kError:
         raise RuntimeError("HiGHS rejected the plan's model")
     solution = highspy.HighsSolution()
@@ -200,6 +204,24 @@ def _quota_rows(model: Model, units: list[Unit], mig: list[MigBlock], options: P
             model.row(columns, [1.0] * len(columns), -math.inf, float(limit))
 
 
+def first_fit_result(units: list[Unit], fit: Fit, plan: FirstFit | None = None) -> Result:
+    """The pool's first-fit-decreasing plan (`ffd.first_fit`) as placements."""
+    plan = plan or first_fit(units, fit)
+    result = Collector(units, fit, Result(placements=[], cost=0.0, bound=0.0))
+    shared = {i for members in plan.bins for i in members}
+    for i, unit in enumerate(units):
+        if i not in shared:
+            result.add(cheapest_alone(unit, fit), [i], None)
+    for members in plan.bins:
+        assert plan.gpu is not None  # bins only with a model
+        result.add(plan.gpu, list(members), None)
+    return result.result
+
+
+def _cost(model: Model, values: list[float]) -> float:
+    return sum(c * v for c, v in zip(model.cost, values, strict=True))
+
+
 def solve_pool(
     units: list[Unit],
     fit: Fit,
@@ -260,6 +282,10 @@ def solve_pool(
         model.row(row, [1.0] * len(row), 1.0, 1.0)
 
     start = greedy_start(alone, alone_column, shared, mig, len(model.cost), clock=clock)
+    if options.time_slicing and time.perf_counter() < clock.deadline:  # first-fit's plan
+        ffd = first_fit_start(first_fit(units, fit), units, alone_column, shared, len(model.cost))
+        if ffd is not None and _cost(model, ffd) < _cost(model, start):
+            start = ffd
     clock.units_built += len(units)
     budget = clock.budget(len(units))
     values, bound, timed_out = run_highs(model, highspy, options, budget, start=start, clock=clock)
