@@ -174,7 +174,9 @@ def solve(
         pool_cost = sum(result.cost for result in results)
         if relaxed is not None and relaxed.cost < pool_cost:
             results, pool_cost = [relaxed], relaxed.cost
-        if options.time_slicing and not _past(clock):  # never worse than first-fit
+        # never worse than first-fit, where first-fit obeys the pool's policy (it packs
+        # time-sliced GPUs and knows no quota)
+        if pool_options.time_slicing and not pool_options.quotas and not _past(clock):
             ffd = first_fit(pool, fit)
             if ffd.cost < pool_cost * (1 - 1e-9):
                 results, pool_cost = [first_fit_result(pool, fit, ffd)], ffd.cost
