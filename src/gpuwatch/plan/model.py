@@ -51,10 +51,17 @@ class WorkloadNeed:
     memory_peak_bytes: float | None = None  # the maximum need seen (kept beside the percentile)
     held_memory_bytes: float | None = None  # memory held while doing nothing (held units)
     observed_seconds: float = 0.0  # how long the lookback saw it
+    gpus_at_once: int | None = None  # GPUs it needs when fewer than it ran on (rescheduled)
 
     @property
     def gpu_count(self) -> int:
-        """GPUs the unit occupies together (a multi-GPU job is never split)."""
+        """GPUs the unit needs together (a multi-GPU job is never split): the most one
+        of its pods held at once, else all it ran on."""
+        return self.gpus_at_once or len(self.gpu_uuids)
+
+    @property
+    def gpus_now(self) -> int:
+        """GPUs it ran on over the lookback (what `current_usd_per_hour` pays for)."""
         return len(self.gpu_uuids)
 
     @property

@@ -29,7 +29,7 @@ class Move:
 
 def _reclaim(need: WorkloadNeed) -> Move:
     saved = need.current_usd_per_hour * HOURS_PER_MONTH
-    gpus = "the GPU" if need.gpu_count == 1 else f"the {need.gpu_count} GPUs"
+    gpus = "the GPU" if need.gpus_now == 1 else f"the {need.gpus_now} GPUs"
     if need.activity == "held":
         held = need.held_memory_bytes or need.memory_peak_bytes or 0.0
         action = (

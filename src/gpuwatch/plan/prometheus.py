@@ -12,7 +12,9 @@ The same figures as the local history (`plan/local.py`), one query each over the
 - DRAM: the 95th percentile of hourly peaks of `gpuwatch_gpu_dram_bandwidth_ratio`;
 - need: `max_over_time(gpuwatch_gpu_required_memory_bytes[w])` by source, on the
   strongest basis `gpuwatch_gpu_need_basis_info` named in the lookback;
-- pods: every `gpuwatch_gpu_pod_info` series in the lookback; price: the latest
+- pods: every `gpuwatch_gpu_pod_info` series in the lookback, hour by hour
+  (`max_over_time(gpuwatch_gpu_pod_info[1h])[w:1h]`, a range vector: which GPUs one pod
+  held at the same time); price: the latest
   `gpuwatch_gpu_price_usd_per_hour`; name and index: the latest `gpuwatch_gpu_info`.
 
 The queries (`queries`) are independent: they run `PrometheusOptions.parallel_queries`
@@ -37,7 +39,8 @@ from gpuwatch.promapi.labels import LabelKey, host_of, pod_of
 _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
 
-_LABELS_ONLY = frozenset({"info", "bases", "pods"})  # queries whose values are not used
+_LABELS_ONLY = frozenset({"info", "bases"})  # queries whose values are not used
+_MATRICES = frozenset({"pods"})  # subqueries read hour by hour (a range vector)
 
 GpuKey = tuple[str, str]  # (host, uuid)
 
@@ -81,7 +84,7 @@ def queries(days: float, at: float) -> dict[str, str]:
         f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h]){hourly})",
         "required": f"max_over_time(gpuwatch_gpu_required_memory_bytes{w})",
         "bases": f"max_over_time(gpuwatch_gpu_need_basis_info{w})",
-        "pods": f"max_over_time(gpuwatch_gpu_pod_info{w})",
+        "pods": f"max_over_time(gpuwatch_gpu_pod_info[1h]){hourly}",
         "price": f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})",
     }
 
@@ -95,9 +98,12 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
         futures = {
             name: pool.submit(client.vector, q, at, labels_only=name in _LABELS_ONLY)
             for name, q in asked.items()
+            if name not in _MATRICES
         }
+        hourly = {name: pool.submit(client.matrix, asked[name], at) for name in _MATRICES}
         try:
             got = {name: future.result() for name, future in futures.items()}
+            by_hour = {name: future.result() for name, future in hourly.items()}
             interval = gap.result()
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the source's
@@ -127,10 +133,14 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
         if (key := _gpu(labels)) is not None:
             bases[key].add(dict(labels).get("basis", ""))
     pods: dict[GpuKey, set[str]] = defaultdict(set)
-    for labels in got["pods"]:
+    pod_hours: dict[GpuKey, dict[float, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for labels, samples in by_hour["pods"].items():
         pod = pod_of(labels)
         if (key := _gpu(labels)) is not None and pod is not None:
-            pods[key].add(f"{pod[0]}/{pod[1]}")
+            name = f"{pod[0]}/{pod[1]}"
+            pods[key].add(name)
+            for hour, _ in samples:  # the hour ending at `hour`
+                pod_hours[key][hour - 3600.0].add(name)
     price = _max_by_gpu(got["price"])
     usages = []
     for key in sorted(info):
@@ -152,6 +162,10 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
                 price_usd_per_hour=price.get(key),
                 pods=tuple(sorted(pods.get(key, ()))),
                 need_p95_bytes=needs["measured_p95"].get(key) if basis == "measured" else None,
+                pod_hours=tuple(
+                    (hour, tuple(sorted(names)))
+                    for hour, names in sorted(pod_hours.get(key, {}).items())
+                ),
             )
         )
     return usages

@@ -139,7 +139,7 @@ def _unit_rows(report: PlanReport) -> list[list[str]]:
                 "n/a"
                 if need.bandwidth_bytes_per_second is None
                 else f"{need.bandwidth_bytes_per_second / 1e9:.0f} GB/s",
-                f"{need.gpu_count} x {_name(need.current_gpu_id or 'unknown')}",
+                f"{need.gpus_now} x {_name(need.current_gpu_id or 'unknown')}",
                 _usd(need.current_usd_per_hour * HOURS_PER_MONTH),
             ]
         )

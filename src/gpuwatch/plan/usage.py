@@ -2,8 +2,10 @@
 
 A source (the local history, `plan/local.py`; a Prometheus-compatible API,
 `plan/prometheus.py`) reduces its samples to one `GpuUsage` per GPU; `workload_needs`
-turns those into `WorkloadNeed`s: one per GPU, or one per multi-GPU job (a pod that
-holds several GPUs of one host is one unit, never split). No I/O here.
+turns those into `WorkloadNeed`s: one per GPU, or one per multi-GPU job: the GPUs of one
+host that one pod held *at the same time* (the same hour) are one unit, never split;
+GPUs linked that way over the lookback (a job whose pod was rescheduled onto other GPUs)
+stay one unit, which needs the most GPUs one pod held at once. No I/O here.
 
 What a unit did over the lookback (`activity_of`): busy when any of its time was classed
 busy or underutilized; else held when any was held (memory kept, no work); else idle
@@ -57,6 +59,9 @@ class GpuUsage:
     price_usd_per_hour: float | None
     pods: tuple[str, ...] = ()
     need_p95_bytes: float | None = None
+    pod_hours: tuple[tuple[float, tuple[str, ...]], ...] = ()
+    """(hour start epoch s, the pods that held the GPU in that hour) for each hour that
+    names pods: which GPUs one pod held at the same time. Empty: `pods` at one time."""
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -106,23 +111,67 @@ def _label(pods: Sequence[str], usage: Sequence[GpuUsage]) -> str:
     return f"{first.host} {where}{gpus}"
 
 
-def _groups(usages: Sequence[GpuUsage]) -> list[list[GpuUsage]]:
-    """GPUs grouped into units: the GPUs of one host whose pods are the same non-empty
-    set and include a pod that holds more than one of them (one multi-GPU job)."""
-    by_pods: dict[tuple[str, tuple[str, ...]], list[GpuUsage]] = defaultdict(list)
-    units: list[list[GpuUsage]] = []
+class _Links:
+    """Union-find over GPU uuids: the GPUs one pod held at the same time."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.width: dict[str, int] = {}  # root -> most GPUs one pod held at once
+
+    def root(self, uuid: str) -> str:
+        parent = self.parent.setdefault(uuid, uuid)
+        while parent != uuid:
+            uuid, parent = parent, self.parent.setdefault(parent, parent)
+        return uuid
+
+    def join(self, uuids: set[str]) -> None:
+        roots = sorted({self.root(u) for u in uuids})
+        width = max([len(uuids), *(self.width.get(r, 1) for r in roots)])
+        for other in roots[1:]:
+            self.parent[other] = roots[0]
+            self.width.pop(other, None)
+        self.width[roots[0]] = width
+
+
+def _held_together(usages: Sequence[GpuUsage]) -> _Links:
+    """Link the GPUs of one host that one pod held in the same hour (a usage without
+    `pod_hours` holds its `pods` at one time)."""
+    holders: dict[tuple[str, float | None, str], set[str]] = defaultdict(set)
     for usage in usages:
-        if usage.pods:
-            by_pods[(usage.host, tuple(sorted(usage.pods)))].append(usage)
-        else:
-            units.append([usage])
-    for group in by_pods.values():
-        if len(group) > 1:
-            units.append(sorted(group, key=lambda u: (u.gpu_index is None, u.gpu_index, u.uuid)))
-        else:
-            units.append(group)
+        hours = usage.pod_hours or ((None, usage.pods),)
+        for hour, pods in hours:
+            for pod in pods:
+                holders[(usage.host, hour, pod)].add(usage.uuid)
+    links = _Links()
+    for uuids in holders.values():
+        if len(uuids) > 1:
+            links.join(uuids)
+    return links
+
+
+def _groups(usages: Sequence[GpuUsage]) -> list[tuple[list[GpuUsage], int]]:
+    """GPUs grouped into units with the GPUs each needs: the GPUs of one host linked by a
+    pod that held several of them at the same time (one multi-GPU job, also when its pod
+    was rescheduled onto other GPUs), needing the most GPUs one pod held at once."""
+    links = _held_together(usages)
+    by_root: dict[str, list[GpuUsage]] = defaultdict(list)
+    for usage in usages:
+        by_root[links.root(usage.uuid) if usage.uuid in links.parent else usage.uuid].append(usage)
+    units = [
+        (
+            sorted(group, key=lambda u: (u.gpu_index is None, u.gpu_index, u.uuid)),
+            links.width.get(root, 1),
+        )
+        for root, group in by_root.items()
+    ]
     return sorted(
-        units, key=lambda g: (g[0].host, g[0].gpu_index is None, g[0].gpu_index, g[0].uuid)
+        units,
+        key=lambda unit: (
+            unit[0][0].host,
+            unit[0][0].gpu_index is None,
+            unit[0][0].gpu_index,
+            unit[0][0].uuid,
+        ),
     )
 
 
@@ -134,7 +183,7 @@ def _max(values: Iterable[float | None]) -> float | None:
 def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[WorkloadNeed]:
     """The units the plan places, one per GPU or multi-GPU job (module docstring)."""
     needs = []
-    for group in _groups(usages):
+    for group, width in _groups(usages):
         first = group[0]
         pods = tuple(sorted({pod for usage in group for pod in usage.pods}))
         states: dict[str, float] = defaultdict(float)
@@ -177,6 +226,7 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 if activity == "held"
                 else None,
                 observed_seconds=max(u.observed_seconds for u in group),
+                gpus_at_once=width if width < len(group) else None,
             )
         )
     return needs

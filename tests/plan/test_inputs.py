@@ -1,0 +1,120 @@
+"""What the plan reads, read right: GPUs held by one pod at the same time are one unit,
+from the history file the agent writes (gpuwatch.plan.local, gpuwatch.plan.usage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpuwatch.history.rows import GpuHourRow
+from gpuwatch.history.store import HISTORY_FILE, HistoryStore
+from gpuwatch.plan import local
+from gpuwatch.plan.usage import workload_needs
+from gpuwatch.sizing import build_gpu_catalog
+
+H100 = "NVIDIA H100 80GB HBM3"
+GIB = 1024**3
+START = 1_767_225_600  # 2026-01-01 00:00 UTC
+HOUR = 3600
+
+
+def hour_row(index: int, hour: int, pods: tuple[str, ...], **changes: object) -> GpuHourRow:
+    """A busy GPU-hour of GPU `index` of node-1 held by `pods` (all other figures plain)."""
+    row: dict[str, object] = {
+        "uuid": f"GPU-{index}",
+        "hour_start": START + hour * HOUR,
+        "host": "node-1",
+        "gpu_index": index,
+        "name": H100,
+        "observed_seconds": 3600.0,
+        "cost_usd": 4.0,
+        "busy_seconds": 3600.0,
+        "idle_seconds": 0.0,
+        "held_seconds": 0.0,
+        "unknown_seconds": 0.0,
+        "busy_cost_usd": 4.0,
+        "idle_cost_usd": 0.0,
+        "held_cost_usd": 0.0,
+        "unknown_cost_usd": 0.0,
+        "last_seconds": START + hour * HOUR + 3599.0,
+        "pending_state_seconds": 0.0,
+        "busy_state_seconds": 3600.0,
+        "idle_state_seconds": 0.0,
+        "held_state_seconds": 0.0,
+        "underutilized_state_seconds": 0.0,
+        "energy_joules": None,
+        "memory_peak_bytes": 60.0 * GIB,
+        "dram_peak_ratio": 0.3,
+        "memory_byte_seconds": 0.0,
+        "memory_seconds": 0.0,
+        "activity_seconds": 1800.0,
+        "activity_sampled_seconds": 3600.0,
+        "price_usd_per_hour": 4.0,
+        "price_source": "test",
+        "recommended_gpu": None,
+        "savings_usd_per_hour": None,
+        "first_seconds": START + hour * HOUR,
+        "recommended_rule": None,
+        "need_bytes": None,
+        "need_p95_bytes": None,
+        "need_basis": None,
+        "pods": json.dumps(sorted(pods)),
+    }
+    row.update(changes)
+    return row  # type: ignore[return-value]
+
+
+def write_history(state_dir: Path, rows: list[GpuHourRow]) -> None:
+    store = HistoryStore(state_dir / HISTORY_FILE)
+    try:
+        store.write(rows)
+    finally:
+        store.close()
+
+
+def test_a_rescheduled_two_gpu_pod_is_one_two_gpu_unit(tmp_path: Path) -> None:
+    """`train-a` holds GPUs 0 and 1 for 10 hours; rescheduled, its successor `train-b`
+    holds GPUs 1 and 2 for the next 20 (GPU 0 idle then). Over the lookback GPU 0 saw
+    {train-a}, GPU 1 {train-a, train-b}, GPU 2 {train-b}: three pod sets, which made three
+    single-GPU units. At each hour one pod held two GPUs together: one unit of 2 GPUs (the
+    most held at once), whose 3 GPUs cost today."""
+    rows = [hour_row(i, h, ("team-a/train-a",)) for h in range(10) for i in (0, 1)]
+    rows += [hour_row(i, h, ("team-a/train-b",)) for h in range(10, 30) for i in (1, 2)]
+    rows += [
+        hour_row(
+            0,
+            h,
+            (),
+            busy_state_seconds=0.0,
+            idle_state_seconds=3600.0,
+            activity_seconds=0.0,
+            memory_peak_bytes=0.0,
+        )
+        for h in range(10, 30)
+    ]
+    rows += [hour_row(3, h, ("team-b/solo",)) for h in range(30)]
+    write_history(tmp_path, rows)
+    usages = local.load_usage(tmp_path, START, START + 30 * HOUR)
+    needs = workload_needs(usages, build_gpu_catalog())
+    assert [(n.gpu_uuids, n.gpu_count) for n in needs] == [
+        (("GPU-0", "GPU-1", "GPU-2"), 2),
+        (("GPU-3",), 1),
+    ]
+    job = needs[0]
+    assert job.pods == ("team-a/train-a", "team-a/train-b")
+    assert job.gpus_now == 3
+    assert job.current_usd_per_hour == 3 * 4.0
+
+
+def test_two_single_gpu_pods_sharing_gpus_over_time_stay_apart(tmp_path: Path) -> None:
+    """`nb-1` on GPU 0 then on GPU 1, `nb-2` on GPU 1 then GPU 0: no pod ever held two
+    GPUs at once, so two single-GPU units, whatever the pod sets over the lookback."""
+    rows = [hour_row(0, h, ("team-a/nb-1",)) for h in range(5)]
+    rows += [hour_row(1, h, ("team-a/nb-2",)) for h in range(5)]
+    rows += [hour_row(1, h, ("team-a/nb-1",)) for h in range(5, 10)]
+    rows += [hour_row(0, h, ("team-a/nb-2",)) for h in range(5, 10)]
+    write_history(tmp_path, rows)
+    needs = workload_needs(
+        local.load_usage(tmp_path, START, START + 10 * HOUR), build_gpu_catalog()
+    )
+    assert [(n.gpu_uuids, n.gpu_count) for n in needs] == [(("GPU-0",), 1), (("GPU-1",), 1)]
