@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gpuwatch.config import Config
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
 from gpuwatch.plan import local
+from gpuwatch.plan.make import make_plan
+from gpuwatch.plan.model import PlanOptions
+from gpuwatch.plan.render import render_json, render_text
 from gpuwatch.plan.usage import workload_needs
 from gpuwatch.sizing import build_gpu_catalog
 
@@ -118,3 +122,44 @@ def test_two_single_gpu_pods_sharing_gpus_over_time_stay_apart(tmp_path: Path) -
         local.load_usage(tmp_path, START, START + 10 * HOUR), build_gpu_catalog()
     )
     assert [(n.gpu_uuids, n.gpu_count) for n in needs] == [(("GPU-0",), 1), (("GPU-1",), 1)]
+
+
+def test_one_bad_hour_cannot_set_the_months_need(tmp_path: Path) -> None:
+    """GPU 0's server measured 20 GiB every hour but one, where a bad scrape said 70 GiB:
+    the largest hourly need was 70 GiB, which sized the unit for the month. The plan takes
+    the second-largest hourly peak, which one sample (it lands in one hour) cannot move:
+    20 GiB. Two hours at 30 GiB are two hours: they set it (30 GiB)."""
+    measured = {"need_basis": "measured", "memory_peak_bytes": 72.0 * GIB}
+    rows = [hour_row(0, h, (), need_bytes=20.0 * GIB, **measured) for h in range(30) if h != 7]
+    rows.append(hour_row(0, 7, (), need_bytes=70.0 * GIB, **measured))
+    rows += [hour_row(1, h, (), need_bytes=20.0 * GIB, **measured) for h in range(28)]
+    rows += [hour_row(1, h, (), need_bytes=30.0 * GIB, **measured) for h in (28, 29)]
+    write_history(tmp_path, rows)
+    needs = workload_needs(
+        local.load_usage(tmp_path, START, START + 30 * HOUR), build_gpu_catalog()
+    )
+    assert [(n.memory_bytes, n.memory_basis) for n in needs] == [
+        (20.0 * GIB, "measured"),
+        (30.0 * GIB, "measured"),
+    ]
+
+
+def test_a_need_above_the_gpus_own_memory_is_a_measurement_error(tmp_path: Path) -> None:
+    """GPU 0, an H100 80GB (NVML: 81,559 MiB), reported 90 GiB used in several hours: no
+    GPU of that model can hold it, so it is a measurement error, shown in the plan, and
+    the unit keeps its GPU (need unknown) rather than being sized from it."""
+    rows = [hour_row(0, h, (), memory_peak_bytes=90.0 * GIB) for h in range(5)]
+    rows += [hour_row(1, h, (), memory_peak_bytes=10.0 * GIB) for h in range(5)]
+    write_history(tmp_path, rows)
+    config = Config.model_validate({"agent": {"state_dir": str(tmp_path)}})
+    report = make_plan(config, PlanOptions(), days=5 / 24, end_epoch=START + 5 * HOUR)
+    error, fine = report.needs
+    assert error.memory_bytes is None
+    assert error.memory_basis is None
+    assert error.memory_error_bytes == 90.0 * GIB
+    assert fine.memory_bytes == 10.0 * GIB
+    assert error.key in report.plan.unplaced
+    text = render_text(report)
+    assert "measurement error" in text
+    assert "90.0 GiB" in text
+    assert json.loads(render_json(report))["workloads"][0]["memory_error_bytes"] == 90.0 * GIB

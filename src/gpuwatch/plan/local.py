@@ -2,8 +2,9 @@
 
 Per GPU: seconds by analysis state summed; activity = the `HIGH_PERCENTILE` of the hourly
 mean activity (activity seconds / seconds with an activity figure); DRAM = that
-percentile of the hourly peak DRAM bandwidth ratio; need = the largest hourly need
-(schema 8's `need_bytes`, `need_basis`), observed = the largest hourly memory peak; pods
+percentile of the hourly peak DRAM bandwidth ratio; need = the second-largest hourly need
+(`robust_peak` of schema 8's `need_bytes`, on the strongest `need_basis`), observed = the
+largest hourly memory peak and its `robust_peak` (the observed basis' need); pods
 = every pod the hours name, and each hour's (`GpuUsage.pod_hours`: which GPUs one pod
 held at the same time); price = the latest stored price. Hours written before
 schema 8 have no need or pods: those GPUs are judged on observed memory.
@@ -18,7 +19,7 @@ from typing import Any
 
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.store import HISTORY_FILE, open_reader
-from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile
+from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile, robust_peak
 
 _STATE_COLUMNS = {
     "busy": "busy_state_seconds",
@@ -97,11 +98,12 @@ def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsa
         },
         activity_ratio=percentile(hourly_activity, HIGH_PERCENTILE),
         dram_ratio=percentile(_known(hours, "dram_peak_ratio"), HIGH_PERCENTILE),
-        need_bytes=max(needs) if needs else None,
+        need_bytes=robust_peak(needs),
         need_basis=basis if needs else None,
         observed_peak_bytes=max(peaks) if peaks else None,
         price_usd_per_hour=prices[-1] if prices else None,
         pods=tuple(sorted({pod for _, pods in pod_hours for pod in pods})),
         need_p95_bytes=max(p95) if p95 else None,
         pod_hours=pod_hours,
+        observed_need_bytes=robust_peak(peaks),
     )

@@ -52,6 +52,7 @@ class WorkloadNeed:
     held_memory_bytes: float | None = None  # memory held while doing nothing (held units)
     observed_seconds: float = 0.0  # how long the lookback saw it
     gpus_at_once: int | None = None  # GPUs it needs when fewer than it ran on (rescheduled)
+    memory_error_bytes: float | None = None  # a need above its GPU's memory: not an input
 
     @property
     def gpu_count(self) -> int:

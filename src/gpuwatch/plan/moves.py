@@ -107,7 +107,10 @@ def plan_moves(plan: Plan, needs: Sequence[WorkloadNeed]) -> list[Move]:
                 Move(
                     "unplaced",
                     (need.label,),
-                    "keeps its GPU: need unknown (no memory need or memory used in the lookback)"
+                    "keeps its GPU: its need is above its GPU's memory (a measurement error)"
+                    if need.memory_error_bytes is not None
+                    else "keeps its GPU: need unknown (no memory need or memory used in the "
+                    "lookback)"
                     if need.memory_bytes is None
                     else "keeps its GPU: no candidate holds its need with headroom",
                     0.0,

@@ -10,8 +10,10 @@ The same figures as the local history (`plan/local.py`), one query each over the
   avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h])[w:1h])` (subquery steps fall on
   whole hours, as the history's hours do);
 - DRAM: the 95th percentile of hourly peaks of `gpuwatch_gpu_dram_bandwidth_ratio`;
-- need: `max_over_time(gpuwatch_gpu_required_memory_bytes[w])` by source, on the
-  strongest basis `gpuwatch_gpu_need_basis_info` named in the lookback;
+- need: the hourly peaks `max_over_time(gpuwatch_gpu_required_memory_bytes[1h])[w:1h]`
+  (a range vector) by source, reduced as the history's (`usage.robust_peak`: the
+  second-largest hourly peak), on the strongest basis `gpuwatch_gpu_need_basis_info`
+  named in the lookback; the observed peak is the largest;
 - pods: every `gpuwatch_gpu_pod_info` series in the lookback, hour by hour
   (`max_over_time(gpuwatch_gpu_pod_info[1h])[w:1h]`, a range vector: which GPUs one pod
   held at the same time); price: the latest
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuwatch.core.units import DAY_SECONDS
-from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of
+from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, robust_peak
 from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.promapi.labels import LabelKey, host_of, pod_of
 
@@ -40,7 +42,7 @@ _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
 
 _LABELS_ONLY = frozenset({"info", "bases"})  # queries whose values are not used
-_MATRICES = frozenset({"pods"})  # subqueries read hour by hour (a range vector)
+_MATRICES = frozenset({"pods", "required"})  # subqueries read hour by hour (a range vector)
 
 GpuKey = tuple[str, str]  # (host, uuid)
 
@@ -82,7 +84,7 @@ def queries(days: float, at: float) -> dict[str, str]:
         f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){hourly})",
         "dram": f"quantile_over_time({HIGH_PERCENTILE}, "
         f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h]){hourly})",
-        "required": f"max_over_time(gpuwatch_gpu_required_memory_bytes{w})",
+        "required": f"max_over_time(gpuwatch_gpu_required_memory_bytes[1h]){hourly}",
         "bases": f"max_over_time(gpuwatch_gpu_need_basis_info{w})",
         "pods": f"max_over_time(gpuwatch_gpu_pod_info[1h]){hourly}",
         "price": f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})",
@@ -122,12 +124,25 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
     observed = _max_by_gpu(got["observed"])
     activity = _max_by_gpu(got["activity"])
     dram = _max_by_gpu(got["dram"])
-    needs: dict[str, dict[GpuKey, float]] = {}
-    required = got["required"]
-    for source in _SOURCES:
-        needs[source] = _max_by_gpu(
-            {k: v for k, v in required.items() if dict(k).get("source") == source}
-        )
+    hourly_needs: dict[str, dict[GpuKey, dict[float, float]]] = {s: {} for s in _SOURCES}
+    for labels, samples in by_hour["required"].items():
+        source = dict(labels).get("source", "")
+        if (key := _gpu(labels)) is not None and source in hourly_needs:
+            hours = hourly_needs[source].setdefault(key, {})
+            for hour, value in samples:  # two jobs scraping one agent give the same value
+                hours[hour] = max(hours.get(hour, value), value)
+    needs = {
+        source: {
+            key: peak
+            for key, hours in by_gpu.items()
+            if (peak := robust_peak(hours.values())) is not None
+        }
+        for source, by_gpu in hourly_needs.items()
+    }
+    largest = {
+        source: {key: max(hours.values()) for key, hours in by_gpu.items() if hours}
+        for source, by_gpu in hourly_needs.items()
+    }
     bases: dict[GpuKey, set[str]] = defaultdict(set)
     for labels in got["bases"]:
         if (key := _gpu(labels)) is not None:
@@ -158,14 +173,15 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
                 dram_ratio=dram.get(key),
                 need_bytes=None if basis is None else needs[basis][key],
                 need_basis=basis,
-                observed_peak_bytes=needs["observed"].get(key),
+                observed_peak_bytes=largest["observed"].get(key),
                 price_usd_per_hour=price.get(key),
                 pods=tuple(sorted(pods.get(key, ()))),
-                need_p95_bytes=needs["measured_p95"].get(key) if basis == "measured" else None,
+                need_p95_bytes=largest["measured_p95"].get(key) if basis == "measured" else None,
                 pod_hours=tuple(
                     (hour, tuple(sorted(names)))
                     for hour, names in sorted(pod_hours.get(key, {}).items())
                 ),
+                observed_need_bytes=needs["observed"].get(key),
             )
         )
     return usages

@@ -33,6 +33,24 @@ compute and bandwidth on (a workload's busiest hours, not its single busiest sec
 
 _BASES: tuple[NeedBasis, ...] = ("declared", "measured", "observed")
 
+GIB_PER_GB = 2**30 / 1e9
+"""A part's marketed "80 GB" read as GiB: an upper bound of NVML's total for every
+catalog part (H100 80GB: 81,559 MiB < 80 GiB), so a need above it is above the GPU."""
+
+
+def robust_peak(hourly_peaks: Iterable[float]) -> float | None:
+    """The second-largest hourly peak (the only one with one hour; None without any).
+
+    Memory is sized on a peak (a workload cannot be short of memory for an hour), but one
+    bad sample sets the largest hourly peak of its hour only: the second-largest is an
+    hour's peak one sample cannot move. A real peak must recur in a second hour of the
+    lookback to count; a high quantile over hours (the 95th) would drop a real peak
+    lasting up to 5 % of the hours."""
+    ordered = sorted((v for v in hourly_peaks if not math.isnan(v)), reverse=True)
+    if not ordered:
+        return None
+    return ordered[1] if len(ordered) > 1 else ordered[0]
+
 
 @dataclass(frozen=True, slots=True)
 class GpuUsage:
@@ -62,6 +80,9 @@ class GpuUsage:
     pod_hours: tuple[tuple[float, tuple[str, ...]], ...] = ()
     """(hour start epoch s, the pods that held the GPU in that hour) for each hour that
     names pods: which GPUs one pod held at the same time. Empty: `pods` at one time."""
+    observed_need_bytes: float | None = None
+    """`robust_peak` of NVML's hourly memory peaks: the need on the observed basis (None:
+    `observed_peak_bytes`, the largest, stands in)."""
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -195,9 +216,15 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
         if basis is not None:
             memory = _max(u.need_bytes for u in group if u.need_basis == basis)
         else:
-            memory = _max(u.observed_peak_bytes for u in group)
+            memory = _max(
+                u.observed_peak_bytes if u.observed_need_bytes is None else u.observed_need_bytes
+                for u in group
+            )
             basis = "observed" if memory is not None else None
         spec = catalog.match_nvml_name(first.name)
+        error = None
+        if memory is not None and spec is not None and memory > spec.memory_bytes * GIB_PER_GB:
+            error, memory, basis = memory, None, None  # no GPU of its model holds it
         dram = _max(u.dram_ratio for u in group)
         rent = None if spec is None else spec.rent_usd_per_hour
         prices = [rent if u.price_usd_per_hour is None else u.price_usd_per_hour for u in group]
@@ -227,6 +254,7 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 else None,
                 observed_seconds=max(u.observed_seconds for u in group),
                 gpus_at_once=width if width < len(group) else None,
+                memory_error_bytes=error,
             )
         )
     return needs
