@@ -231,7 +231,7 @@ class MeasuredNeeds:
         self._sources = {source.name: source for source in sources}
         self._models = models
         self._resolved: dict[
-            tuple[str, str, str | None], tuple[NeedStatus, ServedModel | None]
+            tuple[str, str, str | None, str | None], tuple[NeedStatus, ServedModel | None]
         ] = {}
         self._outages: dict[str, Outage] = {}
         self._said_measured: dict[str, str] = {}
@@ -318,7 +318,8 @@ class MeasuredNeeds:
             return self._say(source, SourceNeed("several_models", ", ".join(kv.model_names)))
         if configured is None and not served:
             return self._say(source, SourceNeed("no_model_name"))
-        status, model = self._resolve(source, served, kv.cache_dtype)
+        root = dict(kv.model_roots).get(served)
+        status, model = self._resolve(source, served, root, kv.cache_dtype)
         if model is None:
             return self._say(source, SourceNeed(status, served), kv.cache_dtype)
         gpus = len(source.gpus)
@@ -334,17 +335,17 @@ class MeasuredNeeds:
         return self._say(source, SourceNeed("measured", served, model.name, need))
 
     def _resolve(
-        self, source: TokenSourceConfig, served: str, cache_dtype: str | None
+        self, source: TokenSourceConfig, served: str, root: str | None, cache_dtype: str | None
     ) -> tuple[NeedStatus, ServedModel | None]:
         dtype = cache_dtype or source.kv_cache_dtype
-        key = (source.name, served, dtype)
+        key = (source.name, served, root, dtype)
         known = self._resolved.get(key)
         if known is None:
-            known = self._resolved[key] = self._resolve_now(source, served, dtype)
+            known = self._resolved[key] = self._resolve_now(source, served, root, dtype)
         return known
 
     def _resolve_now(
-        self, source: TokenSourceConfig, served: str, dtype: str | None
+        self, source: TokenSourceConfig, served: str, root: str | None, dtype: str | None
     ) -> tuple[NeedStatus, ServedModel | None]:
         precision = source.precision
         try:
@@ -354,6 +355,9 @@ class MeasuredNeeds:
                 model = served_model(self._models.get(source.model), precision, dtype)
             else:
                 match = match_served_model(served, self._models)
+                if root is not None:  # what the server loaded, over what it calls it
+                    by_root = match_served_model(root, self._models)
+                    match = by_root if by_root.model is not None else match
                 if match.model is None:
                     status: NeedStatus = (
                         "ambiguous_model" if match.status == "ambiguous" else "unknown_model"
