@@ -12,8 +12,9 @@ from gpuwatch.history.store import HISTORY_FILE, HistoryStore
 from gpuwatch.plan import local
 from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
+from gpuwatch.plan.prometheus import disjoint_points
 from gpuwatch.plan.render import render_json, render_text
-from gpuwatch.plan.usage import workload_needs
+from gpuwatch.plan.usage import robust_peak, workload_needs
 from gpuwatch.sizing import build_gpu_catalog
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -163,3 +164,16 @@ def test_a_need_above_the_gpus_own_memory_is_a_measurement_error(tmp_path: Path)
     assert "measurement error" in text
     assert "90.0 GiB" in text
     assert json.loads(render_json(report))["workloads"][0]["memory_error_bytes"] == 90.0 * GIB
+
+
+def test_from_prometheus_one_bad_sample_in_the_agents_24_hour_maximum_cannot_set_the_need() -> None:
+    """The agent exports its need as the maximum over its 24-hour lookback: a 70 GiB
+    sample at hour 30 of 72 shows in every hourly value from hour 30 to 53, so the
+    second-largest hourly value is 70 GiB too. Points 24.4 hours apart (a lookback and
+    one of its 60 buckets) share no sample: hours 71, 46 and 21, of which only one holds
+    the bad sample; the second-largest is 20 GiB."""
+    hourly = {float(h * HOUR): (70.0 if 30 <= h < 54 else 20.0) * GIB for h in range(72)}
+    assert robust_peak(hourly.values()) == 70.0 * GIB
+    points = disjoint_points(hourly, 86400.0)
+    assert points == [20.0 * GIB, 70.0 * GIB, 20.0 * GIB]  # hours 71, 46, 21
+    assert robust_peak(points) == 20.0 * GIB

@@ -46,7 +46,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             body = {"status": "success", "data": {"resultType": "vector", "result": []}}
             if form["query"].endswith(f"[10m] @ {AT:.3f}") or form["query"].startswith(
-                ("max_over_time(gpuwatch_gpu_pod_info[1h])", "max_over_time(gpuwatch_gpu_required")
+                (
+                    "max_over_time(gpuwatch_gpu_pod_info[1h])",
+                    "last_over_time(gpuwatch_gpu_required",
+                    "max_over_time(gpuwatch_gpu_memory_used",
+                )
             ):
                 body["data"]["resultType"] = "matrix"
             self.send_response(200)

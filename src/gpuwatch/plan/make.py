@@ -82,7 +82,7 @@ def make_plan(
         source = "local"
     else:
         try:
-            usages = prom.load_usage(prometheus, days, end_epoch)
+            usages = prom.load_usage(prometheus, days, end_epoch, config.analysis.lookback_seconds)
         except PrometheusError as exc:
             raise PlanSourceError(str(exc)) from None
         source = prometheus.display_url

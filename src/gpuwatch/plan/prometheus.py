@@ -10,10 +10,14 @@ The same figures as the local history (`plan/local.py`), one query each over the
   avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h])[w:1h])` (subquery steps fall on
   whole hours, as the history's hours do);
 - DRAM: the 95th percentile of hourly peaks of `gpuwatch_gpu_dram_bandwidth_ratio`;
-- need: the hourly peaks `max_over_time(gpuwatch_gpu_required_memory_bytes[1h])[w:1h]`
-  (a range vector) by source, reduced as the history's (`usage.robust_peak`: the
-  second-largest hourly peak), on the strongest basis `gpuwatch_gpu_need_basis_info`
-  named in the lookback; the observed peak is the largest;
+- need: `gpuwatch_gpu_required_memory_bytes` by source is the agent's maximum over its
+  analysis lookback (24 h by default), so one bad sample stays in it for a lookback: it
+  is read hour by hour (`last_over_time(...[1h])[w:1h]`, a range vector), values a
+  lookback and one bucket apart are taken (`disjoint_points`: no sample in two) and
+  reduced as the history's hours (`usage.robust_peak`: the second-largest), on the
+  strongest basis `gpuwatch_gpu_need_basis_info` named in the lookback; the observed
+  memory is NVML's hourly peak `max_over_time(gpuwatch_gpu_memory_used_bytes[1h])[w:1h]`,
+  reduced as the history's (the lookback maximum where that series is missing);
 - pods: every `gpuwatch_gpu_pod_info` series in the lookback, hour by hour
   (`max_over_time(gpuwatch_gpu_pod_info[1h])[w:1h]`, a range vector: which GPUs one pod
   held at the same time); price: the latest
@@ -42,7 +46,9 @@ _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
 
 _LABELS_ONLY = frozenset({"info", "bases"})  # queries whose values are not used
-_MATRICES = frozenset({"pods", "required"})  # subqueries read hour by hour (a range vector)
+_MATRICES = frozenset(
+    {"pods", "required", "memory"}
+)  # subqueries read hour by hour (a range vector)
 
 GpuKey = tuple[str, str]  # (host, uuid)
 
@@ -84,16 +90,35 @@ def queries(days: float, at: float) -> dict[str, str]:
         f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){hourly})",
         "dram": f"quantile_over_time({HIGH_PERCENTILE}, "
         f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h]){hourly})",
-        "required": f"max_over_time(gpuwatch_gpu_required_memory_bytes[1h]){hourly}",
+        "required": f"last_over_time(gpuwatch_gpu_required_memory_bytes[1h]){hourly}",
+        "memory": f"max_over_time(gpuwatch_gpu_memory_used_bytes[1h]){hourly}",
         "bases": f"max_over_time(gpuwatch_gpu_need_basis_info{w})",
         "pods": f"max_over_time(gpuwatch_gpu_pod_info[1h]){hourly}",
         "price": f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})",
     }
 
 
-def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUsage]:
+def disjoint_points(samples: Mapping[float, float], lookback_seconds: float) -> list[float]:
+    """Values of an agent's lookback maximum (`gpuwatch_gpu_required_memory_bytes`, the
+    largest over the last `lookback_seconds`, kept in 60 buckets) at times far enough
+    apart that no sample is in two of them: from the latest backward, each at least
+    the lookback and one bucket (61/60 of it) before the one taken before."""
+    spacing = lookback_seconds * 61 / 60
+    taken: list[float] = []
+    last: float | None = None
+    for at, value in sorted(samples.items(), reverse=True):
+        if last is None or last - at >= spacing:
+            taken.append(value)
+            last = at
+    return taken
+
+
+def load_usage(
+    options: PrometheusOptions, days: float, at: float, lookback_seconds: float = DAY_SECONDS
+) -> list[GpuUsage]:
     """Each GPU's use over the `days` before `at` (epoch s): `queries`, run
-    `options.parallel_queries` at a time."""
+    `options.parallel_queries` at a time. `lookback_seconds`: the agents' analysis
+    lookback (`[analysis] lookback_seconds`), the span of their exported maxima."""
     asked = queries(days, at)
     with Client(options) as client, ThreadPoolExecutor(max(1, options.parallel_queries)) as pool:
         gap = pool.submit(_interval, client, at, options.scrape_interval_seconds)
@@ -135,10 +160,15 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
         source: {
             key: peak
             for key, hours in by_gpu.items()
-            if (peak := robust_peak(hours.values())) is not None
+            if (peak := robust_peak(disjoint_points(hours, lookback_seconds))) is not None
         }
         for source, by_gpu in hourly_needs.items()
     }
+    memory: dict[GpuKey, dict[float, float]] = defaultdict(dict)
+    for labels, samples in by_hour["memory"].items():
+        if (key := _gpu(labels)) is not None:
+            for hour, value in samples:
+                memory[key][hour] = max(memory[key].get(hour, value), value)
     largest = {
         source: {key: max(hours.values()) for key, hours in by_gpu.items() if hours}
         for source, by_gpu in hourly_needs.items()
@@ -173,7 +203,9 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
                 dram_ratio=dram.get(key),
                 need_bytes=None if basis is None else needs[basis][key],
                 need_basis=basis,
-                observed_peak_bytes=largest["observed"].get(key),
+                observed_peak_bytes=max(memory[key].values())
+                if memory.get(key)
+                else largest["observed"].get(key),
                 price_usd_per_hour=price.get(key),
                 pods=tuple(sorted(pods.get(key, ()))),
                 need_p95_bytes=largest["measured_p95"].get(key) if basis == "measured" else None,
@@ -181,7 +213,9 @@ def load_usage(options: PrometheusOptions, days: float, at: float) -> list[GpuUs
                     (hour, tuple(sorted(names)))
                     for hour, names in sorted(pod_hours.get(key, {}).items())
                 ),
-                observed_need_bytes=needs["observed"].get(key),
+                observed_need_bytes=robust_peak(memory[key].values())
+                if memory.get(key)
+                else needs["observed"].get(key),
             )
         )
     return usages
