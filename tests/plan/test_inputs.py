@@ -4,18 +4,24 @@ from the history file the agent writes (gpuwatch.plan.local, gpuwatch.plan.usage
 from __future__ import annotations
 
 import json
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from gpuwatch.config import Config
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
-from gpuwatch.plan import local
+from gpuwatch.plan import local, prometheus
 from gpuwatch.plan.make import make_plan
 from gpuwatch.plan.model import PlanOptions
 from gpuwatch.plan.prometheus import disjoint_points
 from gpuwatch.plan.render import render_json, render_text
 from gpuwatch.plan.usage import robust_peak, workload_needs
+from gpuwatch.promapi.client import PrometheusOptions
 from gpuwatch.sizing import build_gpu_catalog
+from tests.conftest import free_port
 
 H100 = "NVIDIA H100 80GB HBM3"
 GIB = 1024**3
@@ -177,3 +183,68 @@ def test_from_prometheus_one_bad_sample_in_the_agents_24_hour_maximum_cannot_set
     points = disjoint_points(hourly, 86400.0)
     assert points == [20.0 * GIB, 70.0 * GIB, 20.0 * GIB]  # hours 71, 46, 21
     assert robust_peak(points) == 20.0 * GIB
+
+
+class _Api(ThreadingHTTPServer):
+    answers: dict[str, dict[str, Any]]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """A Prometheus HTTP API answering each query by the metric it names."""
+
+    server: _Api
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        query = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))["query"]
+        data = next(
+            (answer for name, answer in self.server.answers.items() if name in query),
+            {"resultType": "matrix" if ":1h]" in query else "vector", "result": []},
+        )
+        if "quantile_over_time" in query:
+            data = {"resultType": "vector", "result": []}
+        payload = json.dumps({"status": "success", "data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_from_prometheus_a_rescheduled_two_gpu_pod_is_one_unit() -> None:
+    """The same job as from the history, as Prometheus answers
+    `max_over_time(gpuwatch_gpu_pod_info[1h])[w:1h]`: one series per (GPU, pod) with a
+    sample at the end of each hour the pod held the GPU."""
+    at = float(START + 30 * HOUR)
+    labels = {"host": "node-1", "name": H100}
+
+    def series(uuid: str, pod: str, hours: range) -> dict[str, Any]:
+        metric = {**labels, "uuid": uuid, "namespace": "team-a", "pod": pod}
+        return {"metric": metric, "values": [[START + (h + 1) * HOUR, "1"] for h in hours]}
+
+    pods = [series(f"GPU-{i}", "train-a", range(10)) for i in (0, 1)]
+    pods += [series(f"GPU-{i}", "train-b", range(10, 30)) for i in (1, 2)]
+    info = [
+        {"metric": {**labels, "uuid": f"GPU-{i}", "gpu": str(i)}, "value": [at, "1"]}
+        for i in range(3)
+    ]
+    api = _Api(("127.0.0.1", free_port()), _Handler)
+    api.answers = {
+        "gpuwatch_gpu_pod_info": {"resultType": "matrix", "result": pods},
+        "gpuwatch_gpu_info": {"resultType": "vector", "result": info},
+    }
+    thread = threading.Thread(target=api.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{api.server_address[1]}"
+        usages = prometheus.load_usage(PrometheusOptions(url, scrape_interval_seconds=60), 1.25, at)
+    finally:
+        api.shutdown()
+        api.server_close()
+        thread.join()
+    needs = workload_needs(usages, build_gpu_catalog())
+    assert [(n.gpu_uuids, n.gpu_count) for n in needs] == [(("GPU-0", "GPU-1", "GPU-2"), 2)]
+    assert needs[0].pods == ("team-a/train-a", "team-a/train-b")
