@@ -197,7 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         query = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))["query"]
-        data = next(
+        data: dict[str, Any] = next(
             (answer for name, answer in self.server.answers.items() if name in query),
             {"resultType": "matrix" if ":1h]" in query else "vector", "result": []},
         )
@@ -227,7 +227,7 @@ def test_from_prometheus_a_rescheduled_two_gpu_pod_is_one_unit() -> None:
 
     pods = [series(f"GPU-{i}", "train-a", range(10)) for i in (0, 1)]
     pods += [series(f"GPU-{i}", "train-b", range(10, 30)) for i in (1, 2)]
-    info = [
+    info: list[dict[str, Any]] = [
         {"metric": {**labels, "uuid": f"GPU-{i}", "gpu": str(i)}, "value": [at, "1"]}
         for i in range(3)
     ]
