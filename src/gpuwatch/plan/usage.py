@@ -9,11 +9,13 @@ stay one unit, which needs the most GPUs one pod held at once. No I/O here.
 
 What a unit did over the lookback (`activity_of`): busy when any of its time was classed
 busy or underutilized; else held when any was held (memory kept, no work); else idle
-when any was idle; else unknown (only pending time). Its memory need is the maximum of
-the need the agent exported with its basis (declared, measured from the inference
-server, or observed), else NVML's peak memory used, else unknown (None: the lookback has
-neither; the plan keeps such a unit on its GPU), its activity and DRAM bandwidth the
-sources' high percentile (`HIGH_PERCENTILE`) of hourly figures.
+when any was idle; else unknown (only pending time). Its memory need is the largest over
+its GPUs of the need the agent exported with its basis (declared, measured from the
+inference server, or observed), else of NVML's memory used, each the `robust_peak` of
+its hourly peaks (one bad sample cannot move it), else unknown (None: the lookback has
+neither; the plan keeps such a unit on its GPU); a need above its GPU's memory is a
+measurement error (`WorkloadNeed.memory_error_bytes`), never sized from; its activity
+and DRAM bandwidth the sources' high percentile (`HIGH_PERCENTILE`) of hourly figures.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ class GpuUsage:
     """One GPU over the lookback, as a source read it.
 
     `state_seconds` maps analysis states (busy, underutilized, idle, held, pending) to the
-    seconds spent in each. `need_bytes` is the largest need the agent exported without
-    headroom, on `need_basis`; `observed_peak_bytes` NVML's largest memory used.
+    seconds spent in each. `need_bytes` is the `robust_peak` of the need the agent
+    exported without headroom, on `need_basis`; `observed_peak_bytes` NVML's largest
+    memory used.
     `activity_ratio` and `dram_ratio` are high percentiles (0-1) of hourly figures.
     `pods` are 'namespace/pod' names that held or used the GPU.
     """

@@ -20,9 +20,11 @@ MAX_NAME_CHARS = 4096
 
 
 def models_url(metrics_url: str) -> str:
-    """The /v1/models URL beside a server's /metrics URL (same scheme, host and port)."""
+    """The /v1/models URL beside a server's /metrics URL: same scheme, host and port, and
+    the same path prefix when the metrics path ends in ``/metrics`` (a proxy's)."""
     parts = urllib.parse.urlsplit(metrics_url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/v1/models", "", ""))
+    prefix = parts.path[: -len("/metrics")] if parts.path.endswith("/metrics") else ""
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"{prefix}/v1/models", "", ""))
 
 
 def model_roots(body: bytes) -> dict[str, str]:
