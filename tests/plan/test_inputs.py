@@ -115,6 +115,12 @@ def test_a_rescheduled_two_gpu_pod_is_one_two_gpu_unit(tmp_path: Path) -> None:
     assert job.pods == ("team-a/train-a", "team-a/train-b")
     assert job.gpus_now == 3
     assert job.current_usd_per_hour == 3 * 4.0
+    config = Config.model_validate({"agent": {"state_dir": str(tmp_path)}})
+    report = make_plan(config, PlanOptions(), days=30 / 24, end_epoch=START + 30 * HOUR)
+    unit = json.loads(render_json(report))["workloads"][0]
+    assert (len(unit["gpu_uuids"]), unit["gpus_needed"]) == (3, 2)
+    groups = [p for p in report.plan.placements if job.key in p.units]
+    assert len(groups) == 2, "placed on 2 GPUs, not 3"
 
 
 def test_two_single_gpu_pods_sharing_gpus_over_time_stay_apart(tmp_path: Path) -> None:

@@ -260,6 +260,7 @@ def _need_json(need: WorkloadNeed) -> dict[str, Any]:
         "label": need.label,
         "host": need.host,
         "gpu_uuids": list(need.gpu_uuids),
+        "gpus_needed": need.gpu_count,
         "current_gpu": need.current_gpu_id,
         "current_usd_per_hour": need.current_usd_per_hour,
         "activity": need.activity,
