@@ -46,9 +46,8 @@ _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
 
 _LABELS_ONLY = frozenset({"info", "bases"})  # queries whose values are not used
-_MATRICES = frozenset(
-    {"pods", "required", "memory"}
-)  # subqueries read hour by hour (a range vector)
+RANGE_VECTOR_QUERIES = frozenset({"pods", "required", "memory"})
+"""The `queries` read hour by hour: their answers are range vectors (matrices)."""
 
 GpuKey = tuple[str, str]  # (host, uuid)
 
@@ -125,9 +124,11 @@ def load_usage(
         futures = {
             name: pool.submit(client.vector, q, at, labels_only=name in _LABELS_ONLY)
             for name, q in asked.items()
-            if name not in _MATRICES
+            if name not in RANGE_VECTOR_QUERIES
         }
-        hourly = {name: pool.submit(client.matrix, asked[name], at) for name in _MATRICES}
+        hourly = {
+            name: pool.submit(client.matrix, asked[name], at) for name in RANGE_VECTOR_QUERIES
+        }
         try:
             got = {name: future.result() for name, future in futures.items()}
             by_hour = {name: future.result() for name, future in hourly.items()}
