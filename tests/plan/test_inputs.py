@@ -205,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))["query"]
         data: dict[str, Any] = next(
             (answer for name, answer in self.server.answers.items() if name in query),
-            {"resultType": "matrix" if ":1h]" in query else "vector", "result": []},
+            {"resultType": "matrix" if "h] @" in query else "vector", "result": []},
         )
         if "quantile_over_time" in query:
             data = {"resultType": "vector", "result": []}

@@ -49,7 +49,6 @@ class _Handler(BaseHTTPRequestHandler):
                 (
                     "max_over_time(gpuwatch_gpu_pod_info[1h])",
                     "last_over_time(gpuwatch_gpu_required",
-                    "max_over_time(gpuwatch_gpu_memory_used",
                 )
             ):
                 body["data"]["resultType"] = "matrix"

@@ -80,7 +80,7 @@ PLAN_FAMILIES = frozenset({
     "gpuwatch_gpu", "gpuwatch_gpu_up", "gpuwatch_gpu_state", "gpuwatch_gpu_price_usd_per_hour",
     "gpuwatch_gpu_activity_mean_ratio", "gpuwatch_gpu_dram_bandwidth_ratio",
     "gpuwatch_gpu_required_memory_bytes", "gpuwatch_gpu_need_basis_info",
-    "gpuwatch_gpu_pod_info", "gpuwatch_gpu_memory_used_bytes",
+    "gpuwatch_gpu_pod_info",
 })  # fmt: skip
 """The families `gpuwatch plan --prometheus` reads (`plan/prometheus.py`), for
 `write_fleet(..., families=PLAN_FAMILIES)` with `plan_series`."""

@@ -12,12 +12,11 @@ The same figures as the local history (`plan/local.py`), one query each over the
 - DRAM: the 95th percentile of hourly peaks of `gpuwatch_gpu_dram_bandwidth_ratio`;
 - need: `gpuwatch_gpu_required_memory_bytes` by source is the agent's maximum over its
   analysis lookback (24 h by default), so one bad sample stays in it for a lookback: it
-  is read hour by hour (`last_over_time(...[1h])[w:1h]`, a range vector), values a
-  lookback and one bucket apart are taken (`disjoint_points`: no sample in two) and
-  reduced as the history's hours (`usage.robust_peak`: the second-largest), on the
-  strongest basis `gpuwatch_gpu_need_basis_info` named in the lookback; the observed
-  memory is NVML's hourly peak `max_over_time(gpuwatch_gpu_memory_used_bytes[1h])[w:1h]`,
-  reduced as the history's (the lookback maximum where that series is missing);
+  is read at points a lookback and one bucket apart (`last_over_time(...[1h])[w:25h]` at
+  the default, a range vector; `disjoint_points`: no sample in two, and 30 points a
+  series a month rather than 720) and reduced as the history's hours
+  (`usage.robust_peak`: the second-largest), on the strongest basis
+  `gpuwatch_gpu_need_basis_info` named in the lookback, observed memory included;
 - pods: every `gpuwatch_gpu_pod_info` series in the lookback, hour by hour
   (`max_over_time(gpuwatch_gpu_pod_info[1h])[w:1h]`, a range vector: which GPUs one pod
   held at the same time); price: the latest
@@ -32,6 +31,7 @@ fails the source in one line (`promapi.client.Client`).
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
@@ -46,7 +46,7 @@ _STATES = ("busy", "underutilized", "idle", "held", "pending")
 _SOURCES = ("declared", "measured", "measured_p95", "observed")
 
 _LABELS_ONLY = frozenset({"info", "bases"})  # queries whose values are not used
-RANGE_VECTOR_QUERIES = frozenset({"pods", "required", "memory"})
+RANGE_VECTOR_QUERIES = frozenset({"pods", "required"})
 """The `queries` read hour by hour: their answers are range vectors (matrices)."""
 
 GpuKey = tuple[str, str]  # (host, uuid)
@@ -76,11 +76,13 @@ def _interval(client: Client, at: float, given: float | None) -> float:
     return statistics.median(gaps) if gaps else 60.0
 
 
-def queries(days: float, at: float) -> dict[str, str]:
+def queries(days: float, at: float, lookback_seconds: float = DAY_SECONDS) -> dict[str, str]:
     """The plan's instant queries over the `days` before `at` (epoch s), by what each reads."""
     span = f"{round(days * DAY_SECONDS)}s"
     w = f"[{span}] @ {at:.3f}"
     hourly = f"[{span}:1h] @ {at:.3f}"  # subquery steps on whole hours, as the history's
+    # the agents' lookback maxima, only at points no sample shares (`disjoint_points`)
+    apart = f"[{span}:{math.ceil(lookback_seconds * 61 / 60 / 3600)}h] @ {at:.3f}"
     return {
         "info": f"last_over_time(gpuwatch_gpu_info{w})",
         "states": f"sum_over_time(gpuwatch_gpu_state{w})",
@@ -89,8 +91,7 @@ def queries(days: float, at: float) -> dict[str, str]:
         f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){hourly})",
         "dram": f"quantile_over_time({HIGH_PERCENTILE}, "
         f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h]){hourly})",
-        "required": f"last_over_time(gpuwatch_gpu_required_memory_bytes[1h]){hourly}",
-        "memory": f"max_over_time(gpuwatch_gpu_memory_used_bytes[1h]){hourly}",
+        "required": f"last_over_time(gpuwatch_gpu_required_memory_bytes[1h]){apart}",
         "bases": f"max_over_time(gpuwatch_gpu_need_basis_info{w})",
         "pods": f"max_over_time(gpuwatch_gpu_pod_info[1h]){hourly}",
         "price": f"last_over_time(gpuwatch_gpu_price_usd_per_hour{w})",
@@ -118,7 +119,7 @@ def load_usage(
     """Each GPU's use over the `days` before `at` (epoch s): `queries`, run
     `options.parallel_queries` at a time. `lookback_seconds`: the agents' analysis
     lookback (`[analysis] lookback_seconds`), the span of their exported maxima."""
-    asked = queries(days, at)
+    asked = queries(days, at, lookback_seconds)
     with Client(options) as client, ThreadPoolExecutor(max(1, options.parallel_queries)) as pool:
         gap = pool.submit(_interval, client, at, options.scrape_interval_seconds)
         futures = {
@@ -165,11 +166,7 @@ def load_usage(
         }
         for source, by_gpu in hourly_needs.items()
     }
-    memory: dict[GpuKey, dict[float, float]] = defaultdict(dict)
-    for labels, samples in by_hour["memory"].items():
-        if (key := _gpu(labels)) is not None:
-            for hour, value in samples:
-                memory[key][hour] = max(memory[key].get(hour, value), value)
+
     largest = {
         source: {key: max(hours.values()) for key, hours in by_gpu.items() if hours}
         for source, by_gpu in hourly_needs.items()
@@ -204,9 +201,7 @@ def load_usage(
                 dram_ratio=dram.get(key),
                 need_bytes=None if basis is None else needs[basis][key],
                 need_basis=basis,
-                observed_peak_bytes=max(memory[key].values())
-                if memory.get(key)
-                else largest["observed"].get(key),
+                observed_peak_bytes=largest["observed"].get(key),
                 price_usd_per_hour=price.get(key),
                 pods=tuple(sorted(pods.get(key, ()))),
                 need_p95_bytes=largest["measured_p95"].get(key) if basis == "measured" else None,
@@ -214,9 +209,7 @@ def load_usage(
                     (hour, tuple(sorted(names)))
                     for hour, names in sorted(pod_hours.get(key, {}).items())
                 ),
-                observed_need_bytes=robust_peak(memory[key].values())
-                if memory.get(key)
-                else needs["observed"].get(key),
+                observed_need_bytes=needs["observed"].get(key),
             )
         )
     return usages
