@@ -60,7 +60,7 @@ from tests.support.synthetic import (
 from benchlib import format_table, machine_info, verdict
 from gpuwatch.plan.make import fleet_price_overrides
 from gpuwatch.plan.model import Plan, PlanOptions, WorkloadNeed
-from gpuwatch.plan.prometheus import load_usage, queries
+from gpuwatch.plan.prometheus import RANGE_VECTOR_QUERIES, load_usage, queries
 from gpuwatch.plan.solve import solve
 from gpuwatch.plan.usage import GpuUsage, workload_needs
 from gpuwatch.promapi.client import Client, PrometheusOptions
@@ -74,9 +74,12 @@ def per_query(client: Client, fleet: SyntheticFleet) -> list[tuple[str, float]]:
     """Each of the plan's queries alone, one after the other: seconds (request, HTTP, JSON
     decoding and parsing)."""
     out = []
-    for promql in queries(fleet.days, fleet.end_epoch).values():
+    for name, promql in queries(fleet.days, fleet.end_epoch).items():
         began = time.perf_counter()
-        client.vector(promql, float(fleet.end_epoch))
+        if name in RANGE_VECTOR_QUERIES:
+            client.matrix(promql, float(fleet.end_epoch))
+        else:
+            client.vector(promql, float(fleet.end_epoch))
         out.append((promql, time.perf_counter() - began))
     return out
 

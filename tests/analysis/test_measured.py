@@ -326,3 +326,27 @@ def test_under_speed_a_reading_is_stale_after_three_scrape_periods_of_the_job() 
     needs = MeasuredNeeds([source("s", [0])], CATALOG, scrape_floor_seconds=150.0)
     assert needs.per_gpu(NOW, [gpu(0)], [reading("s", 10_000, at=NOW - 449.0)])
     assert not needs.per_gpu(NOW, [gpu(0)], [reading("s", 10_000, at=NOW - 451.0)])
+
+
+def test_tensor_parallel_latent_attention_keeps_the_whole_cache_on_every_gpu() -> None:
+    """vLLM keeps the whole latent cache on every tensor-parallel rank of a latent-attention
+    (MLA) model: `ModelConfig.get_num_kv_heads` returns 1 head per GPU for MLA ("When using
+    MLA during decode it becomes MQA"), else max(1, KV heads / t). DeepSeek-V3 on eight
+    GPUs (TP 8) with 200,000 tokens in use: each GPU holds an eighth of the weights, a
+    whole overhead and all 200,000 x 70,272 B = 14,054,400,000 B of latent cache, not an
+    eighth of it (1,756,800,000 B). Llama's GQA cache (8 KV heads over TP 2) still splits."""
+    model = served_model(CATALOG.get("deepseek-v3"), None, "auto")
+    assert model is not None
+    assert model.kv_bytes_per_token == 70_272
+    per_gpu = model.weights_bytes / 8 + 200_000 * 70_272 + model.overhead_bytes
+    assert measured_need_bytes(model, 200_000, gpus=8) == pytest.approx(per_gpu)
+    # two data-parallel engines of TP 4 on eight GPUs: each engine's GPUs hold its tokens
+    two = 2 * model.weights_bytes / 8 + 100_000 * 70_272 + model.overhead_bytes
+    assert measured_need_bytes(model, 200_000, gpus=8, engines=2) == pytest.approx(two)
+    needs = MeasuredNeeds([source("ds", list(range(8)))], CATALOG)
+    eight = [gpu(i, memory_total_bytes=150_000_000_000) for i in range(8)]
+    result = needs.per_gpu(NOW, eight, [reading("ds", 200_000, models=("deepseek-v3",))])
+    assert {round(s.need_bytes) for s in result.values()} == {round(per_gpu)}
+    llama = served_model(CATALOG.get("llama-3.1-8b"), None, "auto")
+    assert llama is not None
+    assert measured_need_bytes(llama, 10_000, gpus=2) == 11_828_233_667

@@ -45,7 +45,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(422)
         else:
             body = {"status": "success", "data": {"resultType": "vector", "result": []}}
-            if form["query"].endswith(f"[10m] @ {AT:.3f}"):
+            if form["query"].endswith(f"[10m] @ {AT:.3f}") or form["query"].startswith(
+                (
+                    "max_over_time(gpuwatch_gpu_pod_info[1h])",
+                    "last_over_time(gpuwatch_gpu_required",
+                )
+            ):
                 body["data"]["resultType"] = "matrix"
             self.send_response(200)
         payload = json.dumps(body).encode()

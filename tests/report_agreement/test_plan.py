@@ -142,7 +142,10 @@ def test_local_and_prometheus_give_the_same_plan(plans: tuple[PlanReport, PlanRe
     for theirs in fleet.needs:
         need = mine[theirs.key]
         assert need.memory_basis == theirs.memory_basis
-        assert need.memory_bytes == pytest.approx(theirs.memory_bytes, rel=1e-9)
+        # one bad sample cannot move either need (docs/plan.md), but the history keeps
+        # each hour's peak and Prometheus only the agent's 24-hour maximum, read at points
+        # a lookback apart: two robust statistics of the same samples (0.007 % apart here)
+        assert need.memory_bytes == pytest.approx(theirs.memory_bytes, rel=1e-3)
         assert need.pods == theirs.pods
         assert need.activity == theirs.activity
 

@@ -6,8 +6,8 @@ its KV cache is in use (`gpuwatch.tokens.kv`); with the model it serves (its
 ``model_name`` matched in the sizing catalog, or the token source's `model` or
 `config_json`) the sizing model turns that into bytes:
 
-    need per GPU = (engines x weights + tokens in use x KV bytes per token)
-                   / the GPUs the token source names
+    need per GPU = engines x weights / the GPUs the token source names
+                   + tokens in use / engines x KV bytes per token x the rank's share
                    + the engine's runtime overhead
 
 Each data-parallel engine (a pool of its own on the page: `KvCacheReading.engines`)
@@ -15,6 +15,12 @@ holds a full copy of the weights on its GPUs; tensor parallelism splits one copy
 the GPUs of an engine. So `engines` copies of the weights spread over the source's GPUs,
 while the runtime overhead (the sizing model's engine overhead: activation peak, CUDA
 context, CUDA graphs) is each GPU's own: every GPU runs a worker that holds it whole.
+The KV cache of an engine's tokens splits over its tensor-parallel ranks only as far as
+its KV heads do (`gpuwatch.sizing.parallel.kv_share`): a latent-attention model
+(DeepSeek-V2/V3, Kimi K2: `ModelSpec.is_mla`) keeps its whole latent cache on every rank
+(vLLM's `ModelConfig.get_num_kv_heads` in vllm/config/model.py: "When using MLA during
+decode it becomes MQA", one head per GPU), and KV heads fewer than the ranks are
+replicated.
 
 Weights and overhead are the sizing model's inference figures (`memory_requirement`: the
 overhead is vLLM's profile at its defaults, `gpuwatch.sizing.engine`); KV bytes per
@@ -53,6 +59,7 @@ from gpuwatch.core.health import Outage
 from gpuwatch.core.snapshot import GpuSample
 from gpuwatch.sizing import ModelCatalog, ModelSpec, UnknownModelError, memory_requirement
 from gpuwatch.sizing.hf_config import ConfigJsonError, model_name_for
+from gpuwatch.sizing.parallel import kv_share
 from gpuwatch.sizing.served_names import match_served_model
 from gpuwatch.tokens import TokenReading, TokenSourceConfig
 from gpuwatch.workloads import config_json_workload, served_workload
@@ -98,6 +105,7 @@ class ServedModel:
     weights_bytes: int
     overhead_bytes: int  # the runtime overhead of inference (activations, CUDA context)
     kv_bytes_per_token: float  # all layers, at the server's cache dtype
+    architecture: ModelSpec | None = None  # what says how tensor parallelism splits the cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +164,7 @@ def served_model(
         weights_bytes=breakdown.weights_bytes,
         overhead_bytes=breakdown.overhead_bytes,
         kv_bytes_per_token=workload.training_architecture.kv_cache_bytes_per_token(per_value),
+        architecture=workload.training_architecture,
     )
 
 
@@ -167,10 +176,14 @@ def model_name_for_path(path: str) -> str:
 def measured_need_bytes(
     model: ServedModel, used_tokens: float, gpus: int = 1, engines: int = 1
 ) -> float:
-    """One GPU's need: (`engines` x weights + `used_tokens` x KV bytes per token) / `gpus`
-    + the overhead. Each data-parallel engine holds its own copy of the weights; every GPU
-    runs a worker with its own engine overhead (vLLM's profile: activation peak, CUDA
-    context, CUDA graphs), which tensor parallelism does not split.
+    """One GPU's need: `engines` x weights / `gpus` + each GPU's share of the
+    `used_tokens`' KV cache + the overhead. Each data-parallel engine holds its own copy of
+    the weights; every GPU runs a worker with its own engine overhead (vLLM's profile:
+    activation peak, CUDA context, CUDA graphs), which tensor parallelism does not split.
+    An engine's tokens are cached on each of its t = `gpus` / `engines` GPUs at
+    `kv_share` (`gpuwatch.sizing.parallel`): 1/t of the KV heads when they split, the
+    whole cache for latent attention (vLLM's `ModelConfig.get_num_kv_heads` keeps one
+    latent head on every rank) and for KV heads fewer than t (replicated).
 
     By hand, Llama-3.1-8B in bf16 (meta-llama/Llama-3.1-8B config.json): weights
     8,030,261,248 parameters x 2 B = 16,060,522,496 B (16.06 GB); KV 32 layers x 2 (K
@@ -183,14 +196,21 @@ def measured_need_bytes(
     weights and tokens and a whole overhead each, 8,685,621,248 + 3,142,612,419 =
     11,828,233,667 B. Two data-parallel engines on two GPUs with 10,000 tokens each:
     (2 x 16,060,522,496 + 20,000 x 131,072) / 2 + 3,142,612,419 = 20,513,854,915 B
-    each, as one engine alone on its GPU.
+    each, as one engine alone on its GPU. DeepSeek-V3 (latent attention, 70,272 B per
+    token) on eight GPUs: weights / 8 + every token's 70,272 B + the overhead.
     """
     if gpus < 1:
         raise ValueError("a server runs on one GPU at least")
     if engines < 1:
         raise ValueError("a server has one engine at least")
-    shared = engines * model.weights_bytes + used_tokens * model.kv_bytes_per_token
-    return shared / gpus + model.overhead_bytes
+    tensor_parallel = max(1, gpus // engines)
+    share = (
+        1 / tensor_parallel
+        if model.architecture is None
+        else kv_share(model.architecture, tensor_parallel)
+    )
+    kv_per_gpu = used_tokens / engines * model.kv_bytes_per_token * share
+    return engines * model.weights_bytes / gpus + kv_per_gpu + model.overhead_bytes
 
 
 class MeasuredNeeds:
@@ -211,7 +231,7 @@ class MeasuredNeeds:
         self._sources = {source.name: source for source in sources}
         self._models = models
         self._resolved: dict[
-            tuple[str, str, str | None], tuple[NeedStatus, ServedModel | None]
+            tuple[str, str, str | None, str | None], tuple[NeedStatus, ServedModel | None]
         ] = {}
         self._outages: dict[str, Outage] = {}
         self._said_measured: dict[str, str] = {}
@@ -298,7 +318,8 @@ class MeasuredNeeds:
             return self._say(source, SourceNeed("several_models", ", ".join(kv.model_names)))
         if configured is None and not served:
             return self._say(source, SourceNeed("no_model_name"))
-        status, model = self._resolve(source, served, kv.cache_dtype)
+        root = dict(kv.model_roots).get(served)
+        status, model = self._resolve(source, served, root, kv.cache_dtype)
         if model is None:
             return self._say(source, SourceNeed(status, served), kv.cache_dtype)
         gpus = len(source.gpus)
@@ -314,17 +335,17 @@ class MeasuredNeeds:
         return self._say(source, SourceNeed("measured", served, model.name, need))
 
     def _resolve(
-        self, source: TokenSourceConfig, served: str, cache_dtype: str | None
+        self, source: TokenSourceConfig, served: str, root: str | None, cache_dtype: str | None
     ) -> tuple[NeedStatus, ServedModel | None]:
         dtype = cache_dtype or source.kv_cache_dtype
-        key = (source.name, served, dtype)
+        key = (source.name, served, root, dtype)
         known = self._resolved.get(key)
         if known is None:
-            known = self._resolved[key] = self._resolve_now(source, served, dtype)
+            known = self._resolved[key] = self._resolve_now(source, served, root, dtype)
         return known
 
     def _resolve_now(
-        self, source: TokenSourceConfig, served: str, dtype: str | None
+        self, source: TokenSourceConfig, served: str, root: str | None, dtype: str | None
     ) -> tuple[NeedStatus, ServedModel | None]:
         precision = source.precision
         try:
@@ -334,6 +355,9 @@ class MeasuredNeeds:
                 model = served_model(self._models.get(source.model), precision, dtype)
             else:
                 match = match_served_model(served, self._models)
+                if root is not None:  # what the server loaded, over what it calls it
+                    by_root = match_served_model(root, self._models)
+                    match = by_root if by_root.model is not None else match
                 if match.model is None:
                     status: NeedStatus = (
                         "ambiguous_model" if match.status == "ambiguous" else "unknown_model"

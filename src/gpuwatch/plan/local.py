@@ -2,9 +2,11 @@
 
 Per GPU: seconds by analysis state summed; activity = the `HIGH_PERCENTILE` of the hourly
 mean activity (activity seconds / seconds with an activity figure); DRAM = that
-percentile of the hourly peak DRAM bandwidth ratio; need = the largest hourly need
-(schema 8's `need_bytes`, `need_basis`), observed = the largest hourly memory peak; pods
-= every pod the hours name; price = the latest stored price. Hours written before
+percentile of the hourly peak DRAM bandwidth ratio; need = the second-largest hourly need
+(`robust_peak` of schema 8's `need_bytes`, on the strongest `need_basis`), observed = the
+largest hourly memory peak and its `robust_peak` (the observed basis' need); pods
+= every pod the hours name, and each hour's (`GpuUsage.pod_hours`: which GPUs one pod
+held at the same time); price = the latest stored price. Hours written before
 schema 8 have no need or pods: those GPUs are judged on observed memory.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.store import HISTORY_FILE, open_reader
-from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile
+from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, percentile, robust_peak
 
 _STATE_COLUMNS = {
     "busy": "busy_state_seconds",
@@ -42,18 +44,23 @@ def load_usage(state_dir: Path, since: float, until: float) -> list[GpuUsage]:
     return [usage_of(host, uuid, hours) for (host, uuid), hours in sorted(by_gpu.items())]
 
 
-def _pods(hours: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:  # GpuHourRow
-    found: set[str] = set()
-    for hour in hours:
-        text = hour.get("pods")
-        if not text:
-            continue
-        try:
-            names = json.loads(text)
-        except ValueError:
-            continue
-        found.update(str(name) for name in names if isinstance(name, str))
-    return tuple(sorted(found))
+def _hour_pods(hour: Mapping[str, Any]) -> tuple[str, ...]:  # GpuHourRow
+    text = hour.get("pods")
+    if not text:
+        return ()
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return ()
+    if not isinstance(names, list):
+        return ()
+    return tuple(sorted({str(name) for name in names if isinstance(name, str)}))
+
+
+def _pod_hours(
+    hours: Iterable[Mapping[str, Any]],  # GpuHourRow
+) -> tuple[tuple[float, tuple[str, ...]], ...]:
+    return tuple((float(hour["hour_start"]), pods) for hour in hours if (pods := _hour_pods(hour)))
 
 
 def _known(hours: Iterable[Mapping[str, Any]], column: str) -> list[float]:  # GpuHourRow
@@ -77,6 +84,7 @@ def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsa
         if h.get("need_basis") == basis and h.get("need_p95_bytes") is not None
     ]
     prices = _known(hours, "price_usd_per_hour")
+    pod_hours = _pod_hours(hours)
     peaks = _known(hours, "memory_peak_bytes")
     return GpuUsage(
         host=host,
@@ -90,10 +98,12 @@ def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsa
         },
         activity_ratio=percentile(hourly_activity, HIGH_PERCENTILE),
         dram_ratio=percentile(_known(hours, "dram_peak_ratio"), HIGH_PERCENTILE),
-        need_bytes=max(needs) if needs else None,
+        need_bytes=robust_peak(needs),
         need_basis=basis if needs else None,
         observed_peak_bytes=max(peaks) if peaks else None,
         price_usd_per_hour=prices[-1] if prices else None,
-        pods=_pods(hours),
+        pods=tuple(sorted({pod for _, pods in pod_hours for pod in pods})),
         need_p95_bytes=max(p95) if p95 else None,
+        pod_hours=pod_hours,
+        observed_need_bytes=robust_peak(peaks),
     )

@@ -51,8 +51,8 @@ def fleet_price_overrides(needs: Sequence[WorkloadNeed]) -> list[GpuCatalogEntry
     paid: dict[str, list[float]] = {}
     for need in needs:
         if need.current_gpu_id is not None and need.current_usd_per_hour > 0:
-            per_gpu = need.current_usd_per_hour / need.gpu_count
-            paid.setdefault(need.current_gpu_id, []).extend([per_gpu] * need.gpu_count)
+            per_gpu = need.current_usd_per_hour / need.gpus_now
+            paid.setdefault(need.current_gpu_id, []).extend([per_gpu] * need.gpus_now)
     # an override of a part the catalog has (the needs' ids come from it), so the
     # completeness check of a new part does not apply: a config-added GPU is priced too
     return [
@@ -91,7 +91,7 @@ def make_plan(
         source = "local"
     else:
         try:
-            usages = prom.load_usage(prometheus, days, end_epoch)
+            usages = prom.load_usage(prometheus, days, end_epoch, config.analysis.lookback_seconds)
         except PrometheusError as exc:
             raise PlanSourceError(str(exc)) from None
         source = prometheus.display_url

@@ -53,10 +53,18 @@ class WorkloadNeed:
     observed_seconds: float = 0.0  # how long the lookback saw it
     server: str | None = None  # the inference server that runs it ("vllm", ...), if known
     memory_p95_bytes: float | None = None  # the 95th percentile of the need on its basis
+    gpus_at_once: int | None = None  # GPUs it needs when fewer than it ran on (rescheduled)
+    memory_error_bytes: float | None = None  # a need above its GPU's memory: not an input
 
     @property
     def gpu_count(self) -> int:
-        """GPUs the unit occupies together (a multi-GPU job is never split)."""
+        """GPUs the unit needs together (a multi-GPU job is never split): the most one
+        of its pods held at once, else all it ran on."""
+        return self.gpus_at_once or len(self.gpu_uuids)
+
+    @property
+    def gpus_now(self) -> int:
+        """GPUs it ran on over the lookback (what `current_usd_per_hour` pays for)."""
         return len(self.gpu_uuids)
 
     @property

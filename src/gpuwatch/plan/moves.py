@@ -29,7 +29,7 @@ class Move:
 
 def _reclaim(need: WorkloadNeed) -> Move:
     saved = need.current_usd_per_hour * HOURS_PER_MONTH
-    gpus = "the GPU" if need.gpu_count == 1 else f"the {need.gpu_count} GPUs"
+    gpus = "the GPU" if need.gpus_now == 1 else f"the {need.gpus_now} GPUs"
     if need.activity == "held":
         held = need.held_memory_bytes or need.memory_peak_bytes or 0.0
         action = (
@@ -126,7 +126,10 @@ def plan_moves(
                 Move(
                     "unplaced",
                     (need.label,),
-                    "keeps its GPU: need unknown (no memory need or memory used in the lookback)"
+                    "keeps its GPU: its need is above its GPU's memory (a measurement error)"
+                    if need.memory_error_bytes is not None
+                    else "keeps its GPU: need unknown (no memory need or memory used in the "
+                    "lookback)"
                     if need.memory_bytes is None
                     else "keeps its GPU: no candidate holds its need with headroom",
                     0.0,

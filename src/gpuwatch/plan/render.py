@@ -108,8 +108,9 @@ def assumptions(report: PlanReport) -> list[str]:
     lines = [
         f"Headroom: {o.headroom_ratio * 100:.0f} % of memory, compute and bandwidth kept free "
         "on every placement.",
-        "Memory: the largest need seen (declared, measured from the inference server's KV "
-        "cache, else NVML's observed peak); compute and DRAM: the 95th percentile of hourly "
+        "Memory: the second-largest hourly peak of the need (declared, measured from the "
+        "inference server's KV cache, else NVML's observed peak), which one bad sample "
+        "cannot move; compute and DRAM: the 95th percentile of hourly "
         "figures, scaled by the parts' dense BF16 TFLOPS and bandwidth.",
         "MIG: "
         + ("profiles and placement rules from NVIDIA's MIG user guide." if o.mig else "off."),
@@ -145,6 +146,22 @@ def assumptions(report: PlanReport) -> list[str]:
             "([plan] min_saving_usd_per_month)."
         )
     lines.extend(report.plan.notes)
+    errors = [n for n in report.needs if n.memory_error_bytes is not None]
+    if errors:
+        lines.append(
+            f"{counted(len(errors), 'unit')}: a memory need above the GPU's own memory, a "
+            "measurement error and not a plan input; "
+            + ("it keeps its GPU" if len(errors) == 1 else "they keep their GPUs")
+            + ": "
+            + "; ".join(
+                f"{_name(n.label)} {n.memory_error_bytes / GIB:.1f} GiB on "
+                f"{_name(n.current_gpu_id or 'unknown')}"
+                for n in errors[:3]
+                if n.memory_error_bytes is not None
+            )
+            + ("" if len(errors) <= 3 else f" and {len(errors) - 3} more")
+            + " (`memory_error_bytes` in JSON)"
+        )
     return lines
 
 
@@ -155,14 +172,16 @@ def _unit_rows(report: PlanReport) -> list[list[str]]:
             [
                 need.label,
                 need.activity,
-                "need unknown"
+                f"measurement error: {need.memory_error_bytes / GIB:.1f} GiB, above its GPU"
+                if need.memory_error_bytes is not None
+                else "need unknown"
                 if need.memory_bytes is None
                 else f"{need.memory_bytes / GIB:.1f} GiB ({need.memory_basis})",
                 "n/a" if need.activity_ratio is None else f"{need.activity_ratio * 100:.0f} %",
                 "n/a"
                 if need.bandwidth_bytes_per_second is None
                 else f"{need.bandwidth_bytes_per_second / 1e9:.0f} GB/s",
-                f"{need.gpu_count} x {_name(need.current_gpu_id or 'unknown')}",
+                f"{need.gpus_now} x {_name(need.current_gpu_id or 'unknown')}",
                 _usd(need.current_usd_per_hour * HOURS_PER_MONTH),
             ]
         )
@@ -264,12 +283,14 @@ def _need_json(need: WorkloadNeed) -> dict[str, Any]:
         "label": need.label,
         "host": need.host,
         "gpu_uuids": list(need.gpu_uuids),
+        "gpus_needed": need.gpu_count,
         "current_gpu": need.current_gpu_id,
         "current_usd_per_hour": need.current_usd_per_hour,
         "activity": need.activity,
         "memory_need_bytes": need.memory_bytes,
         "memory_basis": need.memory_basis,
         "memory_peak_bytes": need.memory_peak_bytes,
+        "memory_error_bytes": need.memory_error_bytes,
         "activity_p95_ratio": need.activity_ratio,
         "bandwidth_p95_bytes_per_second": need.bandwidth_bytes_per_second,
         "namespace": need.namespace,

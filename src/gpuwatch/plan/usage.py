@@ -2,16 +2,20 @@
 
 A source (the local history, `plan/local.py`; a Prometheus-compatible API,
 `plan/prometheus.py`) reduces its samples to one `GpuUsage` per GPU; `workload_needs`
-turns those into `WorkloadNeed`s: one per GPU, or one per multi-GPU job (a pod that
-holds several GPUs of one host is one unit, never split). No I/O here.
+turns those into `WorkloadNeed`s: one per GPU, or one per multi-GPU job: the GPUs of one
+host that one pod held *at the same time* (the same hour) are one unit, never split;
+GPUs linked that way over the lookback (a job whose pod was rescheduled onto other GPUs)
+stay one unit, which needs the most GPUs one pod held at once. No I/O here.
 
 What a unit did over the lookback (`activity_of`): busy when any of its time was classed
 busy or underutilized; else held when any was held (memory kept, no work); else idle
-when any was idle; else unknown (only pending time). Its memory need is the maximum of
-the need the agent exported with its basis (declared, measured from the inference
-server, or observed), else NVML's peak memory used, else unknown (None: the lookback has
-neither; the plan keeps such a unit on its GPU), its activity and DRAM bandwidth the
-sources' high percentile (`HIGH_PERCENTILE`) of hourly figures.
+when any was idle; else unknown (only pending time). Its memory need is the largest over
+its GPUs of the need the agent exported with its basis (declared, measured from the
+inference server, or observed), else of NVML's memory used, each the `robust_peak` of
+its hourly peaks (one bad sample cannot move it), else unknown (None: the lookback has
+neither; the plan keeps such a unit on its GPU); a need above its GPU's memory is a
+measurement error (`WorkloadNeed.memory_error_bytes`), never sized from; its activity
+and DRAM bandwidth the sources' high percentile (`HIGH_PERCENTILE`) of hourly figures.
 """
 
 from __future__ import annotations
@@ -31,14 +35,33 @@ compute and bandwidth on (a workload's busiest hours, not its single busiest sec
 
 _BASES: tuple[NeedBasis, ...] = ("declared", "measured", "observed")
 
+GIB_PER_GB = 2**30 / 1e9
+"""A part's marketed "80 GB" read as GiB: an upper bound of NVML's total for every
+catalog part (H100 80GB: 81,559 MiB < 80 GiB), so a need above it is above the GPU."""
+
+
+def robust_peak(hourly_peaks: Iterable[float]) -> float | None:
+    """The second-largest hourly peak (the only one with one hour; None without any).
+
+    Memory is sized on a peak (a workload cannot be short of memory for an hour), but one
+    bad sample sets the largest hourly peak of its hour only: the second-largest is an
+    hour's peak one sample cannot move. A real peak must recur in a second hour of the
+    lookback to count; a high quantile over hours (the 95th) would drop a real peak
+    lasting up to 5 % of the hours."""
+    ordered = sorted((v for v in hourly_peaks if not math.isnan(v)), reverse=True)
+    if not ordered:
+        return None
+    return ordered[1] if len(ordered) > 1 else ordered[0]
+
 
 @dataclass(frozen=True, slots=True)
 class GpuUsage:
     """One GPU over the lookback, as a source read it.
 
     `state_seconds` maps analysis states (busy, underutilized, idle, held, pending) to the
-    seconds spent in each. `need_bytes` is the largest need the agent exported without
-    headroom, on `need_basis`; `observed_peak_bytes` NVML's largest memory used.
+    seconds spent in each. `need_bytes` is the `robust_peak` of the need the agent
+    exported without headroom, on `need_basis`; `observed_peak_bytes` NVML's largest
+    memory used.
     `activity_ratio` and `dram_ratio` are high percentiles (0-1) of hourly figures.
     `pods` are 'namespace/pod' names that held or used the GPU.
     """
@@ -57,6 +80,12 @@ class GpuUsage:
     price_usd_per_hour: float | None
     pods: tuple[str, ...] = ()
     need_p95_bytes: float | None = None
+    pod_hours: tuple[tuple[float, tuple[str, ...]], ...] = ()
+    """(hour start epoch s, the pods that held the GPU in that hour) for each hour that
+    names pods: which GPUs one pod held at the same time. Empty: `pods` at one time."""
+    observed_need_bytes: float | None = None
+    """`robust_peak` of NVML's hourly memory peaks: the need on the observed basis (None:
+    `observed_peak_bytes`, the largest, stands in)."""
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -106,23 +135,67 @@ def _label(pods: Sequence[str], usage: Sequence[GpuUsage]) -> str:
     return f"{first.host} {where}{gpus}"
 
 
-def _groups(usages: Sequence[GpuUsage]) -> list[list[GpuUsage]]:
-    """GPUs grouped into units: the GPUs of one host whose pods are the same non-empty
-    set and include a pod that holds more than one of them (one multi-GPU job)."""
-    by_pods: dict[tuple[str, tuple[str, ...]], list[GpuUsage]] = defaultdict(list)
-    units: list[list[GpuUsage]] = []
+class _Links:
+    """Union-find over GPU uuids: the GPUs one pod held at the same time."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.width: dict[str, int] = {}  # root -> most GPUs one pod held at once
+
+    def root(self, uuid: str) -> str:
+        parent = self.parent.setdefault(uuid, uuid)
+        while parent != uuid:
+            uuid, parent = parent, self.parent.setdefault(parent, parent)
+        return uuid
+
+    def join(self, uuids: set[str]) -> None:
+        roots = sorted({self.root(u) for u in uuids})
+        width = max([len(uuids), *(self.width.get(r, 1) for r in roots)])
+        for other in roots[1:]:
+            self.parent[other] = roots[0]
+            self.width.pop(other, None)
+        self.width[roots[0]] = width
+
+
+def _held_together(usages: Sequence[GpuUsage]) -> _Links:
+    """Link the GPUs of one host that one pod held in the same hour (a usage without
+    `pod_hours` holds its `pods` at one time)."""
+    holders: dict[tuple[str, float | None, str], set[str]] = defaultdict(set)
     for usage in usages:
-        if usage.pods:
-            by_pods[(usage.host, tuple(sorted(usage.pods)))].append(usage)
-        else:
-            units.append([usage])
-    for group in by_pods.values():
-        if len(group) > 1:
-            units.append(sorted(group, key=lambda u: (u.gpu_index is None, u.gpu_index, u.uuid)))
-        else:
-            units.append(group)
+        hours = usage.pod_hours or ((None, usage.pods),)
+        for hour, pods in hours:
+            for pod in pods:
+                holders[(usage.host, hour, pod)].add(usage.uuid)
+    links = _Links()
+    for uuids in holders.values():
+        if len(uuids) > 1:
+            links.join(uuids)
+    return links
+
+
+def _groups(usages: Sequence[GpuUsage]) -> list[tuple[list[GpuUsage], int]]:
+    """GPUs grouped into units with the GPUs each needs: the GPUs of one host linked by a
+    pod that held several of them at the same time (one multi-GPU job, also when its pod
+    was rescheduled onto other GPUs), needing the most GPUs one pod held at once."""
+    links = _held_together(usages)
+    by_root: dict[str, list[GpuUsage]] = defaultdict(list)
+    for usage in usages:
+        by_root[links.root(usage.uuid) if usage.uuid in links.parent else usage.uuid].append(usage)
+    units = [
+        (
+            sorted(group, key=lambda u: (u.gpu_index is None, u.gpu_index, u.uuid)),
+            links.width.get(root, 1),
+        )
+        for root, group in by_root.items()
+    ]
     return sorted(
-        units, key=lambda g: (g[0].host, g[0].gpu_index is None, g[0].gpu_index, g[0].uuid)
+        units,
+        key=lambda unit: (
+            unit[0][0].host,
+            unit[0][0].gpu_index is None,
+            unit[0][0].gpu_index,
+            unit[0][0].uuid,
+        ),
     )
 
 
@@ -134,7 +207,7 @@ def _max(values: Iterable[float | None]) -> float | None:
 def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[WorkloadNeed]:
     """The units the plan places, one per GPU or multi-GPU job (module docstring)."""
     needs = []
-    for group in _groups(usages):
+    for group, width in _groups(usages):
         first = group[0]
         pods = tuple(sorted({pod for usage in group for pod in usage.pods}))
         states: dict[str, float] = defaultdict(float)
@@ -146,9 +219,15 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
         if basis is not None:
             memory = _max(u.need_bytes for u in group if u.need_basis == basis)
         else:
-            memory = _max(u.observed_peak_bytes for u in group)
+            memory = _max(
+                u.observed_peak_bytes if u.observed_need_bytes is None else u.observed_need_bytes
+                for u in group
+            )
             basis = "observed" if memory is not None else None
         spec = catalog.match_nvml_name(first.name)
+        error = None
+        if memory is not None and spec is not None and memory > spec.memory_bytes * GIB_PER_GB:
+            error, memory, basis = memory, None, None  # no GPU of its model holds it
         dram = _max(u.dram_ratio for u in group)
         rent = None if spec is None else spec.rent_usd_per_hour
         prices = [rent if u.price_usd_per_hour is None else u.price_usd_per_hour for u in group]
@@ -178,6 +257,8 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 else None,
                 observed_seconds=max(u.observed_seconds for u in group),
                 memory_p95_bytes=_max(u.need_p95_bytes for u in group if u.need_basis == basis),
+                gpus_at_once=width if width < len(group) else None,
+                memory_error_bytes=error,
             )
         )
     return needs

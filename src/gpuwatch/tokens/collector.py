@@ -34,8 +34,12 @@ from gpuwatch.tokens.fetch import SOURCE_ERRORS, Fetch, UrllibFetch, describe
 from gpuwatch.tokens.kv import KvCacheReading, kv_cache_reading
 from gpuwatch.tokens.parse import LabelSet, Sample, find_samples, select_counters
 from gpuwatch.tokens.plausible import implausible_increase
+from gpuwatch.tokens.served import model_roots, models_url
 
 log = logging.getLogger(__name__)
+
+ROOTS_RETRY_SECONDS = 3600.0
+"""How long a source whose served name /v1/models did not resolve waits to ask again."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ class _Source:
         self.next_due: float | None = None
         self.outage = Outage()
         self.in_flight = False  # a scrape thread runs (under the collector's schedule lock)
+        self.roots: dict[str, str] = {}  # served name -> root, from the server's /v1/models
+        self.roots_asked_at: float | None = None  # monotonic s of the last /v1/models GET
 
 
 class TokenCollector:
@@ -172,7 +178,7 @@ class TokenCollector:
                 found = find_samples(body, [*source.names, *optional, *source.kv_names])
                 matchers = source.config.label_matchers
                 series = select_counters(found, source.names, matchers, optional)
-                kv = self._kv_cache(source, found)
+                kv = self._with_roots(source, self._kv_cache(source, found))
             except SOURCE_ERRORS as exc:
                 reading = self._failed(source, describe(exc))
             else:
@@ -269,6 +275,28 @@ class TokenCollector:
         if not source.kv_names:
             return None
         return kv_cache_reading(source.config.kind, found, source.config.label_matchers)
+
+    def _with_roots(self, source: _Source, kv: KvCacheReading | None) -> KvCacheReading | None:
+        """`kv` with the roots of its served names (`gpuwatch.tokens.served`), asked of
+        the server's /v1/models when a name is new to it (again at most once an hour while
+        one stays unresolved); no question when the source sets `model` or `config_json`.
+        A failed question leaves the names as they are (the scrape still counts)."""
+        config = source.config
+        if kv is None or not kv.model_names or config.model or config.config_json:
+            return kv
+        now = self._clock.monotonic()
+        asked = source.roots_asked_at
+        unknown = [name for name in kv.model_names if name not in source.roots]
+        if unknown and (asked is None or now - asked >= ROOTS_RETRY_SECONDS):
+            source.roots_asked_at = now
+            try:
+                body = self._fetch(models_url(config.url), config.timeout_seconds)
+            except SOURCE_ERRORS as exc:
+                log.debug("token source %r: no /v1/models (%s)", config.name, describe(exc))
+            else:
+                source.roots.update(model_roots(body))
+        found = tuple((name, source.roots[name]) for name in kv.model_names if name in source.roots)
+        return replace(kv, model_roots=found)
 
     def readings(self) -> tuple[TokenReading, ...]:
         """The latest reading of every source, in config order."""

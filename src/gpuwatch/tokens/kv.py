@@ -80,6 +80,9 @@ class KvCacheReading:
     model_names: tuple[str, ...] = ()
     cache_dtype: str | None = None
     engines: int = 1
+    model_roots: tuple[tuple[str, str], ...] = ()
+    """(served name, root) for the `model_names` the server's /v1/models resolves
+    (`gpuwatch.tokens.served`): the model an alias stands for."""
 
     @property
     def usage_ratio(self) -> float | None:

@@ -121,7 +121,7 @@ def solve(
         if need.reclaimable:
             continue
         if need.memory_bytes is None:  # sized from nothing it would claim any saving
-            unknown_needs += 1
+            unknown_needs += need.memory_error_bytes is None  # errors: the render says
             unplaced.append(need)
             continue
         unit = make_unit(need, order, catalog, rules, options.headroom_ratio)
@@ -397,8 +397,9 @@ def _notes(
             )
             + " (no memory need or memory used in the lookback)"
         )
-    if len(unplaced) > unknown_needs:
-        no_home = len(unplaced) - unknown_needs
+    errors = sum(need.memory_error_bytes is not None for need in unplaced)
+    if len(unplaced) > unknown_needs + errors:
+        no_home = len(unplaced) - unknown_needs - errors
         notes.append(
             f"{counted(no_home, 'unit')} "
             + (
