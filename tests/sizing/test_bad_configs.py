@@ -18,7 +18,8 @@ from gpuwatch.cli import main
 from gpuwatch.cli.size import add_size_parser, run_size
 from gpuwatch.cli.stdout import EXIT_BROKEN_PIPE
 from gpuwatch.sizing.bounded_json import BoundedJsonError, nesting_depth, read_json
-from gpuwatch.sizing.models import SIZE_BOUNDS, ModelCatalogEntry, builtin_model_entries
+from gpuwatch.sizing.models import ModelCatalogEntry, builtin_model_entries
+from gpuwatch.sizing.size_bounds import SIZE_BOUNDS
 
 CONFIGS = Path(__file__).parent / "configs"
 LLAMA_8B = CONFIGS / "llama-3.1-8b.json"

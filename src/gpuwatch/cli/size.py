@@ -45,9 +45,9 @@ from gpuwatch.sizing.models import (
     ModelSpec,
     UnknownModelError,
     build_model_catalog,
-    size_bound_error,
 )
 from gpuwatch.sizing.quantization import SCHEMES, QuantizationScheme
+from gpuwatch.sizing.size_bounds import size_bound_error
 from gpuwatch.sizing.throughput import DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TRAINING_MFU
 from gpuwatch.sizing.units import parse_param_count
 from gpuwatch.sizing.workload import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from gpuwatch.sizing.models import size_bound_error
+from gpuwatch.sizing.size_bounds import size_bound_error
 
 CONFIG_KEY_FIELDS: Mapping[str, str] = MappingProxyType(
     {

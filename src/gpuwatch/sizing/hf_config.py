@@ -50,9 +50,10 @@ from gpuwatch.sizing.hf_keys import (
 from gpuwatch.sizing.hf_layers import layer_types, moe_layer_count
 from gpuwatch.sizing.hf_quant import published_precision, with_hf_quant_config
 from gpuwatch.sizing.hf_vision import vision_parameters
-from gpuwatch.sizing.models import FULL_ATTENTION, ModelCatalogEntry, ModelSpec, one_line
+from gpuwatch.sizing.models import FULL_ATTENTION, ModelCatalogEntry, ModelSpec
 from gpuwatch.sizing.quantization import QuantizationScheme
 from gpuwatch.sizing.quantization_config import scheme_from_quantization_config
+from gpuwatch.sizing.size_bounds import one_line
 from gpuwatch.sizing.state_config import FamilyModel
 from gpuwatch.sizing.state_families import read_state_family
 
