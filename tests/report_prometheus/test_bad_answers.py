@@ -35,7 +35,9 @@ VALUES = {
     "gpuwatch_gpu_activity_mean": "0.05",
     "gpuwatch_gpu_price_usd_per_hour": "10",
 }
-RANGE_SELECTOR = re.compile(r"^[^()]*\[[0-9a-z]+\] @ [0-9.]+$")  # a bare range: a matrix
+RANGE_SELECTOR = re.compile(r"\[[0-9a-z]+(?::[0-9a-z]+)?\] @ [0-9.]+$")
+"""A query whose outermost expression is a range selector or a subquery (it ends in
+`[range] @ t` or `[range:step] @ t`): Prometheus answers it with a matrix."""
 DEADLINE_S = 2.0
 SLACK_S = 4.0  # interpreter start-up and a loaded machine, far below the old endless runs
 
@@ -58,7 +60,7 @@ def _answer(query: str, api: _Api) -> dict[str, Any]:
         value = figure if metric in query else value
     if api.mode == "value" and api.metric in query:
         value = api.value
-    if RANGE_SELECTOR.match(query):
+    if RANGE_SELECTOR.search(query):
         series: dict[str, object] = {
             "metric": labels,
             "values": [[1759276800, value], [1759276860, value]],
