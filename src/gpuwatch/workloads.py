@@ -30,22 +30,10 @@ from gpuwatch.sizing.hf_config import (
     load_config_json,
     model_name_for,
 )
+from gpuwatch.sizing.models import PublishedPrecision
 from gpuwatch.sizing.quantization import SCHEMES
 
-Precision = Literal[
-    "fp32",
-    "fp16",
-    "bf16",
-    "fp8",
-    "int8",
-    "int4",
-    "awq-int4",
-    "gptq-int4",
-    "mxfp4",
-    "nvfp4",
-    "nf4",
-    "bnb-int8",
-]
+Precision = PublishedPrecision
 """Storage precisions, then quantized checkpoint layouts (`gpuwatch.sizing.quantization`)."""
 KvCachePrecision = Literal["fp32", "fp16", "bf16", "fp8"]
 """The KV cache's storage, as servers offer it (vLLM's ``--kv-cache-dtype fp8``); the
