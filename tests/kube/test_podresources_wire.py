@@ -1,6 +1,6 @@
 """The client's own decoding of the kubelet's replies against protobuf's encoding: the
 same values, the fields the subset leaves out skipped (as the real kubelet sends them:
-topology, CPU IDs, memory, dynamic resources), malformed bytes a PodResourcesError; and
+topology, CPU IDs, memory), malformed bytes a PodResourcesError; and
 the agent's attribution path does not import protobuf."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from gpuwatch.kube.podresources import (
     decode_allocatable,
     decode_list,
     failure_reason,
-    message_classes,
 )
+from gpuwatch.kube.podresources_schema import message_classes
 
 
 def _key(number: int, wire_type: int) -> bytes:
@@ -34,7 +34,7 @@ def _delimited(number: int, payload: bytes) -> bytes:
 
 # fields the subset does not declare (numbers none of its messages uses), one of each
 # wire type; the kubelet's own are ContainerDevices.topology (3), ContainerResources'
-# cpu_ids (3, packed), memory (4) and dynamic_resources (5)
+# cpu_ids (3, packed) and memory (4)
 TOPOLOGY = _delimited(15, _delimited(1, _key(1, 0) + b"\x01"))  # a message
 VARINT = _key(9, 0) + b"\xac\x02"  # 300
 FIXED64 = _key(10, 1) + b"\x00" * 8

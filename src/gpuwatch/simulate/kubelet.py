@@ -1,12 +1,13 @@
 """A simulated kubelet: a real `grpc.server` answering pod-resources v1 on a unix socket.
 
-It serves whatever `PodAllocation`s it is given (`set_pods`), so the production
-client and collector run unchanged against it. `allocatable=None` leaves
-`GetAllocatableResources` unregistered (a kubelet before 1.21: UNIMPLEMENTED);
-`allocatable_disabled=True` answers it as a kubelet with the
-`KubeletPodResourcesGetAllocatable` gate off does (UNKNOWN, `ALLOCATABLE_DISABLED`);
-`exhausted = True` answers RESOURCE_EXHAUSTED (the kubelet's rate limit). `restart()`
-replaces the socket file, as a restarting kubelet does.
+Its replies are encoded by protobuf from the 1.36 `api.proto`'s schema
+(`gpuwatch.kube.podresources_schema`), DRA's `dynamic_resources` included. It serves
+whatever `PodAllocation`s it is given (`set_pods`), so the production client and
+collector run unchanged against it. `allocatable=None` leaves `GetAllocatableResources`
+unregistered (a kubelet before 1.21: UNIMPLEMENTED); `allocatable_disabled=True` answers
+it as a kubelet with the `KubeletPodResourcesGetAllocatable` gate off does (UNKNOWN,
+`ALLOCATABLE_DISABLED`); `exhausted = True` answers RESOURCE_EXHAUSTED (the kubelet's
+rate limit). `restart()` replaces the socket file, as a restarting kubelet does.
 """
 
 from __future__ import annotations
@@ -22,14 +23,43 @@ import grpc
 from gpuwatch.kube.podresources import (
     ALLOCATABLE_METHOD,
     LIST_METHOD,
+    ClaimAllocation,
+    ContainerAllocation,
     ContainerDevices,
     PodAllocation,
-    message_classes,
 )
+from gpuwatch.kube.podresources_schema import message_classes
 
 
 def _devices(devices: Sequence[ContainerDevices]) -> list[dict[str, Any]]:
     return [{"resource_name": d.resource_name, "device_ids": list(d.device_ids)} for d in devices]
+
+
+def _claims(claims: Sequence[ClaimAllocation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "claim_name": claim.claim_name,
+            "claim_namespace": claim.claim_namespace,
+            "claim_resources": [
+                {
+                    "cdi_devices": [{"name": name} for name in device.cdi_devices],
+                    "driver_name": device.driver_name,
+                    "pool_name": device.pool_name,
+                    "device_name": device.device_name,
+                }
+                for device in claim.devices
+            ],
+        }
+        for claim in claims
+    ]
+
+
+def _container(container: ContainerAllocation) -> dict[str, Any]:
+    return {
+        "name": container.name,
+        "devices": _devices(container.devices),
+        "dynamic_resources": _claims(container.claims),
+    }
 
 
 def encode_list(pods: Sequence[PodAllocation]) -> bytes:
@@ -39,9 +69,7 @@ def encode_list(pods: Sequence[PodAllocation]) -> bytes:
             {
                 "name": pod.name,
                 "namespace": pod.namespace,
-                "containers": [
-                    {"name": c.name, "devices": _devices(c.devices)} for c in pod.containers
-                ],
+                "containers": [_container(c) for c in pod.containers],
             }
             for pod in pods
         ]
