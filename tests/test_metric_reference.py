@@ -99,7 +99,13 @@ def attribution_metric_names() -> set[str]:
         0.0,
         DriverInfo(None, None, None),
         (),
-        attribution=Attribution(1.0, 1, (gpu,)),
+        attribution=Attribution(
+            1.0,
+            1,
+            (gpu,),
+            dra_unresolved=(("gpu.nvidia.com", "node", "gpu-9", "no_such_gpu"),),
+            dra_ignored=(("dra.net", 1),),
+        ),
         cost=CostSummary(
             pods=(PodCost("ns", "pod", 1.0, 0.5),),
             unattributed=(GpuUnattributedCost(0, "GPU-x", 0.25),),

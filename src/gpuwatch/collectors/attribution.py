@@ -218,7 +218,8 @@ class AttributionCollector:
         if listing is None:
             self._cgroups.clear()
             return gpus, Attribution(None, 0), self._result
-        holds, unresolved = resolve_holds(listing.pods, gpus, self._config.resource_names)
+        resolved = resolve_holds(listing.pods, gpus, self._config.resource_names)
+        holds = resolved.holds
         pids = {p.pid for g in gpus for p in g.processes or ()}
         read = {pid: self._cgroup(pid) for pid in pids}
         self._cgroups = {pid: c for pid, c in read.items() if not isinstance(c, str)}
@@ -240,8 +241,10 @@ class AttributionCollector:
             listing.taken_at_seconds,
             len(listing.pods),
             tuple(out_attr),
-            tuple(unresolved),
+            tuple(resolved.unresolved),
             stale=self.is_stale(listing),
+            dra_unresolved=tuple(resolved.dra_unresolved),
+            dra_ignored=tuple(resolved.dra_ignored),
         )
         return tuple(out_gpus), attribution, self._result
 

@@ -2,7 +2,8 @@
 each GPU's NVML processes joined with them.
 
 `resolve_holds` maps every container's device IDs (UUID, MIG UUID, minor number or
-NVML index) to a GPU or MIG device here; `join_gpu` sets each process's pod from its
+NVML index) and DRA claim devices (`gpu.nvidia.com`'s `gpu-<minor>`: `gpuwatch.kube.dra`)
+to a GPU or MIG device here; `join_gpu` sets each process's pod from its
 cgroup and the pod names, and the GPU's own pod when exactly one container holds the
 whole GPU. No I/O, no state, no logging: the kubelet, `/proc` and the pod-log folder are
 read by `gpuwatch.collectors.attribution`, which calls these once a tick.
@@ -10,6 +11,7 @@ read by `gpuwatch.collectors.attribution`, which calls these once a tick.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -24,6 +26,7 @@ from gpuwatch.core.snapshot import (
 )
 from gpuwatch.kube.cgroup import PodCgroup
 from gpuwatch.kube.device_ids import DeviceRef, is_gpu_resource, parse_device_id
+from gpuwatch.kube.dra import NVIDIA_GPU_DRIVER, parse_device_name
 from gpuwatch.kube.podlogs import PodName
 from gpuwatch.kube.podresources import PodAllocation
 
@@ -39,21 +42,41 @@ class Hold:
     pod: PodRef
     resource_name: str
     device_ids: tuple[str, ...]
+    claim: str = ""  # the DRA claim that gave it; "" for a device plugin's
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The kubelet's holds resolved to this host's GPUs: the holds, the device plugins'
+    IDs that name no GPU here (sorted), the `gpu.nvidia.com` DRA devices that name none
+    ((driver, pool, device, reason), sorted) and the devices of other DRA drivers
+    ((driver, count), sorted)."""
+
+    holds: list[Hold]
+    unresolved: list[str]
+    dra_unresolved: list[tuple[str, str, str, str]]
+    dra_ignored: list[tuple[str, int]]
+
+
+_Key = tuple[int, str | None, PodRef, str, str]
 
 
 def resolve_holds(
     pods: Iterable[PodAllocation], gpus: tuple[GpuSample, ...], extra_resources: Iterable[str]
-) -> tuple[list[Hold], list[str]]:
-    """Every container's GPU holds resolved to this host's GPUs, and the device IDs that
-    name no GPU here (sorted). Replicas of one GPU held by one container are one hold."""
+) -> Resolved:
+    """Every container's GPU holds — device plugins' IDs and DRA claims — resolved to
+    this host's GPUs. Replicas of one GPU held by one container are one hold; one DRA
+    device shared by several containers (a claim they share) is one hold each."""
     extra = tuple(extra_resources)
     by_uuid = {g.identity.uuid.lower(): g for g in gpus}  # keys and lookups: lower case
     by_minor = {g.identity.minor_number: g for g in gpus if g.identity.minor_number is not None}
     by_index = gpus_by_index(gpus)
     mig_by_uuid = {m.uuid.lower(): (g, m) for g in gpus for m in g.mig_instances}
-    merged: dict[tuple[int, str | None, PodRef, str], list[str]] = {}
+    merged: dict[_Key, list[str]] = {}
     instances: dict[tuple[int, str | None], int | None] = {}
     unresolved: set[str] = set()
+    dra_unresolved: set[tuple[str, str, str, str]] = set()
+    ignored: Counter[str] = Counter()
     for pod in pods:
         for container in pod.containers:
             ref = PodRef(pod.namespace, pod.name, container.name)
@@ -68,9 +91,23 @@ def resolve_holds(
                         unresolved.add(raw)
                         continue
                     gpu, mig_uuid, gi = target
-                    key = (gpu.identity.index, mig_uuid, ref, devices.resource_name)
+                    key = (gpu.identity.index, mig_uuid, ref, devices.resource_name, "")
                     merged.setdefault(key, []).append(raw)
                     instances[(gpu.identity.index, mig_uuid)] = gi
+            for claim in container.claims:
+                for device in claim.devices:
+                    if device.driver_name != NVIDIA_GPU_DRIVER:
+                        ignored[device.driver_name] += 1
+                        continue
+                    found = _resolve_dra(device.device_name, by_minor)
+                    if isinstance(found, str):
+                        dra_unresolved.add(
+                            (device.driver_name, device.pool_name, device.device_name, found)
+                        )
+                        continue
+                    key = (found.identity.index, None, ref, device.driver_name, claim.claim_name)
+                    merged.setdefault(key, []).append(f"{device.pool_name}/{device.device_name}")
+                    instances[(found.identity.index, None)] = None
     holds = [
         Hold(
             index,
@@ -80,10 +117,21 @@ def resolve_holds(
             ref,
             resource,
             tuple(ids),
+            claim,
         )
-        for (index, mig_uuid, ref, resource), ids in merged.items()
+        for (index, mig_uuid, ref, resource, claim), ids in merged.items()
     ]
-    return holds, sorted(unresolved)
+    return Resolved(holds, sorted(unresolved), sorted(dra_unresolved), sorted(ignored.items()))
+
+
+def _resolve_dra(device_name: str, by_minor: dict[int, GpuSample]) -> GpuSample | str:
+    """The GPU a `gpu.nvidia.com` device names, or why none (`dra.UNRESOLVED_REASONS`)."""
+    named = parse_device_name(device_name)
+    if isinstance(named, str):
+        return named
+    if named.is_mig:
+        return "mig_placement"
+    return by_minor.get(named.minor, "no_such_gpu")
 
 
 def gpus_by_index(gpus: tuple[GpuSample, ...]) -> dict[int, GpuSample]:
@@ -190,6 +238,7 @@ def join_gpu(
             tuple(sorted(set(running[i]))),
             unknown.get(i),
             _works_alone(gpu, h, holds, noise_floor),
+            h.claim,
         )
         for i, h in enumerate(holds)
     )

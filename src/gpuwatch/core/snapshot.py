@@ -153,9 +153,11 @@ class PodAllocationSample:
 
     `device_ids` are the plugin's IDs for it (several replicas of one time-sliced GPU when
     the container asked for more than one); `running_pids` the container's processes NVML
-    sees on that GPU (or MIG device) this tick. `unknown_reason` says why its processes
-    cannot be told (`IDLE_UNKNOWN_REASONS`), None when they can; `works_alone`: it is the
-    only holder of the GPU (or MIG device) and that shows activity this tick.
+    sees on that GPU (or MIG device) this tick. A DRA hold has the driver as its
+    `resource_name`, `<pool>/<device>` as its device ID and its claim's name in
+    `claim`. `unknown_reason` says why its processes cannot be told
+    (`IDLE_UNKNOWN_REASONS`), None when they can; `works_alone`: it is the only holder
+    of the GPU (or MIG device) and that shows activity this tick.
     """
 
     gpu_index: int
@@ -167,6 +169,7 @@ class PodAllocationSample:
     running_pids: tuple[int, ...]
     unknown_reason: str | None = None
     works_alone: bool = False
+    claim: str = ""  # the DRA ResourceClaim that gave it; "" for a device plugin's
 
     @property
     def allocated_idle(self) -> bool | None:
@@ -213,6 +216,9 @@ class Attribution:
     pods_listed: int
     gpus: tuple[GpuAttribution, ...] = ()
     unresolved_device_ids: tuple[str, ...] = ()  # GPU device IDs that match no GPU here
+    # DRA: (driver, pool, device, reason) of gpu.nvidia.com devices that name no GPU here
+    dra_unresolved: tuple[tuple[str, str, str, str], ...] = ()
+    dra_ignored: tuple[tuple[str, int], ...] = ()  # (driver, devices) of other DRA drivers
     # the listing is older than its freshness bound (the kubelet has not answered since):
     # its holds are kept until a fresh listing drops them, but no tick is charged to pods
     stale: bool = False

@@ -56,6 +56,7 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     )
     unresolved.add_metric([], float(len(attribution.unresolved_device_ids)))
     yield unresolved
+    yield from _dra_families(attribution.dra_unresolved, attribution.dra_ignored)
     if attribution.listed_at_seconds is not None:
         listed = GaugeMetricFamily(
             "gpuwatch_attribution_listed_timestamp_seconds",
@@ -66,8 +67,10 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     labels = (*_GPU, "mig_uuid", *_POD)
     info = InfoMetricFamily(
         "gpuwatch_gpu_pod",
-        "A container holds this GPU (or MIG device): one series per holder; join on uuid.",
-        labels=(*labels, "resource"),
+        "A container holds this GPU (or MIG device): one series per holder; join on uuid. "
+        "resource: the device plugin's resource or the DRA driver; claim: the DRA "
+        "ResourceClaim that gave it (empty for a device plugin's).",
+        labels=(*labels, "resource", "claim"),
     )
     idle = GaugeMetricFamily(
         "gpuwatch_gpu_pod_allocated_idle",
@@ -102,7 +105,7 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
         gpu_values = [str(gpu.gpu_index), gpu.uuid]
         for hold in gpu.allocations:
             values = [*gpu_values, hold.mig_uuid or "", *_pod(hold.pod)]
-            info.add_metric(values, {"resource": hold.resource_name})
+            info.add_metric(values, {"resource": hold.resource_name, "claim": hold.claim})
             allocated_idle = hold.allocated_idle
             if allocated_idle is not None:
                 idle.add_metric(values, 1.0 if allocated_idle else 0.0)
@@ -118,6 +121,34 @@ def attribution_families(snapshot: FleetSnapshot) -> Iterator[Metric]:
     for family in (info, idle, unknown, unowned, unmapped, stray):
         if family.samples:
             yield family
+
+
+def _dra_families(
+    unresolved: tuple[tuple[str, str, str, str], ...], ignored: tuple[tuple[str, int], ...]
+) -> Iterator[Metric]:
+    """DRA devices not attributed: `gpu.nvidia.com` devices that name no GPU here (one
+    series each, bounded by the node's devices), other drivers' devices (per driver)."""
+    if unresolved:
+        family = GaugeMetricFamily(
+            "gpuwatch_dra_devices_unresolved",
+            "1 for each gpu.nvidia.com DRA device allocated to a container that names no "
+            "GPU of this host, with the reason: unknown_name, no_such_gpu, mig_placement "
+            "(MIG devices are not resolved yet), vfio. Never attributed to a guess.",
+            labels=("driver", "pool", "device", "reason"),
+        )
+        for values in unresolved:
+            family.add_metric(list(values), 1.0)
+        yield family
+    if ignored:
+        family = GaugeMetricFamily(
+            "gpuwatch_dra_devices_ignored",
+            "DRA devices of other drivers than gpu.nvidia.com allocated to containers "
+            "(claim devices counted once per container): not GPUs gpuwatch reads.",
+            labels=("driver",),
+        )
+        for driver, count in ignored:
+            family.add_metric([driver], float(count))
+        yield family
 
 
 def attribution_health_families(reason: str | None) -> Iterator[Metric]:
@@ -146,6 +177,8 @@ ATTRIBUTION_FAMILIES: tuple[tuple[str, str], ...] = (
     ("gpuwatch_attribution_pods", "gauge"),
     ("gpuwatch_attribution_stale", "gauge"),
     ("gpuwatch_attribution_unresolved_devices", "gauge"),
+    ("gpuwatch_dra_devices_unresolved", "gauge"),
+    ("gpuwatch_dra_devices_ignored", "gauge"),
     ("gpuwatch_attribution_listed_timestamp_seconds", "gauge"),
     ("gpuwatch_gpu_pod", "info"),
     ("gpuwatch_gpu_pod_allocated_idle", "gauge"),
