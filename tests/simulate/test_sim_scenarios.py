@@ -99,6 +99,14 @@ def test_bad_file_names_the_file_and_the_field(write_scenario: Callable[..., Pat
     assert "h100x" in message
 
 
+def _pod(device: str) -> str:
+    """Two L4s and a pod whose one container holds `device`."""
+    return (
+        '[[gpus]]\npreset = "l4"\n[[gpus]]\npreset = "l4"\n[[pods]]\nnamespace = "n"\n'
+        f'name = "p"\n[[pods.containers]]\nname = "c"\ndevices = [{device}]\n'
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "where"),
     [
@@ -130,6 +138,15 @@ def test_bad_file_names_the_file_and_the_field(write_scenario: Callable[..., Pat
             "gpus[0].activity.segments",
         ),
         ('[faults]\nfunction_not_found = ["DeviceGetX"]\n', "faults.function_not_found"),
+        (_pod('{ gpu = 0, claim = "c" }'), "pods[0].containers[0].devices[0]: claim is given"),
+        (_pod('{ gpu = 0, form = "dra" }'), "pods[0].containers[0].devices[0]: claim is given"),
+        (_pod('{ gpu = 0, form = "dra", claim = "c", replica = 1 }'), "no mig, no replica"),
+        (
+            _pod('{ gpu = 0, form = "dra", claim = "c" }')
+            + '[[pods]]\nnamespace = "n"\nname = "q"\n[[pods.containers]]\nname = "c"\n'
+            'devices = [{ gpu = 1, form = "dra", claim = "c" }]\n',
+            "pods[1].containers[0].devices: claim 'c' names GPUs [1] here, [0] elsewhere in n",
+        ),
         ("[[gpus]\n", "not valid TOML"),
     ],
 )

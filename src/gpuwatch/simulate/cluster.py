@@ -19,7 +19,14 @@ import tempfile
 from pathlib import Path
 
 from gpuwatch.kube.config import KubernetesConfig
-from gpuwatch.kube.podresources import ContainerAllocation, ContainerDevices, PodAllocation
+from gpuwatch.kube.dra import NVIDIA_GPU_DRIVER
+from gpuwatch.kube.podresources import (
+    ClaimAllocation,
+    ClaimDevice,
+    ContainerAllocation,
+    ContainerDevices,
+    PodAllocation,
+)
 from gpuwatch.simulate.device import GpuDevice
 from gpuwatch.simulate.kubelet import SimulatedKubelet
 from gpuwatch.simulate.pods import PodConfig, PodDevice
@@ -41,6 +48,32 @@ def device_id(devices: tuple[GpuDevice, ...], ref: PodDevice) -> str:
         return text if ref.replica is None else f"{text}/vgpu{ref.replica}"
     text = gpu.uuid if mig is None else mig.uuid
     return text if ref.replica is None else f"{text}::{ref.replica}"
+
+
+def dra_claims(
+    devices: tuple[GpuDevice, ...], namespace: str, refs: tuple[PodDevice, ...], pool: str
+) -> tuple[ClaimAllocation, ...]:
+    """The DRA claims among `refs` as the kubelet reports them: NVIDIA's driver
+    (`gpu.nvidia.com`) names a whole GPU `gpu-<minor>` in its node's pool, and its CDI
+    device `k8s.gpu.nvidia.com/claim=<claim uid>-gpu-<minor>`."""
+    by_claim: dict[str, list[ClaimDevice]] = {}
+    for ref in refs:
+        if ref.form != "dra" or ref.claim is None:
+            continue
+        uid = _uid(f"claim/{namespace}/{ref.claim}")
+        name = f"gpu-{devices[ref.gpu].minor_number}"
+        cdi = f"k8s.{NVIDIA_GPU_DRIVER}/claim={uid}-{name}"
+        by_claim.setdefault(ref.claim, []).append(
+            ClaimDevice(NVIDIA_GPU_DRIVER, pool, name, (cdi,))
+        )
+    return tuple(
+        ClaimAllocation(claim, namespace, tuple(found)) for claim, found in by_claim.items()
+    )
+
+
+def _uid(text: str) -> str:
+    h = hashlib.sha256(text.encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
 def container_id(uid: str, container: str) -> str:
@@ -83,6 +116,7 @@ class SimulatedCluster:
             self.agent_proc_root = self.root / "container-proc"
             self.agent_proc_root.mkdir(parents=True, exist_ok=True)
         self.pod_logs_dir = self.root / "pods"
+        self.pool = f"{scenario.name}-node"  # NVIDIA's DRA driver names its pool after the node
         allocations = []
         for pod in scenario.pods:
             uid = pod.pod_uid(scenario.name)
@@ -96,16 +130,23 @@ class SimulatedCluster:
                     folder = self.proc_root / str(pid)
                     folder.mkdir(parents=True, exist_ok=True)
                     (folder / "cgroup").write_text(cgroup_text(pod, uid, cid), "utf-8")
-                ids = tuple(device_id(nv.devices, d) for d in container.devices)
+                plugin = [d for d in container.devices if d.form != "dra"]
+                ids = tuple(device_id(nv.devices, d) for d in plugin)
                 devices = (ContainerDevices(container.resource, ids),) if ids else ()
-                containers.append(ContainerAllocation(container.name, devices))
+                claims = dra_claims(nv.devices, pod.namespace, container.devices, self.pool)
+                containers.append(ContainerAllocation(container.name, devices, claims))
             allocations.append(PodAllocation(pod.namespace, pod.name, tuple(containers)))
         for pid in _host_pids(nv, scenario.pods):  # processes outside any pod
             folder = self.proc_root / str(pid)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "cgroup").write_text("0::/system.slice/docker.service\n", "utf-8")
+        plugin_node = any(
+            d.form != "dra" for pod in scenario.pods for c in pod.containers for d in c.devices
+        )  # a node whose GPUs all go through DRA runs no device plugin: nothing allocatable
         allocatable = tuple(
-            ContainerDevices("nvidia.com/gpu", (device.uuid,)) for device in nv.devices
+            ContainerDevices("nvidia.com/gpu", (device.uuid,))
+            for device in nv.devices
+            if plugin_node or not scenario.pods
         )
         self.kubelet = SimulatedKubelet(self.root / "kubelet.sock", allocations, allocatable)
 

@@ -175,10 +175,10 @@ class GpuDevice(_Readable):
         super().__init__()
         preset = config.device
         self.index = index
-        self.scenario_name = scenario.name
+        self.scenario_name = scenario.identity_name
         self.preset: DevicePreset = preset
-        self.uuid = config.uuid or _uuid("GPU", scenario.name, "gpu", index)
-        digits = int(hex_digits(12, scenario.name, "serial", index), 16) % 10**9
+        self.uuid = config.uuid or _uuid("GPU", self.scenario_name, "gpu", index)
+        digits = int(hex_digits(12, self.scenario_name, "serial", index), 16) % 10**9
         self.serial = config.serial or f"1654{digits:09d}"
         self.pci_domain = index // len(_DGX_BUSES)
         self.pci_bus = _DGX_BUSES[index % len(_DGX_BUSES)]
@@ -187,7 +187,7 @@ class GpuDevice(_Readable):
             self.pci_domain = int(config.pci_bus_id[:8], 16)
             self.pci_bus = int(config.pci_bus_id[9:11], 16)
         self.power_limit_w = config.power_limit_w or preset.power_limit_w
-        self.seed = stable_seed(scenario.name, scenario.seed, "gpu", index)
+        self.seed = stable_seed(self.scenario_name, scenario.seed, "gpu", index)
         self.jitter = config.activity.jitter
         self.usable_bytes = preset.memory_bytes - preset.reserved_bytes
         reversed_minor = len(scenario.gpus) - 1 - index  # the kernel enumerated in reverse

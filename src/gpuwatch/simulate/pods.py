@@ -12,11 +12,16 @@ and which simulated processes run in which container.
     resource = "nvidia.com/gpu"        # or nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb
     devices = [{ gpu = 0 }]            # replica = 1: GPU-<uuid>::1; mig = 0: the GPU's
                                        # first MIG device; form = "gke": nvidia<minor>...,
-                                       # form = "index": "<gpu>", "<gpu>::<replica>"
+                                       # form = "index": "<gpu>", "<gpu>::<replica>";
+                                       # form = "dra", claim = "<name>": through a DRA
+                                       # ResourceClaim of gpu.nvidia.com (device
+                                       # gpu-<minor>; `resource` is not used then)
     pids = [48213]                     # simulated processes (gpus.processes) it runs
 
 Validated like the rest of the scenario: a device names an existing GPU (and MIG
-device), a pid is one of the scenario's processes and in one container only.
+device), a pid is one of the scenario's processes and in one container only, a DRA claim
+(`form = "dra"`, whole GPUs only) names the same GPUs wherever its namespace uses it
+(several containers sharing one claim share its devices, as with TimeSlicing or MPS).
 
     [kubernetes]
     host_proc = false                  # the agent sees the node as the chart's container
@@ -28,7 +33,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 _UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
@@ -47,12 +52,23 @@ class NodeConfig(_Model):
 
 
 class PodDevice(_Model):
-    """One device ID allocated to a container, named by the scenario's GPU index."""
+    """One device allocated to a container, named by the scenario's GPU index: a device
+    plugin's ID, or (`form = "dra"`) a DRA claim's device."""
 
     gpu: int = Field(ge=0)
     mig: int | None = Field(default=None, ge=0)  # position in gpus[gpu].mig
     replica: int | None = Field(default=None, ge=0)  # time-slicing replica
-    form: Literal["uuid", "gke", "index"] = "uuid"  # index: --device-id-strategy=index
+    # index: --device-id-strategy=index; dra: a gpu.nvidia.com device of `claim`
+    form: Literal["uuid", "gke", "index", "dra"] = "uuid"
+    claim: str | None = Field(default=None, min_length=1)  # the ResourceClaim's name (dra)
+
+    @model_validator(mode="after")
+    def _claim_with_dra(self) -> PodDevice:
+        if (self.form == "dra") != (self.claim is not None):
+            raise ValueError('claim is given with form = "dra", and only then')
+        if self.form == "dra" and (self.mig is not None or self.replica is not None):
+            raise ValueError('form = "dra" names whole GPUs (no mig, no replica)')
+        return self
 
 
 class PodContainer(_Model):

@@ -17,6 +17,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
     name = "example"                   # optional: defaults to the file name
     description = "what this fleet shows"
     seed = 0                           # changes every jittered or drawn value
+    # identity = "demo"                # derive GPU identities and noise from another
+                                       # name: a variant of that scenario (demo-dra)
 
     [driver]                           # optional; these are the defaults
     version = "570.133.20"             # nvmlSystemGetDriverVersion
@@ -29,7 +31,8 @@ Every table rejects unknown keys. A complete example (valid as it stands)::
 
     [[gpus]]                           # one table per GPU, in index order
     preset = "h100-sxm"                # a key of presets.toml (`PRESETS`)
-    # Identity is derived from the scenario name and index unless overridden:
+    # Identity is derived from the scenario name (or its `identity`) and index unless
+    # overridden:
     # uuid = "GPU-...", serial = "1654...", pci_bus_id = "00000000:18:00.0",
     # minor_number = 3 (/dev/nvidia3; default: the indexes in reverse order)
     power_limit_w = 700                # enforced limit (default: the preset's)
@@ -174,7 +177,7 @@ from gpuwatch.billing import StaticPrice
 from gpuwatch.core.units import MIB
 from gpuwatch.simulate.faults import Faults
 from gpuwatch.simulate.gpus import DriverInfo, GpuConfig, ProcessConfig
-from gpuwatch.simulate.pods import NodeConfig, PodConfig
+from gpuwatch.simulate.pods import NodeConfig, PodConfig, PodContainer
 from gpuwatch.workloads import WorkloadDeclaration
 
 
@@ -206,6 +209,15 @@ class Scenario(_Model):
     name: str = Field(min_length=1)
     description: str = ""
     seed: int = 0
+    # the name the GPUs' UUIDs, serials and noise derive from (default: `name`): a variant
+    # of another scenario (demo-dra of demo) keeps its GPUs identical, value for value
+    identity: str | None = Field(default=None, min_length=1)
+
+    @property
+    def identity_name(self) -> str:
+        """`identity`, else `name`."""
+        return self.identity or self.name
+
     driver: DriverInfo = DriverInfo()
     gpus: tuple[GpuConfig, ...] = ()
     faults: Faults = Faults()
@@ -247,6 +259,7 @@ def _pod_problems(
 ) -> Iterator[str]:
     seen_pids: dict[int, str] = {}
     names: set[tuple[str, str]] = set()
+    claims: dict[tuple[str, str], set[int]] = {}
     for i, pod in enumerate(pods):
         if (pod.namespace, pod.name) in names:
             yield f"pods[{i}]: {pod.namespace}/{pod.name} is declared twice"
@@ -258,12 +271,28 @@ def _pod_problems(
                     yield f"{where}.devices[{k}].gpu: GPU {device.gpu} does not exist"
                 elif device.mig is not None and device.mig >= len(gpus[device.gpu].mig):
                     yield f"{where}.devices[{k}].mig: GPU {device.gpu} has no MIG {device.mig}"
+            for claim, gpu_set in _claim_gpus(container).items():
+                known = claims.setdefault((pod.namespace, claim), gpu_set)
+                if known != gpu_set:
+                    yield (
+                        f"{where}.devices: claim {claim!r} names GPUs {sorted(gpu_set)} here, "
+                        f"{sorted(known)} elsewhere in {pod.namespace}"
+                    )
             for pid in container.pids:
                 if pid not in pids:
                     yield f"{where}.pids: pid {pid} is no process of the scenario"
                 elif pid in seen_pids:
                     yield f"{where}.pids: pid {pid} is already in {seen_pids[pid]}"
                 seen_pids.setdefault(pid, where)
+
+
+def _claim_gpus(container: PodContainer) -> dict[str, set[int]]:
+    """The GPUs each DRA claim of a container names."""
+    found: dict[str, set[int]] = {}
+    for device in container.devices:
+        if device.claim is not None:
+            found.setdefault(device.claim, set()).add(device.gpu)
+    return found
 
 
 def _all_processes(where: str, gpu: GpuConfig) -> Iterator[tuple[str, ProcessConfig]]:
