@@ -140,12 +140,12 @@ def _pod(device: str) -> str:
         ('[faults]\nfunction_not_found = ["DeviceGetX"]\n', "faults.function_not_found"),
         (_pod('{ gpu = 0, claim = "c" }'), "pods[0].containers[0].devices[0]: claim is given"),
         (_pod('{ gpu = 0, form = "dra" }'), "pods[0].containers[0].devices[0]: claim is given"),
-        (_pod('{ gpu = 0, form = "dra", claim = "c", replica = 1 }'), "no mig, no replica"),
+        (_pod('{ gpu = 0, form = "dra", claim = "c", replica = 1 }'), "has no replica"),
         (
             _pod('{ gpu = 0, form = "dra", claim = "c" }')
             + '[[pods]]\nnamespace = "n"\nname = "q"\n[[pods.containers]]\nname = "c"\n'
             'devices = [{ gpu = 1, form = "dra", claim = "c" }]\n',
-            "pods[1].containers[0].devices: claim 'c' names GPUs [1] here, [0] elsewhere in n",
+            "pods[1].containers[0].devices: claim 'c' names GPU 1 here, GPU 0 elsewhere in n",
         ),
         ("[[gpus]\n", "not valid TOML"),
     ],

@@ -105,9 +105,13 @@ def resolve_holds(
                             (device.driver_name, device.pool_name, device.device_name, found)
                         )
                         continue
-                    key = (found.identity.index, None, ref, device.driver_name, claim.claim_name)
+                    gpu, mig = found
+                    mig_uuid = None if mig is None else mig.uuid
+                    key = (gpu.identity.index, mig_uuid, ref, device.driver_name, claim.claim_name)
                     merged.setdefault(key, []).append(f"{device.pool_name}/{device.device_name}")
-                    instances[(found.identity.index, None)] = None
+                    instances[(gpu.identity.index, mig_uuid)] = (
+                        None if mig is None else mig.gpu_instance_id
+                    )
     holds = [
         Hold(
             index,
@@ -124,14 +128,30 @@ def resolve_holds(
     return Resolved(holds, sorted(unresolved), sorted(dra_unresolved), sorted(ignored.items()))
 
 
-def _resolve_dra(device_name: str, by_minor: dict[int, GpuSample]) -> GpuSample | str:
-    """The GPU a `gpu.nvidia.com` device names, or why none (`dra.UNRESOLVED_REASONS`)."""
+def _resolve_dra(
+    device_name: str, by_minor: dict[int, GpuSample]
+) -> tuple[GpuSample, MigInstanceSample | None] | str:
+    """The GPU (and MIG device) a `gpu.nvidia.com` device names, or why none
+    (`dra.UNRESOLVED_REASONS`): a whole GPU by minor number; a MIG device by its parent's
+    minor number, its GPU instance's profile ID and placement start."""
     named = parse_device_name(device_name)
     if isinstance(named, str):
         return named
-    if named.is_mig:
+    gpu = by_minor.get(named.minor)
+    if gpu is None:
+        return "no_such_gpu"
+    if not named.is_mig:
+        return gpu, None
+    instances = gpu.mig_instances
+    if any(m.gpu_instance_profile_id is None or m.placement_start is None for m in instances):
         return "mig_placement"
-    return by_minor.get(named.minor, "no_such_gpu")
+    for mig in instances:
+        if (mig.gpu_instance_profile_id, mig.placement_start) == (
+            named.gi_profile_id,
+            named.placement_start,
+        ):
+            return gpu, mig
+    return "no_such_mig"
 
 
 def gpus_by_index(gpus: tuple[GpuSample, ...]) -> dict[int, GpuSample]:

@@ -66,6 +66,10 @@ class MigInstanceSample:
     sm_occupancy_ratio: float | None = None
     dram_bandwidth_ratio: float | None = None
     tensor_active_ratio: float | None = None
+    # the GPU instance's profile ID (`nvidia-smi mig -lgip`) and placement start slice:
+    # with the parent, what NVIDIA's DRA driver names a MIG device by; None: unknown
+    gpu_instance_profile_id: int | None = None
+    placement_start: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,8 +132,9 @@ def _dra_families(
         family = GaugeMetricFamily(
             "gpuwatch_dra_devices_unresolved",
             "1 for each gpu.nvidia.com DRA device allocated to a container that names no "
-            "GPU of this host, with the reason: unknown_name, no_such_gpu, mig_placement "
-            "(MIG devices are not resolved yet), vfio. Never attributed to a guess.",
+            "GPU of this host, with the reason: unknown_name, no_such_gpu, no_such_mig, "
+            "mig_placement (NVML gave no GPU-instance placement), vfio. Never attributed "
+            "to a guess.",
             labels=("driver", "pool", "device", "reason"),
         )
         for values in unresolved:

@@ -19,9 +19,11 @@ So a whole GPU is resolved exactly by its minor number, as NVML reports it on th
 driver writes for a claim (`/var/run/cdi/k8s.gpu.nvidia.com-claim_<claim uid>.yaml`,
 devices `<claim uid>-<device name>`, `cdi.go`) adds nothing more exact: its device
 nodes are `/dev/nvidia<minor>` (and, for MIG, the `nvidia-caps` nodes of the GI and CI),
-its common environment `NVIDIA_VISIBLE_DEVICES=void`, no UUID. A MIG device would need
-each GPU instance's profile ID and placement start, which the agent does not read yet:
-such a device is unresolved (`mig_placement`), never matched to a MIG device by guess.
+its common environment `NVIDIA_VISIBLE_DEVICES=void`, no UUID. A MIG device is the one
+of its parent whose GPU instance has the name's profile ID and placement start
+(`nvmlGpuInstanceGetInfo`, read by `gpuwatch.nvml.mig`): static and dynamic MIG alike,
+no UUID needed (dynamic MIG devices have none in the ResourceSlice). Never a guess: when
+NVML does not give those, the device is unresolved (`mig_placement`).
 
 Pure: no I/O.
 """
@@ -34,12 +36,14 @@ from dataclasses import dataclass
 NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
 """The only DRA driver whose devices gpuwatch resolves; others are counted, not read."""
 
-UNRESOLVED_REASONS = ("unknown_name", "no_such_gpu", "mig_placement", "vfio")
+UNRESOLVED_REASONS = ("unknown_name", "no_such_gpu", "no_such_mig", "mig_placement", "vfio")
 """Why a `gpu.nvidia.com` device is not attributed:
 
 - `unknown_name`: a device name in none of the driver's forms;
-- `no_such_gpu`: `gpu-<minor>` names no GPU NVML reports here;
-- `mig_placement`: a MIG device (its GPU instance's placement is not read yet);
+- `no_such_gpu`: the minor number is no GPU's that NVML reports here;
+- `no_such_mig`: no MIG device of that GPU has the name's profile ID and placement;
+- `mig_placement`: a MIG device on a GPU whose GPU instances' profile ID or placement
+  NVML did not give (`nvmlGpuInstanceGetInfo`);
 - `vfio`: a GPU passed through to a VM (NVML does not see it on the host).
 """
 

@@ -59,6 +59,8 @@ FUNCTIONS = (
     "nvmlDeviceGetMigDeviceHandleByIndex",
     "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetGpuInstanceById",
+    "nvmlGpuInstanceGetInfo",
     "nvmlDeviceRegisterEvents",
     "nvmlEventSetCreate",
     "nvmlEventSetWait",

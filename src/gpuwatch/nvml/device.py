@@ -71,7 +71,8 @@ class NvmlDevice(MigReads, ProcessReads, ReliabilityReads):
         self._process_util: dict[int, tuple[float, float]] = {}  # pid: (ratio, received at)
         self._process_names: dict[int, str] = {}
         self._mig_slots: int | None = None  # nvmlDeviceGetMaxMigDeviceCount while MIG is on
-        self._mig_ids: dict[str, tuple[int, int]] = {}  # MIG UUID: (GPU, compute instance id)
+        # MIG UUID: (GPU, compute instance id, GPU instance profile id, placement start)
+        self._mig_ids: dict[str, tuple[int, int, int | None, int | None]] = {}
         self._process_calls = None
         self._process_calls_known = False
         self._nvlink_last: tuple[float, float] | None = None  # (monotonic s, TX + RX bytes)

@@ -30,13 +30,15 @@ class MigDevice:
     uuid: str
     gpu_instance_id: int
     compute_instance_id: int
+    gpu_instance_profile_id: int | None = None  # nvmlGpuInstanceGetInfo's profileId
+    placement_start: int | None = None  # and placement.start
 
 
 class MigReads(GpmReads):
     """A device's MIG layout and the per-instance reading."""
 
     _mig_slots: int | None
-    _mig_ids: dict[str, tuple[int, int]]
+    _mig_ids: dict[str, tuple[int, int, int | None, int | None]]
 
     def _read_mig(
         self, now: float, devices: tuple[MigDevice, ...]
@@ -70,6 +72,8 @@ class MigReads(GpmReads):
                     sm_occupancy_ratio=parse.percent_to_ratio(gpm.get(GPM_SM_OCCUPANCY)),
                     dram_bandwidth_ratio=parse.percent_to_ratio(gpm.get(GPM_DRAM_BW_UTIL)),
                     tensor_active_ratio=parse.percent_to_ratio(gpm.get(GPM_ANY_TENSOR_UTIL)),
+                    gpu_instance_profile_id=mig.gpu_instance_profile_id,
+                    placement_start=mig.placement_start,
                 )
             )
         return tuple(instances)
@@ -84,8 +88,10 @@ class MigReads(GpmReads):
 
     def _read_mig_layout(self) -> tuple[MigDevice, ...]:
         """The MIG devices by slot: a handle and a UUID each pass (instances can be made
-        and destroyed at runtime); the instance ids are read once per UUID (a recreated
-        instance has a new UUID). The slot count is read once while MIG stays on."""
+        and destroyed at runtime); the instance ids, and the GPU instance's profile ID and
+        placement, are read once per UUID (a recreated instance has a new UUID; the
+        placement again until NVML gives it). The slot
+        count is read once while MIG stays on."""
         nv, h = self._nv, self.handle
         if self._mig_slots is None:
             count = self._optional("mig_count", nv.nvmlDeviceGetMaxMigDeviceCount, h)
@@ -106,7 +112,31 @@ class MigReads(GpmReads):
                 ci = self._optional("mig_ci", nv.nvmlDeviceGetComputeInstanceId, mig)
                 if gi is None or ci is None:
                     continue
-                ids = (int(gi), int(ci))
+                ids = (int(gi), int(ci), *self._gpu_instance_placement(int(gi)))
+            elif ids[2] is None:  # asked again until answered (None at once if unsupported)
+                ids = (ids[0], ids[1], *self._gpu_instance_placement(ids[0]))
             devices.append(MigDevice(mig, uuid, *ids))
-        self._mig_ids = {d.uuid: (d.gpu_instance_id, d.compute_instance_id) for d in devices}
+        self._mig_ids = {
+            d.uuid: (
+                d.gpu_instance_id,
+                d.compute_instance_id,
+                d.gpu_instance_profile_id,
+                d.placement_start,
+            )
+            for d in devices
+        }
         return tuple(devices)
+
+    def _gpu_instance_placement(self, gpu_instance_id: int) -> tuple[int | None, int | None]:
+        """(profile ID, placement start) of one GPU instance of this GPU; (None, None) when
+        the driver cannot say."""
+        nv, h = self._nv, self.handle
+        instance = self._optional(
+            "mig_gi_handle", nv.nvmlDeviceGetGpuInstanceById, h, gpu_instance_id
+        )
+        if instance is None:
+            return None, None
+        info = self._optional("mig_gi_info", nv.nvmlGpuInstanceGetInfo, instance)
+        if info is None:
+            return None, None
+        return int(info.profileId), int(info.placement.start)

@@ -14,6 +14,7 @@ agent sees the node without the host's `/proc` mounted.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -54,20 +55,33 @@ def dra_claims(
     devices: tuple[GpuDevice, ...], namespace: str, refs: tuple[PodDevice, ...], pool: str
 ) -> tuple[ClaimAllocation, ...]:
     """The DRA claims among `refs` as the kubelet reports them: NVIDIA's driver
-    (`gpu.nvidia.com`) names a whole GPU `gpu-<minor>` in its node's pool, and its CDI
-    device `k8s.gpu.nvidia.com/claim=<claim uid>-gpu-<minor>`."""
+    (`gpu.nvidia.com`) names a whole GPU `gpu-<minor>` and a MIG device
+    `gpu-<parent minor>-mig-<profile>-<GI profile ID>-<placement start>` in its node's
+    pool, and its CDI device `k8s.gpu.nvidia.com/claim=<claim uid>-<device name>`."""
     by_claim: dict[str, list[ClaimDevice]] = {}
     for ref in refs:
         if ref.form != "dra" or ref.claim is None:
             continue
         uid = _uid(f"claim/{namespace}/{ref.claim}")
-        name = f"gpu-{devices[ref.gpu].minor_number}"
+        name = dra_device_name(devices[ref.gpu], ref.mig)
         cdi = f"k8s.{NVIDIA_GPU_DRIVER}/claim={uid}-{name}"
         by_claim.setdefault(ref.claim, []).append(
             ClaimDevice(NVIDIA_GPU_DRIVER, pool, name, (cdi,))
         )
     return tuple(
         ClaimAllocation(claim, namespace, tuple(found)) for claim, found in by_claim.items()
+    )
+
+
+def dra_device_name(gpu: GpuDevice, mig_position: int | None) -> str:
+    """NVIDIA's DRA driver's name for a GPU or one of its MIG devices (its
+    `CanonicalName()`: the profile without dots, made an RFC 1123 label)."""
+    if mig_position is None:
+        return f"gpu-{gpu.minor_number}"
+    mig = gpu.mig[mig_position]
+    profile = re.sub(r"[^a-z0-9-.]", "-", mig.profile.replace(".", "").lower()).strip("-")
+    return (
+        f"gpu-{gpu.minor_number}-mig-{profile}-{mig.gpu_instance_profile_id}-{mig.placement_start}"
     )
 
 

@@ -141,6 +141,8 @@ class MigDevice(_Readable):
         self.slices = config.slices
         self.gpu_instance_id = config.gpu_instance_id or position + 1
         self.compute_instance_id = config.compute_instance_id
+        self.gpu_instance_profile_id = 0  # set by the parent, which knows the GPU's memory
+        self.placement_start = 0  # and where the instances before this one end
         self.name = f"{parent.preset.name} MIG {config.profile}"
         self.uuid = config.uuid or _uuid("MIG", parent.scenario_name, "mig", parent.index, position)
         self.memory_total = config.memory_bytes()
@@ -195,6 +197,13 @@ class GpuDevice(_Readable):
         self.mig_changes = config.mig_changes
         self._mig_initial = config.mig_enabled
         self.mig = [MigDevice(self, k, m) for k, m in enumerate(config.mig)]
+        start = 0
+        for mig, mig_config in zip(self.mig, config.mig, strict=True):
+            mig.gpu_instance_profile_id = mig_config.profile_id(preset.memory_bytes)
+            mig.placement_start = (
+                start if mig_config.placement_start is None else mig_config.placement_start
+            )
+            start = mig.placement_start + mig_config.memory_slices(preset.memory_bytes)
         self.processes = _processes(config.processes, self.usable_bytes)
         mig_source = Aggregate([(m.source, m.slices / 7) for m in self.mig])
         plain_source = Timeline(config.activity, self.seed)

@@ -111,6 +111,12 @@ class MigInstanceConfig(_Model):
     profile: str
     gpu_instance_id: int | None = Field(default=None, ge=0)
     compute_instance_id: int = Field(default=0, ge=0)
+    # the GPU instance's profile ID and placement start (nvmlGpuInstanceGetInfo); default:
+    # the profile's ID as on an H100/A100 (1g: 19, or 15 with two memory slices; 2g: 14;
+    # 3g: 9; 4g: 5; 7g: 0) and the instances placed in order, each after the previous
+    # one's memory slices
+    gpu_instance_profile_id: int | None = Field(default=None, ge=0)
+    placement_start: int | None = Field(default=None, ge=0, le=7)
     memory: ByteSize | None = None
     uuid: str | None = Field(default=None, pattern=rf"^MIG-{_UUID_HEX}$")
     activity: Activity = Activity()
@@ -128,6 +134,20 @@ class MigInstanceConfig(_Model):
         """Compute slices (the N of Ng.XXgb), out of 7."""
         match = _PROFILE.match(self.profile)
         return int(match.group(1)) if match else 1
+
+    def memory_slices(self, gpu_memory_bytes: int) -> int:
+        """Memory slices of the GPU's eight the profile takes (1g.10gb of 80 GB: 1)."""
+        match = _PROFILE.match(self.profile)
+        gigabytes = int(match.group(2)) if match else 10
+        return max(1, round(gigabytes * 1e9 * 8 / gpu_memory_bytes))
+
+    def profile_id(self, gpu_memory_bytes: int) -> int:
+        """`gpu_instance_profile_id`, else the profile's ID on an H100/A100."""
+        if self.gpu_instance_profile_id is not None:
+            return self.gpu_instance_profile_id
+        if self.slices == 1:
+            return 19 if self.memory_slices(gpu_memory_bytes) == 1 else 15
+        return {2: 14, 3: 9, 4: 5}.get(self.slices, 0)
 
     def memory_bytes(self) -> int:
         """Instance memory: `memory`, else about the profile's GB as nvidia-smi shows it."""

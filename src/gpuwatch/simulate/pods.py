@@ -15,12 +15,13 @@ and which simulated processes run in which container.
                                        # form = "index": "<gpu>", "<gpu>::<replica>";
                                        # form = "dra", claim = "<name>": through a DRA
                                        # ResourceClaim of gpu.nvidia.com (device
-                                       # gpu-<minor>; `resource` is not used then)
+                                       # gpu-<minor>, with mig: gpu-<minor>-mig-...;
+                                       # `resource` is not used then)
     pids = [48213]                     # simulated processes (gpus.processes) it runs
 
 Validated like the rest of the scenario: a device names an existing GPU (and MIG
 device), a pid is one of the scenario's processes and in one container only, a DRA claim
-(`form = "dra"`, whole GPUs only) names the same GPUs wherever its namespace uses it
+(`form = "dra"`, no replica) names the same devices wherever its namespace uses it
 (several containers sharing one claim share its devices, as with TimeSlicing or MPS).
 
     [kubernetes]
@@ -66,8 +67,8 @@ class PodDevice(_Model):
     def _claim_with_dra(self) -> PodDevice:
         if (self.form == "dra") != (self.claim is not None):
             raise ValueError('claim is given with form = "dra", and only then')
-        if self.form == "dra" and (self.mig is not None or self.replica is not None):
-            raise ValueError('form = "dra" names whole GPUs (no mig, no replica)')
+        if self.form == "dra" and self.replica is not None:
+            raise ValueError('form = "dra" has no replica (a shared claim shares its devices)')
         return self
 
 

@@ -259,7 +259,7 @@ def _pod_problems(
 ) -> Iterator[str]:
     seen_pids: dict[int, str] = {}
     names: set[tuple[str, str]] = set()
-    claims: dict[tuple[str, str], set[int]] = {}
+    claims: dict[tuple[str, str], set[tuple[int, int | None]]] = {}
     for i, pod in enumerate(pods):
         if (pod.namespace, pod.name) in names:
             yield f"pods[{i}]: {pod.namespace}/{pod.name} is declared twice"
@@ -275,8 +275,8 @@ def _pod_problems(
                 known = claims.setdefault((pod.namespace, claim), gpu_set)
                 if known != gpu_set:
                     yield (
-                        f"{where}.devices: claim {claim!r} names GPUs {sorted(gpu_set)} here, "
-                        f"{sorted(known)} elsewhere in {pod.namespace}"
+                        f"{where}.devices: claim {claim!r} names {_devices(gpu_set)} here, "
+                        f"{_devices(known)} elsewhere in {pod.namespace}"
                     )
             for pid in container.pids:
                 if pid not in pids:
@@ -286,13 +286,20 @@ def _pod_problems(
                 seen_pids.setdefault(pid, where)
 
 
-def _claim_gpus(container: PodContainer) -> dict[str, set[int]]:
-    """The GPUs each DRA claim of a container names."""
-    found: dict[str, set[int]] = {}
+def _claim_gpus(container: PodContainer) -> dict[str, set[tuple[int, int | None]]]:
+    """The (GPU, MIG position) devices each DRA claim of a container names."""
+    found: dict[str, set[tuple[int, int | None]]] = {}
     for device in container.devices:
         if device.claim is not None:
-            found.setdefault(device.claim, set()).add(device.gpu)
+            found.setdefault(device.claim, set()).add((device.gpu, device.mig))
     return found
+
+
+def _devices(found: set[tuple[int, int | None]]) -> str:
+    return ", ".join(
+        f"GPU {gpu}" + ("" if mig is None else f" MIG {mig}")
+        for gpu, mig in sorted(found, key=lambda d: (d[0], -1 if d[1] is None else d[1]))
+    )
 
 
 def _all_processes(where: str, gpu: GpuConfig) -> Iterator[tuple[str, ProcessConfig]]:

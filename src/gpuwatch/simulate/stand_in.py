@@ -55,6 +55,14 @@ from gpuwatch.simulate.scenario import Scenario
 
 Target = GpuDevice | MigDevice
 
+
+@dataclass(frozen=True, slots=True)
+class _GpuInstance:
+    """A GPU instance handle (`nvmlDeviceGetGpuInstanceById`): the MIG device it holds."""
+
+    mig: MigDevice
+
+
 _PURE_HELPERS = frozenset(
     {"nvmlExceptionClass", "nvmlFriendlyObjectToStruct", "nvmlStructToFriendlyObject"}
 )
@@ -798,6 +806,31 @@ class SimulatedNvml:
     def nvmlDeviceGetComputeInstanceId(self, device: Any) -> int:
         """Compute instance id of a MIG device; NotSupported on a physical GPU."""
         return self._mig_device(device, "nvmlDeviceGetComputeInstanceId").compute_instance_id
+
+    def nvmlDeviceGetGpuInstanceById(self, device: Any, gpuInstanceId: int) -> Any:
+        """The GPU instance `gpuInstanceId` of a MIG-enabled GPU (a handle for
+        `nvmlGpuInstanceGetInfo`); NotFound when it has none by that id, NotSupported
+        without MIG or with MIG off (as NVML's reference says)."""
+        gpu, t = self._mig_capable(device, "nvmlDeviceGetGpuInstanceById")
+        if not gpu.mig_current(t):
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        for mig in gpu.mig:
+            if mig.gpu_instance_id == int(gpuInstanceId):
+                return _GpuInstance(mig)
+        _raise(pynvml.NVML_ERROR_NOT_FOUND)
+
+    def nvmlGpuInstanceGetInfo(self, gpuInstance: Any) -> Any:
+        """A `c_nvmlGpuInstanceInfo_t`: the instance's id, profile ID and placement."""
+        self._gate("nvmlGpuInstanceGetInfo")
+        if not isinstance(gpuInstance, _GpuInstance):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        mig = gpuInstance.mig
+        info = pynvml.c_nvmlGpuInstanceInfo_t()
+        info.id = mig.gpu_instance_id
+        info.profileId = mig.gpu_instance_profile_id
+        info.placement.start = mig.placement_start
+        info.placement.size = mig.slices if mig.slices != 7 else 8
+        return info
 
     def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, migDevice: Any) -> Any:
         """The physical GPU of a MIG device; InvalidArgument for a physical handle."""
