@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,6 +20,23 @@ def scrape_config(targets: Sequence[int], rule_files: Sequence[Path] = ()) -> st
         + (f"rule_files:\n{rules}" if rules else "")
         + "scrape_configs:\n  - job_name: gpuwatch\n"
         + f"    static_configs:\n      - targets: [{listed}]\n"
+    )
+
+
+def labelled_scrape_config(targets: Mapping[int, Mapping[str, str]]) -> str:
+    """A prometheus.yml scraping loopback ports every second as job `gpuwatch`, each
+    port's series carrying its own target labels (e.g. a `cluster_id` per agent)."""
+    groups = "".join(
+        f"      - targets: ['127.0.0.1:{port}']\n"
+        + "        labels: {"
+        + ", ".join(f"{name}: '{value}'" for name, value in labels.items())
+        + "}\n"
+        for port, labels in targets.items()
+    )
+    return (
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        + "scrape_configs:\n  - job_name: gpuwatch\n"
+        + f"    static_configs:\n{groups}"
     )
 
 
