@@ -231,3 +231,68 @@ def test_notes_say_why_the_agent_is_root(chart: Path, rendered: dict[str, Render
     assert "runs as uid 0" not in rendered["baseline-values"].manifests[notes]
     overridden = render(chart, {"securityContext": {"runAsUser": AGENT_USER}})
     assert "runs as uid 0" not in overridden.manifests[notes]
+
+
+# The label keys of kubernetes-sigs/dra-driver-nvidia-gpu's kubeletPlugin.affinity (its
+# chart's values.yaml at 95932046): one node selector term each, any one selects a node.
+DRA_DRIVER_NODE_LABELS = {
+    "feature.node.kubernetes.io/pci-10de.present": ["true"],
+    "feature.node.kubernetes.io/pci-0302_10de.present": ["true"],
+    "feature.node.kubernetes.io/pci-0300_10de.present": ["true"],
+    "feature.node.kubernetes.io/cpu-model.vendor_id": ["NVIDIA"],
+    "nvidia.com/gpu.present": ["true"],
+}
+
+
+def test_dra_values_land_where_the_drivers_plugin_runs(rendered: dict[str, Rendered]) -> None:
+    """ci/dra-values.yaml: the agent selects the nodes NVIDIA's DRA driver's kubelet plugin
+    selects (GFD's label alone would miss a node without the GPU Operator) and reads DRA
+    claims through the pod-resources folder it already mounts: no RBAC, no token, no CDI."""
+    r = rendered["dra-values"]
+    pod = _pod(r)
+    assert "nodeSelector" not in pod
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert all(len(term["matchExpressions"]) == 1 for term in terms)  # ORed, one label each
+    selected = {
+        e["key"]: e["values"]
+        for term in terms
+        for e in term["matchExpressions"]
+        if e["operator"] == "In"
+    }
+    assert selected == DRA_DRIVER_NODE_LABELS
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod[
+        "tolerations"
+    ]
+    agent = _container(pod, "agent")
+    mounts = {m["name"]: m for m in agent["volumeMounts"]}
+    assert mounts["pod-resources"] == {
+        "name": "pod-resources",
+        "mountPath": "/var/lib/kubelet/pod-resources",
+        "readOnly": True,
+    }
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["pod-resources"]["hostPath"]["path"] == "/var/lib/kubelet/pod-resources"
+    assert not [v for v in pod["volumes"] if "cdi" in str(v.get("hostPath", {}).get("path"))]
+    assert pod["automountServiceAccountToken"] is False
+    kinds = {obj["kind"] for obj in r.objects}
+    assert not kinds & {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+    _validate(r)
+
+
+@pytest.mark.parametrize(
+    ("name", "selector"),
+    [
+        ("default-values", {"nvidia.com/gpu.present": "true"}),
+        ("nfd-values", {"feature.node.kubernetes.io/pci-10de.present": "true"}),
+        ("gke-values", None),
+        ("dra-values", None),
+    ],
+)
+def test_node_selector_is_the_value_sets_own(
+    rendered: dict[str, Rendered], name: str, selector: dict[str, str] | None
+) -> None:
+    """Helm merges a values map into the default one: a set that replaces GFD's label must
+    null it, or the agent would need both labels (and never land on a GKE node)."""
+    assert _pod(rendered[name]).get("nodeSelector") == selector
