@@ -387,7 +387,7 @@ def test_a_solved_plan_writes_valid_files(tmp_path: Path) -> None:
     paths = write_apply(report_of(plan, needs), CATALOG, tmp_path)
     assert sorted(p.name for p in paths) == sorted(
         ["mig-configs.yaml", "device-plugin-configs.yaml", "nodes.yaml", "workloads.yaml",
-         "migration.yaml", "evidence.yaml"]
+         "migration.yaml", "evidence.yaml", "dra-claims.yaml"]
     )  # fmt: skip
     docs = {p.name: yaml.safe_load(p.read_text(encoding="ascii")) for p in paths}
     assert validate_mig_parted(docs["mig-configs.yaml"]) == []

@@ -55,6 +55,7 @@ class WorkloadNeed:
     memory_p95_bytes: float | None = None  # the 95th percentile of the need on its basis
     gpus_at_once: int | None = None  # GPUs it needs when fewer than it ran on (rescheduled)
     memory_error_bytes: float | None = None  # a need above its GPU's memory: not an input
+    dra: bool = False  # its pods held their GPUs through DRA claims of gpu.nvidia.com
 
     @property
     def gpu_count(self) -> int:

@@ -19,7 +19,8 @@ The same figures as the local history (`plan/local.py`), one query each over the
   `gpuwatch_gpu_need_basis_info` named in the lookback, observed memory included;
 - pods: every `gpuwatch_gpu_pod_info` series in the lookback, hour by hour
   (`max_over_time(gpuwatch_gpu_pod_info[1h])[w:1h]`, a range vector: which GPUs one pod
-  held at the same time); price: the latest
+  held at the same time; a pod's `resource` label `gpu.nvidia.com`, a DRA claim of
+  NVIDIA's driver, marks the GPU `dra`); price: the latest
   `gpuwatch_gpu_price_usd_per_hour`; name and index: the latest `gpuwatch_gpu_info`.
 
 The queries (`queries`) are independent: they run `PrometheusOptions.parallel_queries`
@@ -38,6 +39,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuwatch.core.units import DAY_SECONDS
+from gpuwatch.kube.dra import NVIDIA_GPU_DRIVER
 from gpuwatch.plan.usage import HIGH_PERCENTILE, GpuUsage, basis_of, robust_peak
 from gpuwatch.promapi.client import Client, PrometheusOptions
 from gpuwatch.promapi.labels import LabelKey, host_of, pod_of
@@ -176,12 +178,15 @@ def load_usage(
         if (key := _gpu(labels)) is not None:
             bases[key].add(dict(labels).get("basis", ""))
     pods: dict[GpuKey, set[str]] = defaultdict(set)
+    dra: set[GpuKey] = set()  # GPUs a pod held through a gpu.nvidia.com claim
     pod_hours: dict[GpuKey, dict[float, set[str]]] = defaultdict(lambda: defaultdict(set))
     for labels, samples in by_hour["pods"].items():
         pod = pod_of(labels)
         if (key := _gpu(labels)) is not None and pod is not None:
             name = f"{pod[0]}/{pod[1]}"
             pods[key].add(name)
+            if dict(labels).get("resource") == NVIDIA_GPU_DRIVER:
+                dra.add(key)
             for hour, _ in samples:  # the hour ending at `hour`
                 pod_hours[key][hour - 3600.0].add(name)
     price = _max_by_gpu(got["price"])
@@ -210,6 +215,7 @@ def load_usage(
                     for hour, names in sorted(pod_hours.get(key, {}).items())
                 ),
                 observed_need_bytes=needs["observed"].get(key),
+                dra=key in dra,
             )
         )
     return usages

@@ -86,6 +86,8 @@ class GpuUsage:
     observed_need_bytes: float | None = None
     """`robust_peak` of NVML's hourly memory peaks: the need on the observed basis (None:
     `observed_peak_bytes`, the largest, stands in)."""
+    dra: bool = False
+    """A pod held the GPU through a DRA claim of NVIDIA's driver (`gpu.nvidia.com`)."""
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -259,6 +261,7 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 memory_p95_bytes=_max(u.need_p95_bytes for u in group if u.need_basis == basis),
                 gpus_at_once=width if width < len(group) else None,
                 memory_error_bytes=error,
+                dra=any(u.dra for u in group),
             )
         )
     return needs

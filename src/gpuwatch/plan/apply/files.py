@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuwatch.core.paths import write_atomic
-from gpuwatch.plan.apply import device_plugin, evidence, mig_parted, migration, nodes, workloads
+from gpuwatch.plan.apply import (
+    device_plugin,
+    dra,
+    evidence,
+    mig_parted,
+    migration,
+    nodes,
+    workloads,
+)
 from gpuwatch.plan.apply.layout import plan_layout
 from gpuwatch.plan.render import PlanReport
 from gpuwatch.sizing import GpuCatalog
@@ -19,7 +27,9 @@ def apply_files(report: PlanReport, catalog: GpuCatalog) -> dict[str, str]:
     headroom = report.options.headroom_ratio
     return {
         "mig-configs.yaml": mig_parted.render(layout),
-        "device-plugin-configs.yaml": device_plugin.render(layout),
+        # DRA nodes take claims (dra-claims.yaml), not the device plugin's config
+        "device-plugin-configs.yaml": device_plugin.render(dra.without_dra_nodes(layout)),
+        "dra-claims.yaml": dra.render(layout),
         "nodes.yaml": nodes.render(layout),
         "workloads.yaml": workloads.render(layout, catalog, headroom),
         "migration.yaml": migration.render(layout),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpuwatch.plan.apply import device_plugin, mig_parted
+from gpuwatch.plan.apply import device_plugin, dra, mig_parted
 from gpuwatch.plan.apply.layout import Layout, Node
 from gpuwatch.plan.apply.yaml_text import YamlValue, dump
 
@@ -15,12 +15,10 @@ POOL_LABEL = "gpuwatch/pool"
 
 
 def labels(node: Node) -> dict[str, str]:
-    """Every label a node to add must carry (the operator acts on the first two)."""
-    return {
-        **mig_parted.node_labels(node),
-        **device_plugin.node_labels(node),
-        POOL_LABEL: node.pool,
-    }
+    """Every label a node to add must carry (the operator acts on the first two; a DRA
+    node has no device plugin config to pick)."""
+    plugin = {} if dra.is_dra_node(node) else device_plugin.node_labels(node)
+    return {**mig_parted.node_labels(node), **plugin, POOL_LABEL: node.pool}
 
 
 def _node(node: Node) -> dict[str, YamlValue]:
