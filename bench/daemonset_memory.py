@@ -15,6 +15,9 @@ times the sampling work of speed 1) — while a scraper fetches `/metrics` and
   `--services FILE`), so the figure is the agent's alone; `demo, services in-process`
   runs them inside the agent (`gpuwatch run --simulate demo`'s default, and this
   benchmark's only row until 2026-11-25), for comparison;
+- `demo-dra`: the demo with its pods holding their GPUs through DRA claims of
+  `gpu.nvidia.com` (the kubelet's `dynamic_resources`), services in another process as
+  for `demo`: what the DRA path adds to the agent's memory;
 - `dgx-h100`: 8 GPUs, 64 processes, no pods (no services to move out).
 
 Every row still holds the NVML stand-in (the simulated driver, `gpuwatch.simulate`),
@@ -24,12 +27,13 @@ The baseline is `baseline_exporter.py` serving the demo agent's /metrics text wi
 prometheus-client, run and scraped the same way right after: what the Python runtime and
 prometheus-client alone take, so the ratio says what gpuwatch adds.
 
-    python bench/daemonset_memory.py [--seconds 60]
+    python bench/daemonset_memory.py [--seconds 60] [--rows demo,demo-dra]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -55,10 +59,11 @@ SPEED = 60.0
 RUNS = (
     # (row, scenario, services in another process)
     ("demo", "demo", True),
+    ("demo-dra", "demo-dra", True),
     ("demo, services in-process", "demo", False),
     ("dgx-h100", "dgx-h100", False),
 )
-SERVICES_ROW = "demo's services process (not the agent)"
+SERVICES_ROW = "{scenario}'s services process (not the agent)"
 TARGET = 64 * MIB
 """The issue's peak for the agent with history and attribution on."""
 
@@ -108,14 +113,16 @@ def _start_services(scenario: str, work: Path) -> tuple[Process, Path]:
     return services, endpoints
 
 
-def measure(seconds: float) -> dict[str, int]:
-    """Peak RSS of each run's agent, of the demo's services process and of the
-    baseline, bytes."""
+def measure(seconds: float, rows: frozenset[str] | None = None) -> dict[str, int]:
+    """Peak RSS of each run's agent (the runs named in `rows`, all when None), of each
+    services process and of the baseline, bytes."""
     peaks: dict[str, int] = {}
     demo_metrics = b""
     with tempfile.TemporaryDirectory(prefix="gpuwatch-daemonset-") as name:
         tmp = Path(name)
         for index, (row, scenario, external) in enumerate(RUNS):
+            if rows is not None and row not in rows:
+                continue
             work = tmp / f"run{index}"
             work.mkdir()
             config = work / "gpuwatch.toml"
@@ -133,7 +140,7 @@ def measure(seconds: float) -> dict[str, int]:
                 peaks[row], metrics = run_and_scrape(agent, port, seconds, status=True)
                 if services is not None:
                     services.check_alive()
-                    peaks[SERVICES_ROW] = peak_rss_bytes(services.pid)
+                    peaks[SERVICES_ROW.format(scenario=scenario)] = peak_rss_bytes(services.pid)
             finally:
                 agent.stop()
                 if services is not None:
@@ -154,10 +161,19 @@ def measure(seconds: float) -> dict[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="real seconds per run")
+    parser.add_argument(
+        "--rows", default="", help="comma-separated rows to run (default: all; demo always)"
+    )
     args = parser.parse_args()
-    peaks = measure(args.seconds)
+    chosen = frozenset({"demo", *args.rows.split(",")}) if args.rows else None
+    known = {row for row, _, _ in RUNS}
+    if chosen is not None and not chosen <= known:
+        parser.error(f"--rows: unknown {sorted(chosen - known)}; known: {sorted(known)}")
+    load = os.getloadavg()
+    peaks = measure(args.seconds, chosen)
     info = machine_info()
     print(f"machine: {info['cpu_model']}, {info['cpu_cores']} cores, {info['date']}")
+    print(f"load average before the runs: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{args.seconds:g} real s at --speed {SPEED:g}, scraped once a second")
     rows = [
         [name, f"{peak / MIB:.1f}", f"{peak / peaks['baseline']:.2f}x"]
@@ -166,6 +182,8 @@ def main() -> int:
     print(format_table(["process", "peak RSS MiB", "vs baseline"], rows))
     verdict = "met" if peaks["demo"] <= TARGET else "missed"
     print(f"target <= {TARGET / MIB:g} MiB with history and attribution (demo): {verdict}")
+    if "demo-dra" in peaks:
+        print(f"demo-dra / demo peak RSS: {peaks['demo-dra'] / peaks['demo']:.3f}")
     return 0
 
 
