@@ -498,13 +498,14 @@ def namespace_panels() -> list[Panel]:
         table(
             "Pods and their GPUs",
             "Which container of the selected namespaces holds which GPU now "
-            "(gpuwatch_gpu_pod_info), through which resource, the GPU's state and $/h, and "
+            "(gpuwatch_gpu_pod_info), through which resource and, on a DRA node, which "
+            "ResourceClaim (claim: empty for a device plugin's hold), the GPU's state and $/h, and "
             "whether the container runs nothing on it (allocated-idle: "
             'gpuwatch_gpu_pod_allocated_idle), or "unknown" with the reason '
             "(gpuwatch_gpu_pod_allocated_idle_unknown: pid_unmapped when the agent cannot "
             "read the host's /proc). A shared GPU has a row per holder.",
             "currencyUSD",
-            instant(f"{per_holder}, resource) ({holders})"),
+            instant(f"{per_holder}, resource, claim) ({holders})"),
             instant(
                 f"{per_holder}, state) (\n  {holders}\n"
                 f"  * {ON_UUID} group_left(state) (gpuwatch_gpu_state{{{GPU}}} == 1)\n)"
@@ -522,6 +523,7 @@ def namespace_panels() -> list[Panel]:
                 "pod": "pod",
                 "container": "container",
                 "resource": "resource",
+                "claim": "claim",
                 "state": "GPU state",
                 "Value #C": "runs nothing",
                 "Value #D": "GPU $/h",

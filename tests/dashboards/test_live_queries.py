@@ -1,7 +1,8 @@
 """Every panel query of every dashboard, run against a real Prometheus scraping real agents.
 
-Two agents run as subprocesses: `--simulate demo` (per-process metrics on, a 60 s analysis
-window so states settle in seconds at `--speed 10`) and a MIG H100 that raises XIDs
+Two agents run as subprocesses: `--simulate demo-dra` (the demo's GPUs and pods, held
+through DRA claims so the pod table's `claim` column has values; per-process metrics on, a
+60 s analysis window so states settle in seconds at `--speed 10`) and a MIG H100 that raises XIDs
 (`mig-xid.toml`, for the GPU detail's MIG and XID panels). One Prometheus scrapes both every
 second as job `gpuwatch`. The dashboard variables are resolved the way Grafana does it:
 each `label_values(selector, label)` asks Prometheus's label-values API, and a multi-value
@@ -49,12 +50,12 @@ Json = dict[str, Any]
 
 @pytest.fixture(scope="module")
 def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Prometheus scraping the demo agent and the MIG/XID agent (job `gpuwatch`)."""
+    """Prometheus scraping the demo-dra agent and the MIG/XID agent (job `gpuwatch`)."""
     workdir: Path = tmp_path_factory.mktemp("dashboards")
     agents = []
     try:
         ports = []
-        for name, scenario in (("demo", "demo"), ("mig", str(MIG_XID_SCENARIO))):
+        for name, scenario in (("demo", "demo-dra"), ("mig", str(MIG_XID_SCENARIO))):
             config = workdir / f"{name}.toml"
             config.write_text(
                 f'[agent]\nper_process_metrics = true\nstate_dir = "{workdir / name}"\n'
