@@ -160,6 +160,42 @@ def test_a_dra_fleet_gets_claims_not_device_plugin_configs() -> None:
             assert node["labels"]  # mig-parted's and the pool's stay
 
 
+def test_each_units_pods_reference_its_claim() -> None:
+    """workloads.yaml: a DRA unit moved to a MIG or shared GPU requests no device-plugin
+    resource; its pods' spec.resourceClaims entry names its template, or its GPU's ONE
+    shared claim (c and d: the same), and a pod using it validates strictly."""
+    docs = _files(dra_fleet())
+    by_units = {
+        o["metadata"]["annotations"][dra.UNITS_ANNOTATION]: o["metadata"]["name"]
+        for o in _items(docs)
+    }
+    work = {w["workload"]: w for w in docs["workloads.yaml"]["workloads"]}
+    assert work["a"]["to"] == {}
+    assert work["a"]["resource_claims"] == [
+        {"name": "gpu", "resourceClaimTemplateName": by_units["a"]}
+    ]
+    shared = [{"name": "gpu", "resourceClaimName": by_units["c + d"]}]
+    assert work["c"]["resource_claims"] == work["d"]["resource_claims"] == shared
+    assert "resource_claims" not in work["job"]  # whole GPUs keep their request
+    assert work["job"]["to"] == {"nvidia.com/gpu": 4}
+    for name in ("a", "c"):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team-a"},
+            "spec": {
+                "resourceClaims": work[name]["resource_claims"],
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}
+                ],
+            },
+        }
+        _validate_strictly(pod)
+    plain = {w["workload"]: w for w in _files(fleet())["workloads.yaml"]["workloads"]}
+    assert "resource_claims" not in plain["a"]
+    assert plain["a"]["to"] == {"nvidia.com/mig-3g.40gb": 1}
+
+
 def test_a_mixed_fleet_keeps_the_device_plugin_for_its_plugin_nodes() -> None:
     """Only the MIG units run on DRA: the time-sliced L4 keeps its plugin config."""
     docs = _files(dra_fleet({"a", "b"}))

@@ -149,12 +149,25 @@ def shared_claim(
     }
 
 
+POD_CLAIM_NAME = "gpu"
+"""The name a unit's pods give the claim in `spec.resourceClaims` (and their containers
+in `resources.claims`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class DraObjects:
-    """The objects, and how many MIG units or shared GPUs got none (namespace)."""
+    """The objects; each unit's entry of its pods' `spec.resourceClaims`, by unit key; how
+    many MIG units or shared GPUs got none (namespace)."""
 
     objects: tuple[dict[str, YamlValue], ...]
     skipped: int
+    pod_claims: dict[str, dict[str, str]]
+
+
+def _metadata_name(obj: dict[str, YamlValue]) -> str:
+    metadata = obj["metadata"]
+    assert isinstance(metadata, dict)
+    return str(metadata["name"])
 
 
 def _dra_gpus(layout: Layout) -> Iterator[tuple[Node, int, PlannedGpu]]:
@@ -167,6 +180,7 @@ def _dra_gpus(layout: Layout) -> Iterator[tuple[Node, int, PlannedGpu]]:
 def dra_objects(layout: Layout, sharing: DraSharing = "TimeSlicing") -> DraObjects:
     """Every DRA object of the plan's DRA nodes (module docstring)."""
     objects: list[dict[str, YamlValue]] = []
+    pod_claims: dict[str, dict[str, str]] = {}
     skipped = 0
     for node, index, gpu in _dra_gpus(layout):
         placement = gpu.placement
@@ -179,6 +193,10 @@ def dra_objects(layout: Layout, sharing: DraSharing = "TimeSlicing") -> DraObjec
                     skipped += 1
                     continue
                 objects.append(mig_claim_template(unit, space, profile))
+                pod_claims[unit.key] = {
+                    "name": POD_CLAIM_NAME,
+                    "resourceClaimTemplateName": _metadata_name(objects[-1]),
+                }
         elif placement.mode == "shared" and len(gpu.units) > 1:
             space = _namespace(gpu.units)
             if space is None:
@@ -187,7 +205,9 @@ def dra_objects(layout: Layout, sharing: DraSharing = "TimeSlicing") -> DraObjec
             keys = ",".join(unit.key for unit in gpu.units)
             name = object_name("gpuwatch-shared", f"{node.name}-{index}", keys)
             objects.append(shared_claim(gpu, space, name, sharing))
-    return DraObjects(tuple(objects), skipped)
+            for unit in gpu.units:
+                pod_claims[unit.key] = {"name": POD_CLAIM_NAME, "resourceClaimName": name}
+    return DraObjects(tuple(objects), skipped, pod_claims)
 
 
 def render(layout: Layout, sharing: DraSharing = "TimeSlicing") -> str:

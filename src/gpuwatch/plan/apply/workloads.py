@@ -4,7 +4,10 @@ and after, the node pool it moves to, and for a vLLM server the
 
 Resource names: a whole GPU stays `nvidia.com/gpu` (one per GPU of the unit); a MIG
 instance is `nvidia.com/mig-<profile>` (the device plugin's mixed strategy); a time-sliced
-share is `nvidia.com/gpu.shared` (the plugin's `renameByDefault`).
+share is `nvidia.com/gpu.shared` (the plugin's `renameByDefault`). On a DRA node
+(`dra.py`) a MIG or shared unit requests no resource: `resource_claims` is its pods'
+`spec.resourceClaims` entry, naming its claim template or its GPU's shared claim (their
+containers list `resources.claims: [{name: gpu}]`).
 
 vLLM preallocates `--gpu-memory-utilization` (default 0.9) of the memory its device shows,
 so two servers at the default cannot share a GPU. On a shared GPU each server gets its
@@ -19,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from gpuwatch.plan.apply import dra
 from gpuwatch.plan.apply.layout import Layout, Node, PlannedGpu
 from gpuwatch.plan.apply.yaml_text import YamlValue, dump
 from gpuwatch.plan.mig import mig_table
@@ -77,6 +81,7 @@ def workloads_document(
 ) -> dict[str, YamlValue]:
     """Every unit the plan places or releases, with its change."""
     nodes: Mapping[str, Node] = {node.name: node for node in layout.nodes}
+    claims = dra.dra_objects(layout).pod_claims
     entries: list[YamlValue] = []
     seen: set[str] = set()
     for node in layout.nodes:
@@ -85,7 +90,11 @@ def workloads_document(
                 if unit.key in seen:
                     continue  # a multi-GPU job: one entry
                 seen.add(unit.key)
-                entries.append(_entry(unit, gpu, nodes[layout.target[unit.key]], catalog, headroom))
+                entry = _entry(unit, gpu, nodes[layout.target[unit.key]], catalog, headroom)
+                if entry["change"] == "move" and unit.key in claims:
+                    entry["to"] = {}
+                    entry["resource_claims"] = [claims[unit.key]]
+                entries.append(entry)
     for unit in layout.unplaced:
         entries.append(
             {
