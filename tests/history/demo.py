@@ -28,9 +28,11 @@ class HistoryRun:
         config: Config | None = None,
         *,
         kubernetes: bool = False,
+        scenario: str = "demo",
     ) -> None:
-        """`kubernetes`: attribution on the demo's simulated node (pods, per-pod cost)."""
-        nv, self.clock = simulated("demo", clock)
+        """`kubernetes`: attribution on the demo's simulated node (pods, per-pod cost);
+        `scenario`: a built-in scenario with the demo's services (`demo-dra`)."""
+        nv, self.clock = simulated(scenario, clock)
         self.services = ScenarioServices(nv, self.clock)
         self.services.start()
         self.agent = scenario_agent(

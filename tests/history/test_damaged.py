@@ -104,7 +104,7 @@ def file_state(path: Path) -> tuple[str, bytes]:
 
 def schema_7_file(intact: Path, path: Path) -> None:
     """A file as gpuwatch with schema 7 left it (rollback journal), holding the intact
-    file's GPU-hours less schema 8's columns."""
+    file's GPU-hours less the columns of schemas 8 and 9."""
     with sqlite3.connect(intact) as source:
         source.row_factory = sqlite3.Row
         rows = [dict(r) for r in source.execute("SELECT * FROM gpu_hours")]
@@ -115,7 +115,7 @@ def schema_7_file(intact: Path, path: Path) -> None:
         "CREATE TABLE schema_version (version INTEGER NOT NULL);"
         "INSERT INTO schema_version VALUES (7);"
     )
-    new = ("need_bytes", "need_p95_bytes", "need_basis", "pods")
+    new = ("need_bytes", "need_p95_bytes", "need_basis", "pods", "dra")
     columns = [c for c in rows[0] if c not in new]
     conn.executemany(
         f"INSERT INTO gpu_hours ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",

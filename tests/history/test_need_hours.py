@@ -1,5 +1,5 @@
-"""The hour's memory need and pods in the history file (schema 8), and the measured
-lookback kept across a restart."""
+"""The hour's memory need and pods in the history file (schema 8), whether a pod held the
+GPU through a DRA claim (schema 9), and the measured lookback kept across a restart."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history.rollup import hour_of
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
+from gpuwatch.plan.local import load_usage
 from tests.conftest import scenario_agent, simulated
 from tests.history.demo import HistoryRun, history_config
 
@@ -70,6 +71,24 @@ def test_each_hour_keeps_its_need_its_basis_and_its_pods(tmp_path: Path) -> None
     }
 
 
+@pytest.mark.parametrize(("scenario", "dra"), [("demo", 0), ("demo-dra", 1)])
+def test_each_hour_says_whether_a_pod_held_the_gpu_through_dra(
+    tmp_path: Path, scenario: str, dra: int
+) -> None:
+    """demo-dra's pods hold every GPU through gpu.nvidia.com claims, demo's through the
+    device plugin: the column says which, and the plan's local source reads it."""
+    run = HistoryRun(tmp_path, ManualClock(START), kubernetes=True, scenario=scenario)
+    try:
+        _ticks(run, 600.0)
+    finally:
+        run.close()
+    rows = _rows(tmp_path)
+    assert {index: row["dra"] for (index, _), row in rows.items()} == dict.fromkeys(range(4), dra)
+    usages = load_usage(tmp_path, START, START + 3600.0)
+    assert len(usages) == 4
+    assert {u.dra for u in usages} == {bool(dra)}
+
+
 def test_without_attribution_the_pods_are_an_empty_list(tmp_path: Path) -> None:
     run = HistoryRun(tmp_path, ManualClock(START))
     try:
@@ -78,6 +97,7 @@ def test_without_attribution_the_pods_are_an_empty_list(tmp_path: Path) -> None:
         run.close()
     rows = _rows(tmp_path)
     assert {str(r["pods"]) for r in rows.values()} == {"[]"}
+    assert {r["dra"] for r in rows.values()} == {0}
 
 
 def test_a_restart_without_the_server_keeps_the_measured_lookback(tmp_path: Path) -> None:

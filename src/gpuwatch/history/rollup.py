@@ -40,6 +40,7 @@ from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.core.verdict import GPU_STATES
 from gpuwatch.history.rows import GpuHourRow, GpuStateRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
+from gpuwatch.kube.dra import NVIDIA_GPU_DRIVER
 
 _ADDITIVE_GPU = (
     "observed_seconds",
@@ -85,6 +86,18 @@ def pods_by_gpu(snapshot: FleetSnapshot) -> dict[str, set[str]]:
     return pods
 
 
+def dra_gpus(snapshot: FleetSnapshot) -> set[str]:
+    """The GPUs (uuids) a container holds through a DRA claim of NVIDIA's driver."""
+    attribution = snapshot.attribution
+    if attribution is None:
+        return set()
+    return {
+        g.uuid
+        for g in attribution.gpus
+        if any(a.resource_name == NVIDIA_GPU_DRIVER for a in g.allocations)
+    }
+
+
 def _sample_pods(gpu: GpuSample) -> list[PodRef]:
     found = [] if gpu.pod is None else [gpu.pod]
     found += [p.pod for p in gpu.processes or () if p.pod is not None]
@@ -110,6 +123,7 @@ class _GpuHour:
     need_peak: float | None = None
     need_sketch: QuantileSketch = field(default_factory=QuantileSketch)
     pods: set[str] = field(default_factory=set)
+    dra: bool = False  # a pod held the GPU through a gpu.nvidia.com claim this run
 
     def add_need(self, basis: str | None, need: int | None, dt: float) -> None:
         """One tick's need on `basis` (None: no need); a new basis starts the hour's
@@ -153,6 +167,8 @@ class _GpuHour:
         if self.pods or row.get("pods") is None:
             stored_pods = json.loads(row["pods"]) if row.get("pods") else []
             row["pods"] = json.dumps(sorted({*stored_pods, *self.pods}), ensure_ascii=False)
+        if self.dra or row.get("dra") is None:
+            row["dra"] = int(self.dra or bool(row.get("dra")))
         return cast("GpuHourRow", row)  # the stored row, or a new hour's every column
 
     def _need_columns(self, row: dict[str, Any]) -> None:
@@ -264,6 +280,7 @@ class Rollup:
         self._floor = min([hour_of(t), *open_hours])
         verdicts = {v.uuid: v for v in snapshot.verdicts}
         pods = pods_by_gpu(snapshot)
+        dra = dra_gpus(snapshot)
         for gpu in snapshot.gpus:
             uuid = gpu.identity.uuid
             hour = self._gpu_hour(uuid, hour_of(t))
@@ -287,6 +304,7 @@ class Rollup:
                 )
             self.dirty_gpus.add((uuid, hour_of(t)))
             hour.pods.update(pods.get(uuid, ()))
+            hour.dra = hour.dra or uuid in dra
             dt = 0.0 if verdict is None else verdict.tick_seconds
             if verdict is not None:
                 hour.add_need(verdict.need_basis, verdict.need_sample_bytes, dt)

@@ -52,6 +52,7 @@ class GpuHourRow(TypedDict):
     need_p95_bytes: float | None
     need_basis: str | None
     pods: str | None  # a JSON list of "namespace/pod", sorted
+    dra: int | None  # 1: a pod held it through a gpu.nvidia.com claim in the hour
 
 
 class TokenHourRow(TypedDict):

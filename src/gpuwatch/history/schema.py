@@ -159,6 +159,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE gpu_hours ADD COLUMN need_basis TEXT;
     ALTER TABLE gpu_hours ADD COLUMN pods TEXT;
     """,
+    # 9: 1 when a pod held the GPU in the hour through a DRA claim of NVIDIA's driver
+    # (gpu.nvidia.com), else 0: where a fleet plan emits DRA claims; NULL in rows written
+    # before
+    """
+    ALTER TABLE gpu_hours ADD COLUMN dra INTEGER;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -191,6 +197,7 @@ GPU_COLUMNS = (
     "need_p95_bytes",
     "need_basis",
     "pods",
+    "dra",
 )
 """Every column of gpu_hours at SCHEMA_VERSION."""
 

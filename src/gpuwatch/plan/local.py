@@ -106,4 +106,5 @@ def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsa
         need_p95_bytes=max(p95) if p95 else None,
         pod_hours=pod_hours,
         observed_need_bytes=robust_peak(peaks),
+        dra=any(hour.get("dra") for hour in hours),
     )
