@@ -37,6 +37,7 @@ def unit(key: str, namespace: str, memory_gb: float = 8.0, activity: float = 0.0
         memory_bytes=memory_gb * GB,
         memory_basis="measured",
         activity_ratio=activity,
+        kernel_busy_ratio=activity,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=0.1e12,
         namespace=namespace,
         pods=(f"{namespace}/{key}",),
@@ -217,3 +218,16 @@ def test_quotas_the_optimum_meets_cost_nothing(seed: int) -> None:
     assert_feasible(plan, units)
     after = requests(plan, units)
     assert all(after[(ns, r)] <= limit for ns, r, limit in quotas), (quotas, after)
+
+
+def test_units_without_kernel_busy_time_are_not_time_sliced_and_noted() -> None:
+    """Three small units that time-slice onto one H100 with kernel-busy time known; without
+    it (a history written before schema 9) each counts as all of its GPU's time: none
+    shares, and a note says how many units lacked it."""
+    known = [unit(f"s{i}", "batch") for i in range(3)]
+    assert [p.mode for p in plan_for(known, mig=False).placements] == ["shared"]
+    assert not any("kernel-busy" in note for note in plan_for(known, mig=False).notes)
+    blind = [replace(n, kernel_busy_ratio=None) for n in known]
+    plan = plan_for(blind, mig=False)
+    assert {p.mode for p in plan.placements} == {"whole"}
+    assert "3 units without kernel-busy time" in " ".join(plan.notes)

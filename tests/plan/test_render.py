@@ -51,6 +51,7 @@ def need(key: str, label: str, activity: str = "busy", memory_gib: float = 20.0)
         memory_bytes=memory_gib * GIB,
         memory_basis="measured",
         activity_ratio=0.05,
+        kernel_busy_ratio=0.05,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=1e11,
         namespace="team",
         pods=(label,),

@@ -52,6 +52,8 @@ class GpuHourRow(TypedDict):
     need_p95_bytes: float | None
     need_basis: str | None
     pods: str | None  # a JSON list of "namespace/pod", sorted
+    kernel_busy_seconds: float  # NVML utilization x seconds, summed (0 before schema 9)
+    kernel_busy_sampled_seconds: float  # the seconds with a utilization figure
 
 
 class TokenHourRow(TypedDict):

@@ -12,7 +12,8 @@ activity seconds (mean activity x seconds) and the seconds with an activity figu
 version 6 the start of each GPU-hour's sampled time, and per token source hour the
 tokens and cost of the spans its GPUs were charged for in full; version 7 the rule of the
 hour's recommendation; version 8 the hour's memory need (maximum and p95, without
-headroom, and its basis) and the pods that held or used the GPU in it.
+headroom, and its basis) and the pods that held or used the GPU in it; version 9 the
+hour's kernel-busy seconds (NVML utilization x seconds) and the seconds with that figure.
 """
 
 from __future__ import annotations
@@ -159,6 +160,13 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE gpu_hours ADD COLUMN need_basis TEXT;
     ALTER TABLE gpu_hours ADD COLUMN pods TEXT;
     """,
+    # 9: the hour's kernel-busy time (NVML utilization.gpu, the share of the sample period
+    # in which a kernel ran, x tick seconds) and the seconds it was known: what adds up
+    # when a GPU is time-sliced (a fleet plan reads it); 0 in rows written before
+    """
+    ALTER TABLE gpu_hours ADD COLUMN kernel_busy_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN kernel_busy_sampled_seconds REAL NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -191,6 +199,8 @@ GPU_COLUMNS = (
     "need_p95_bytes",
     "need_basis",
     "pods",
+    "kernel_busy_seconds",
+    "kernel_busy_sampled_seconds",
 )
 """Every column of gpu_hours at SCHEMA_VERSION."""
 
