@@ -127,7 +127,7 @@ def test_each_hour_keeps_its_kernel_busy_time(tmp_path: Path) -> None:
         ticks = {v.uuid: v.tick_seconds for v in s.verdicts}
         for gpu in s.gpus:
             if gpu.utilization_ratio is not None and ticks.get(gpu.identity.uuid):
-                by_index.setdefault(cast(int, gpu.identity.index), []).append(
+                by_index.setdefault(gpu.identity.index, []).append(
                     (gpu.utilization_ratio, ticks[gpu.identity.uuid])
                 )
     assert set(by_index) == {0, 1, 2, 3}
