@@ -125,6 +125,8 @@ def test_a_move_saving_less_than_the_minimum_does_not_move() -> None:
         ('no_time_slicing_namespaces = ["Bad_NS"]', "plan.no_time_slicing_namespaces"),
         ("min_saving_usd_per_month = -1", "plan.min_saving_usd_per_month"),
         ("min_saving_usd_per_month = nan", "plan.min_saving_usd_per_month"),
+        ("context_switch_ratio = 1.0", "plan.context_switch_ratio"),
+        ("context_switch_ratio = -0.01", "plan.context_switch_ratio"),
         (
             '[[plan.quotas]]\nnamespace = "a"\nresource = "nvidia.com/gpu"\nlimit = -1',
             "plan.quotas.0.limit",
@@ -159,6 +161,7 @@ def test_the_cli_passes_the_policy_to_the_plan(tmp_path: Path) -> None:
     path = tmp_path / "gpuwatch.toml"
     path.write_text(
         '[plan]\nno_time_slicing_namespaces = ["serving"]\nmin_saving_usd_per_month = 50.0\n'
+        "context_switch_ratio = 0.02\n"
         '[[plan.quotas]]\nnamespace = "team-a"\nresource = "nvidia.com/mig-1g.10gb"\nlimit = 4\n'
     )
     config = load_config(path, environ={})
@@ -168,6 +171,7 @@ def test_the_cli_passes_the_policy_to_the_plan(tmp_path: Path) -> None:
     assert options.no_time_slicing_namespaces == frozenset({"serving"})
     assert options.quotas == (("team-a", "nvidia.com/mig-1g.10gb", 4),)
     assert options.min_saving_usd_per_month == 50.0
+    assert options.context_switch_ratio == 0.02
     assert run_plan is not None
     assert io is not None
 
