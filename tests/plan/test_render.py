@@ -162,3 +162,13 @@ def test_the_plan_says_how_much_data_it_had(
     assert line.endswith(" to 2025-11-28 00:00 UTC.")
     for text in (render_text(report), render_markdown(report), render_html(report)):
         assert says in text
+
+
+def test_a_time_sliced_plan_states_its_context_switch_allowance() -> None:
+    """Three small units (20 GiB, 5 % SM activity and kernel-busy time) time-slice; the
+    assumptions say what a time-sliced GPU holds and the allowance it was planned with."""
+    report = plan_report("ts")
+    assert any(p.mode == "shared" for p in report.plan.placements)
+    text = render_text(report)
+    assert "plus 5% of the GPU per unit for context switches" in text
+    assert "[plan] context_switch_ratio" in text
