@@ -172,3 +172,5 @@ def test_a_time_sliced_plan_states_its_context_switch_allowance() -> None:
     text = render_text(report)
     assert "plus 5% of the GPU per unit for context switches" in text
     assert "[plan] context_switch_ratio" in text
+    document = json.loads(render_json(report))
+    assert {w["kernel_busy_p95_ratio"] for w in document["workloads"]} == {0.05}

@@ -298,6 +298,7 @@ def _need_json(need: WorkloadNeed) -> dict[str, Any]:
         "memory_peak_bytes": need.memory_peak_bytes,
         "memory_error_bytes": need.memory_error_bytes,
         "activity_p95_ratio": need.activity_ratio,
+        "kernel_busy_p95_ratio": need.kernel_busy_ratio,
         "bandwidth_p95_bytes_per_second": need.bandwidth_bytes_per_second,
         "namespace": need.namespace,
         "pods": list(need.pods),
