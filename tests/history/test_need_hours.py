@@ -128,3 +128,32 @@ def test_a_restart_without_the_server_keeps_the_measured_lookback(tmp_path: Path
     assert new_required["measured_p95"] <= new_required["measured"]
     assert new.recommendation == old.recommendation
     assert new.need_sample_bytes is None, "nothing measured this tick"
+
+
+def test_each_hour_keeps_its_kernel_busy_time(tmp_path: Path) -> None:
+    """Schema 9: per GPU-hour, NVML utilization x tick seconds and those seconds, summed
+    over the snapshots of the hour (what a time-sliced plan adds up)."""
+    run = HistoryRun(tmp_path, ManualClock(START))
+    try:
+        snapshots = _ticks(run, 2 * 3600.0)
+    finally:
+        run.close()
+    rows = _rows(tmp_path)
+    hour = int(START) + 3600
+    by_index: dict[int, list[tuple[float, float]]] = {}
+    for s in snapshots:
+        if hour_of(s.timestamp_seconds) != hour:
+            continue
+        ticks = {v.uuid: v.tick_seconds for v in s.verdicts}
+        for gpu in s.gpus:
+            if gpu.utilization_ratio is not None and ticks.get(gpu.identity.uuid):
+                by_index.setdefault(gpu.identity.index, []).append(
+                    (gpu.utilization_ratio, ticks[gpu.identity.uuid])
+                )
+    assert set(by_index) == {0, 1, 2, 3}
+    for index, samples in by_index.items():
+        row = rows[index, hour]
+        assert row["kernel_busy_sampled_seconds"] == pytest.approx(sum(t for _, t in samples))
+        assert row["kernel_busy_seconds"] == pytest.approx(sum(u * t for u, t in samples))
+    assert rows[0, hour]["kernel_busy_seconds"] > 0.5 * 3600  # the trainer keeps it busy
+    assert rows[1, hour]["kernel_busy_seconds"] == 0  # allocated, runs nothing

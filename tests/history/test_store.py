@@ -54,6 +54,7 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         assert row["need_bytes"] is row["need_p95_bytes"] is None  # written before schema 8
         assert row["need_basis"] is row["pods"] is None
         assert row["dra"] is None  # written before schema 9
+        assert row["kernel_busy_seconds"] == row["kernel_busy_sampled_seconds"] == 0  # schema 9
         assert store.token_hours(0.0) == []
         assert store.pod_hours(0.0) == []
     finally:

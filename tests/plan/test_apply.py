@@ -66,6 +66,7 @@ def unit(
         memory_bytes=None if memory_gb is None else memory_gb * GB,
         memory_basis=None if memory_gb is None else "measured",
         activity_ratio=0.2,
+        kernel_busy_ratio=0.2,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=2e11,
         namespace=namespace,
         pods=(f"{namespace}/{key if label is None else label}",),

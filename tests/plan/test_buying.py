@@ -47,6 +47,7 @@ def unit(key: str, gpu: str, price: float, memory_gb: float, activity: float) ->
         memory_bytes=memory_gb * GB,
         memory_basis="measured",
         activity_ratio=activity,
+        kernel_busy_ratio=activity,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=0.3e12,
         namespace="team-b",
         pods=(f"team-b/{key}",),

@@ -34,6 +34,7 @@ def trainer(key: str, price: float, gpus: int = 1) -> WorkloadNeed:
         memory_bytes=60 * GIB,
         memory_basis="observed",
         activity_ratio=0.9,
+        kernel_busy_ratio=0.9,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=2e12,
         namespace="team",
         pods=(f"team/{key}",),

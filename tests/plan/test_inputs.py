@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpuwatch.config import Config
 from gpuwatch.history.rows import GpuHourRow
 from gpuwatch.history.store import HISTORY_FILE, HistoryStore
@@ -70,6 +72,8 @@ def hour_row(index: int, hour: int, pods: tuple[str, ...], **changes: object) ->
         "need_p95_bytes": None,
         "need_basis": None,
         "pods": json.dumps(sorted(pods)),
+        "kernel_busy_seconds": 2700.0,
+        "kernel_busy_sampled_seconds": 3600.0,
     }
     row.update(changes)
     return row  # type: ignore[return-value]
@@ -155,6 +159,26 @@ def test_one_bad_hour_cannot_set_the_months_need(tmp_path: Path) -> None:
         (20.0 * GIB, "measured"),
         (30.0 * GIB, "measured"),
     ]
+
+
+def test_the_history_gives_each_unit_its_kernel_busy_time(tmp_path: Path) -> None:
+    """GPU 0's hours: SM activity 50 % (1,800 of 3,600 s) but kernels running 75 % of the
+    time (2,700 of 3,600 s) in 19 hours and 100 % in one: the 95th percentile of the 20
+    hourly means is 0.75 + 0.05 x 19 x 0.25 = 0.9875 (rank 18.05: 0.75 + 0.05 x 0.25).
+    GPU 1's hours were written before schema 9 (no utilization seconds): unknown."""
+    rows = [hour_row(0, h, ()) for h in range(19)]
+    rows.append(hour_row(0, 19, (), kernel_busy_seconds=3600.0))
+    rows += [
+        hour_row(1, h, (), kernel_busy_sampled_seconds=0.0, kernel_busy_seconds=0.0)
+        for h in range(20)
+    ]
+    write_history(tmp_path, rows)
+    needs = workload_needs(
+        local.load_usage(tmp_path, START, START + 20 * HOUR), build_gpu_catalog()
+    )
+    assert [n.activity_ratio for n in needs] == [0.5, 0.5]
+    assert needs[0].kernel_busy_ratio == pytest.approx(0.75 + 0.05 * 0.25)
+    assert needs[1].kernel_busy_ratio is None
 
 
 def test_a_need_above_the_gpus_own_memory_is_a_measurement_error(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from gpuwatch.plan.mig import (
     A100_40GB,
     A100_80GB,
     B200_180GB,
+    B300_288GB,
     COMPUTE_SLICES,
     H100_80GB,
     H100_94GB,
@@ -31,12 +32,22 @@ from gpuwatch.plan.mig import (
     H200_141GB,
     MEMORY_SLICES,
     MIG_TABLES,
+    RTX_PRO_6000_96GB,
     MigTable,
     mig_table,
 )
 from gpuwatch.sizing import build_gpu_catalog
 
-TABLES = (A100_40GB, A100_80GB, H100_80GB, H100_94GB, H100_96GB, H200_141GB, B200_180GB)
+TABLES = (
+    A100_40GB,
+    A100_80GB,
+    H100_80GB,
+    H100_94GB,
+    H100_96GB,
+    H200_141GB,
+    B200_180GB,
+    B300_288GB,
+)
 
 GUIDE_NAMES = {
     A100_40GB: ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
@@ -46,6 +57,8 @@ GUIDE_NAMES = {
     H100_96GB: ("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
     H200_141GB: ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
     B200_180GB: ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
+    # no guide table: NVIDIA mig-parted's config-default.yaml (device filter 0x318210DE)
+    B300_288GB: ("1g.34gb", "1g.67gb", "2g.67gb", "3g.135gb", "4g.135gb", "7g.269gb"),
 }
 GUIDE_INSTANCES = (7, 4, 3, 2, 1, 1)
 """The guide's "Number of Instances Available", in the order of GUIDE_NAMES."""
@@ -58,9 +71,11 @@ LGIP_SMS = {
     A100_40GB: ((14, 14, 28, 42, 56, 98), 108),
     A100_80GB: ((14, 14, 28, 42, 56, 98), 108),
     H100_80GB: ((16, 26, 32, 60, 64, 132), 132),
+    H100_94GB: ((16, 26, 32, 60, 64, 132), 132),
 }
-"""The SM column of `nvidia-smi mig -lgip` (A100; H100 80GB HBM3) and the GPU's SMs
-outside MIG (A100 108, H100 SXM5 132): a 1g of an H100 SXM is 16/132 = 12.1 %, not 1/7."""
+"""The SM column of `nvidia-smi mig -lgip` (A100; H100 80GB HBM3; H100 NVL in OpenNebula's
+"NVIDIA vGPU & MIG") and the GPU's SMs outside MIG (A100 108, H100 SXM5 and NVL 132): a
+1g of an H100 SXM is 16/132 = 12.1 %, not 1/7."""
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda t: t.model)
@@ -181,6 +196,9 @@ def test_catalog_ids_map_to_their_tables() -> None:
     catalog = build_gpu_catalog()
     for gpu_id, table in MIG_TABLES.items():
         gpu = catalog.get(gpu_id)
+        if table is B300_288GB:  # mig-parted's 7g.269gb: 269 of the B300's 288 GB
+            assert table.profiles[-1].memory_bytes == 269e9 < gpu.memory_bytes
+            continue
         assert table.profiles[-1].memory_bytes == gpu.memory_bytes, gpu_id
     for gpu_id in ("L4-24GB", "L40S-48GB", "T4-16GB", "V100-SXM2-32GB", "RTX-4090-24GB"):
         assert gpu_id in catalog
@@ -200,3 +218,55 @@ def test_profile_memory_is_at_most_what_nvidia_smi_reports() -> None:
     }
     for name, gib in lgip_gib.items():
         assert H100_80GB.profile(name).memory_bytes <= gib * GIB
+
+
+def test_rtx_pro_6000_is_the_guides_four_slice_table() -> None:
+    """The guide's RTX PRO 6000 Blackwell table: 1g.24gb (1/4 of memory and SMs, 4
+    instances), 2g.48gb (1/2, 2), 4g.96gb (full, 1), on 4 compute and 4 memory slices."""
+    table = RTX_PRO_6000_96GB
+    assert (table.compute_slices, table.memory_slices) == (4, 4)
+    assert [p.name for p in table.profiles] == ["1g.24gb", "2g.48gb", "4g.96gb"]
+    assert [p.max_count for p in table.profiles] == [4, 2, 1]
+    assert [p.compute_fraction for p in table.profiles] == [0.25, 0.5, 1.0]
+    assert [p.memory_fraction for p in table.profiles] == [0.25, 0.5, 1.0]
+    assert [p.memory_bytes for p in table.profiles] == [24e9, 48e9, 96e9]
+
+
+def test_rtx_pro_6000_configurations_by_hand() -> None:
+    """Counts (1g, 2g, 4g) on 4 memory slices, 1g at {0,1,2,3}, 2g at {0,2}, 4g at {0}:
+    1-4 x 1g (4), 1-2 x 2g (2), 4g (1), one 2g with one or two 1g in the other half (2):
+    9 configurations; the maximal ones are 4 x 1g, 2 x 2g, 4g and 2g + 2 x 1g, the four
+    NVIDIA's mig-parted ships (all-1g.24gb, all-2g.48gb, all-4g.96gb, all-balanced).
+    Three 1g with a 2g need 5 slices: not valid."""
+    table = RTX_PRO_6000_96GB
+    assert {c.counts for c in table.configurations} == {
+        (1, 0, 0), (2, 0, 0), (3, 0, 0), (4, 0, 0),
+        (0, 1, 0), (0, 2, 0), (0, 0, 1), (1, 1, 0), (2, 1, 0),
+    }  # fmt: skip
+    assert {c.counts for c in table.maximal_configurations} == {
+        (4, 0, 0), (0, 2, 0), (0, 0, 1), (2, 1, 0),
+    }  # fmt: skip
+    assert table.is_valid({"1g.24gb": 2, "2g.48gb": 1})
+    assert not table.is_valid({"1g.24gb": 3, "2g.48gb": 1})
+    assert not table.is_valid({"2g.48gb": 1, "4g.96gb": 1})
+
+
+def test_the_b300_has_the_b200s_layout_and_mig_parted_configures_it() -> None:
+    """mig-parted's B300 configs: all-1g.34gb 7, all-1g.67gb 4, all-2g.67gb 3,
+    all-3g.135gb 2, all-4g.135gb 1, all-7g.269gb 1, all-balanced 2 x 1g.34gb + 2g.67gb +
+    3g.135gb: each a valid configuration here; a 1g of a B300 is 1/7 of it (no SM count
+    at hand)."""
+    table = B300_288GB
+    for name, count in zip(GUIDE_NAMES[table], GUIDE_INSTANCES, strict=True):
+        assert table.is_valid({name: count})
+        assert not table.is_valid({name: count + 1})
+    assert table.is_valid({"1g.34gb": 2, "2g.67gb": 1, "3g.135gb": 1})
+    assert table.profile("1g.34gb").compute_fraction == 1 / 7
+    assert mig_table("B300-288GB") is table
+
+
+def test_an_h100_nvl_1g_slice_has_16_of_132_sms() -> None:
+    """OpenNebula's published `nvidia-smi mig -lgip` on an H100 NVL: 1g.12gb 16 SMs of
+    132 (12.1 %), where the guide's 1/7 is 14.3 %."""
+    assert H100_94GB.profile("1g.12gb").compute_fraction == pytest.approx(16 / 132)
+    assert mig_table("H100-NVL-94GB") is H100_94GB

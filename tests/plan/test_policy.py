@@ -37,6 +37,7 @@ def unit(key: str, namespace: str, memory_gb: float = 8.0, activity: float = 0.0
         memory_bytes=memory_gb * GB,
         memory_basis="measured",
         activity_ratio=activity,
+        kernel_busy_ratio=activity,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=0.1e12,
         namespace=namespace,
         pods=(f"{namespace}/{key}",),
@@ -124,6 +125,8 @@ def test_a_move_saving_less_than_the_minimum_does_not_move() -> None:
         ('no_time_slicing_namespaces = ["Bad_NS"]', "plan.no_time_slicing_namespaces"),
         ("min_saving_usd_per_month = -1", "plan.min_saving_usd_per_month"),
         ("min_saving_usd_per_month = nan", "plan.min_saving_usd_per_month"),
+        ("context_switch_ratio = 1.0", "plan.context_switch_ratio"),
+        ("context_switch_ratio = -0.01", "plan.context_switch_ratio"),
         (
             '[[plan.quotas]]\nnamespace = "a"\nresource = "nvidia.com/gpu"\nlimit = -1',
             "plan.quotas.0.limit",
@@ -158,6 +161,7 @@ def test_the_cli_passes_the_policy_to_the_plan(tmp_path: Path) -> None:
     path = tmp_path / "gpuwatch.toml"
     path.write_text(
         '[plan]\nno_time_slicing_namespaces = ["serving"]\nmin_saving_usd_per_month = 50.0\n'
+        "context_switch_ratio = 0.02\n"
         '[[plan.quotas]]\nnamespace = "team-a"\nresource = "nvidia.com/mig-1g.10gb"\nlimit = 4\n'
     )
     config = load_config(path, environ={})
@@ -167,6 +171,7 @@ def test_the_cli_passes_the_policy_to_the_plan(tmp_path: Path) -> None:
     assert options.no_time_slicing_namespaces == frozenset({"serving"})
     assert options.quotas == (("team-a", "nvidia.com/mig-1g.10gb", 4),)
     assert options.min_saving_usd_per_month == 50.0
+    assert options.context_switch_ratio == 0.02
     assert run_plan is not None
     assert io is not None
 
@@ -217,3 +222,16 @@ def test_quotas_the_optimum_meets_cost_nothing(seed: int) -> None:
     assert_feasible(plan, units)
     after = requests(plan, units)
     assert all(after[(ns, r)] <= limit for ns, r, limit in quotas), (quotas, after)
+
+
+def test_units_without_kernel_busy_time_are_not_time_sliced_and_noted() -> None:
+    """Three small units that time-slice onto one H100 with kernel-busy time known; without
+    it (a history written before schema 9) each counts as all of its GPU's time: none
+    shares, and a note says how many units lacked it."""
+    known = [unit(f"s{i}", "batch") for i in range(3)]
+    assert [p.mode for p in plan_for(known, mig=False).placements] == ["shared"]
+    assert not any("kernel-busy" in note for note in plan_for(known, mig=False).notes)
+    blind = [replace(n, kernel_busy_ratio=None) for n in known]
+    plan = plan_for(blind, mig=False)
+    assert {p.mode for p in plan.placements} == {"whole"}
+    assert "3 units without kernel-busy time" in " ".join(plan.notes)

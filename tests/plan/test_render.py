@@ -51,6 +51,7 @@ def need(key: str, label: str, activity: str = "busy", memory_gib: float = 20.0)
         memory_bytes=memory_gib * GIB,
         memory_basis="measured",
         activity_ratio=0.05,
+        kernel_busy_ratio=0.05,  # kernel-busy as SM activity: the least it can be
         bandwidth_bytes_per_second=1e11,
         namespace="team",
         pods=(label,),
@@ -161,3 +162,15 @@ def test_the_plan_says_how_much_data_it_had(
     assert line.endswith(" to 2025-11-28 00:00 UTC.")
     for text in (render_text(report), render_markdown(report), render_html(report)):
         assert says in text
+
+
+def test_a_time_sliced_plan_states_its_context_switch_allowance() -> None:
+    """Three small units (20 GiB, 5 % SM activity and kernel-busy time) time-slice; the
+    assumptions say what a time-sliced GPU holds and the allowance it was planned with."""
+    report = plan_report("ts")
+    assert any(p.mode == "shared" for p in report.plan.placements)
+    text = render_text(report)
+    assert "plus 5% of the GPU per unit for context switches" in text
+    assert "[plan] context_switch_ratio" in text
+    document = json.loads(render_json(report))
+    assert {w["kernel_busy_p95_ratio"] for w in document["workloads"]} == {0.05}

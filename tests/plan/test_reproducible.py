@@ -10,6 +10,7 @@ its cheapest candidate; the cheapest model's plan.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import cast
@@ -18,7 +19,7 @@ from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import solve
 from gpuwatch.sizing import GpuSpec, build_gpu_catalog
 
-from .test_solve import _fits, assert_feasible
+from .test_solve import CONTEXT_SWITCH, _fits, assert_feasible
 
 CATALOG = build_gpu_catalog()
 HEADROOM = PlanOptions().headroom_ratio
@@ -49,7 +50,8 @@ def one_team(units: int, seed: int) -> list[WorkloadNeed]:
                 namespace="team",
             )
         )
-    return fleet
+    # kernel-busy time as SM activity (the least it can be), with no draw of its own
+    return [dataclasses.replace(u, kernel_busy_ratio=u.activity_ratio) for u in fleet]
 
 
 def _candidates(unit: WorkloadNeed) -> list[GpuSpec]:
@@ -58,11 +60,12 @@ def _candidates(unit: WorkloadNeed) -> list[GpuSpec]:
 
 
 def _shares(unit: WorkloadNeed, gpu: GpuSpec) -> tuple[float, float, float]:
+    """A time-sliced unit's shares: kernel-busy time scaled by BF16 plus the allowance."""
     current = CATALOG.get(cast(str, unit.current_gpu_id))
-    activity = cast(float, unit.activity_ratio) * current.bf16_flops_per_second
+    busy = cast(float, unit.kernel_busy_ratio) * current.bf16_flops_per_second
     return (
         cast(float, unit.memory_bytes) * (1 + HEADROOM) / gpu.memory_bytes,
-        activity / gpu.bf16_flops_per_second / (1 - HEADROOM),
+        (busy / gpu.bf16_flops_per_second + CONTEXT_SWITCH) / (1 - HEADROOM),
         cast(float, unit.bandwidth_bytes_per_second)
         * (1 + HEADROOM)
         / gpu.memory_bandwidth_bytes_per_second,

@@ -34,6 +34,7 @@ L4 = CATALOG.get("L4-24GB")
 L40S = CATALOG.get("L40S-48GB")
 A100_40 = CATALOG.get("A100-PCIe-40GB")
 HEADROOM = PlanOptions().headroom_ratio
+CONTEXT_SWITCH = PlanOptions().context_switch_ratio
 
 
 def need(
@@ -46,8 +47,11 @@ def need(
     namespace: str | None = "team-a",
     state: Activity = "underutilized",
     gpus: int = 1,
+    kernel_busy: float | None = -1.0,
 ) -> WorkloadNeed:
-    """A unit on `gpus` GPUs of `gpu`; memory and bandwidth per GPU in decimal GB(/s)."""
+    """A unit on `gpus` GPUs of `gpu`; memory and bandwidth per GPU in decimal GB(/s);
+    kernel-busy time the SM activity unless given (the least it can be: a kernel that
+    keeps every SM busy)."""
     uuids = tuple(f"GPU-{key}-{i}" for i in range(gpus))
     return WorkloadNeed(
         key=",".join(uuids),
@@ -62,6 +66,7 @@ def need(
         activity_ratio=activity,
         bandwidth_bytes_per_second=None if bandwidth_gb is None else bandwidth_gb * GB,
         namespace=namespace,
+        kernel_busy_ratio=activity if kernel_busy == -1.0 else kernel_busy,
     )
 
 
@@ -291,14 +296,38 @@ def test_headroom_is_respected_at_the_boundary() -> None:
 
 
 def test_equal_price_keeps_the_current_model() -> None:
-    """Two H100 units at 42 % and 30 GB time-slice onto one GPU (0.84 <= 0.9 of the
-    compute; neither fits a 3g.40gb: 60 of 132 SMs x 0.9 = 0.409 < 0.42). GH200 96GB
-    costs the same as an H100 in the catalog and is at least as large: the plan keeps
-    the H100 they run on."""
+    """Two H100 units at 42 % (SM activity and kernel-busy) and 30 GB time-slice onto one
+    GPU at a 2 % context-switch allowance ((0.42 + 0.02) x 2 = 0.88 <= 0.9 of the compute;
+    at the default 5 %, 0.94 does not fit); neither fits a 3g.40gb: 60 of 132 SMs x 0.9 =
+    0.409 < 0.42. GH200 96GB costs the same as an H100 in the catalog and is at least as
+    large: the plan keeps the H100 they run on."""
     assert CATALOG.get("GH200-96GB").rent_usd_per_hour == H100.rent_usd_per_hour
     units = [need(k, H100, 30, 0.42, 1000) for k in "ab"]
-    plan = solve(units, CATALOG)
+    plan = solve(units, CATALOG, PlanOptions(context_switch_ratio=0.02))
     assert [(p.gpu_id, p.mode) for p in plan.placements] == [(H100.id, "shared")]
+
+
+def test_kernel_busy_not_sm_activity_adds_up_on_a_time_sliced_gpu() -> None:
+    """Three L4 units of 5 GB at 10 % SM activity. At 10 % kernel-busy time they share one
+    L4: 3 x (0.10 + 0.05) = 0.45 <= 0.9. At 40 % kernel-busy (small kernels that keep few
+    SMs busy but hold the GPU's time) they cannot all: 3 x (0.40 + 0.05) = 1.35 > 0.9 and
+    2 x 0.45 = 0.9 fits, so two L4s; before issue 24 item 3 (SM activity added up) one."""
+    light = [need(f"nb-{i}", L4, 5, 0.10, 10) for i in range(3)]
+    heavy = [need(f"nb-{i}", L4, 5, 0.10, 10, kernel_busy=0.40) for i in range(3)]
+    options = PlanOptions(candidate_gpu_ids=(L4.id,))
+    assert solve(light, CATALOG, options).usd_per_hour == pytest.approx(L4.rent_usd_per_hour)
+    plan = solve(heavy, CATALOG, options)
+    assert plan.usd_per_hour == pytest.approx(2 * L4.rent_usd_per_hour)
+    assert max(len(p.units) for p in plan.placements) == 2
+    assert_feasible(plan, heavy)
+
+
+def test_unknown_kernel_busy_counts_as_the_whole_current_gpu() -> None:
+    """A unit without kernel-busy time (a history written before schema 9) is not
+    time-sliced on a GPU like its own: its share is all of its GPU's time."""
+    units = [need(f"nb-{i}", L4, 5, 0.10, 10, kernel_busy=None) for i in range(2)]
+    plan = solve(units, CATALOG, PlanOptions(candidate_gpu_ids=(L4.id,)))
+    assert plan.usd_per_hour == pytest.approx(2 * L4.rent_usd_per_hour)
 
 
 def test_unknown_activity_counts_as_the_whole_current_gpu() -> None:
@@ -332,6 +361,7 @@ MODELS = (H100, A100_40, L4)
 """Few models, so that brute force stays small: two with MIG, one without."""
 H100_PROFILES = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
 A100_40_PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
+H100_94_PROFILES = ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb")
 TIED = (H100, CATALOG.get("GH200-96GB"), CATALOG.get("H100-PCIe-80GB"), L4)
 """With a model as cheap as the H100 and at least as large (GH200 96GB), which the
 solver drops from its MILP and may move GPUs back from."""
@@ -354,16 +384,26 @@ def _fits(unit: WorkloadNeed, gpu: GpuSpec, compute: float, memory: float, bw: f
 LGIP_SMS = {
     "H100-SXM-80GB": (dict(zip(H100_PROFILES, (16, 26, 32, 60, 64, 132), strict=True)), 132),
     "A100-PCIe-40GB": (dict(zip(A100_40_PROFILES, (14, 14, 28, 42, 56, 98), strict=True)), 108),
+    "H100-NVL-94GB": (dict(zip(H100_94_PROFILES, (16, 26, 32, 60, 64, 132), strict=True)), 132),
 }
 """SMs per MIG profile (`nvidia-smi mig -lgip`) and the GPU's SMs, read independently of
-gpuwatch.plan.mig; other parts: compute slices / 7."""
+gpuwatch.plan.mig (H100 NVL: OpenNebula's published -lgip); other parts: compute slices
+over the GPU's (7; 4 on an RTX PRO 6000)."""
+
+
+FOUR_SLICE = {"RTX-PRO-6000-Blackwell-96GB"}
+"""Parts with 4 compute and 4 memory slices (the guide's RTX PRO 6000 Blackwell table)."""
+
+
+def _memory_slices(gpu: GpuSpec) -> int:
+    return 4 if gpu.id in FOUR_SLICE else MEMORY_SLICES
 
 
 def _sm_share(gpu: GpuSpec, profile: MigProfile) -> float:
     if gpu.id in LGIP_SMS:
         sms, total = LGIP_SMS[gpu.id]
         return sms[profile.name] / total
-    return profile.compute_slices / COMPUTE_SLICES
+    return profile.compute_slices / (4 if gpu.id in FOUR_SLICE else COMPUTE_SLICES)
 
 
 @functools.cache
@@ -388,7 +428,7 @@ def _gpu_cost(group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]) -> f
                         gpu,
                         _sm_share(gpu, p),
                         p.memory_bytes,
-                        bw * p.memory_slices / MEMORY_SLICES,
+                        bw * p.memory_slices / _memory_slices(gpu),
                     )
                     for u, p in zip(group, profiles, strict=True)
                 ) and table.is_valid({n: [names[k] for k in choice].count(n) for n in names}):
@@ -412,16 +452,17 @@ def _fits_sum(group: Sequence[WorkloadNeed], gpu: GpuSpec) -> bool:
         )
         for u in group
     ) * (1 + HEADROOM)
-    total_activity = sum(
-        (1.0 if u.activity_ratio is None else u.activity_ratio)
+    total_busy = sum(  # time-sliced: kernel-busy times add, plus a switch allowance each
+        (1.0 if u.kernel_busy_ratio is None else u.kernel_busy_ratio)
         * CATALOG.get(u.current_gpu_id or "").bf16_flops_per_second
         / gpu.bf16_flops_per_second
+        + CONTEXT_SWITCH
         for u in group
     )
     return (
         total_memory <= gpu.memory_bytes * (1 + 1e-9)
         and total_bw <= gpu.memory_bandwidth_bytes_per_second * (1 + 1e-9)
-        and total_activity <= (1 - HEADROOM) * (1 + 1e-9)
+        and total_busy <= (1 - HEADROOM) * (1 + 1e-9)
     )
 
 
@@ -492,7 +533,7 @@ def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed]) -> None:
             assert table.is_valid({n: names.count(n) for n in names})
             for unit, name in zip(group, names, strict=True):
                 p = table.profile(name)
-                share = p.memory_slices / MEMORY_SLICES
+                share = p.memory_slices / _memory_slices(gpu)
                 bw = gpu.memory_bandwidth_bytes_per_second * share
                 compute = _sm_share(gpu, p)
                 assert _fits(unit, gpu, compute, p.memory_bytes, bw)

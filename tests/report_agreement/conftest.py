@@ -61,6 +61,7 @@ REPORT_FAMILIES = frozenset(
         # what `gpuwatch plan` reads besides (tests/report_agreement/test_plan.py)
         "gpuwatch_gpu_required_memory_bytes",
         "gpuwatch_gpu_dram_bandwidth_ratio",
+        "gpuwatch_gpu_utilization_ratio",  # kernel-busy time (time-slicing adds it up)
         "gpuwatch_gpu_pod_info",
         "gpuwatch_pod_cost_usd_total",
         "gpuwatch_pod_idle_cost_usd_total",

@@ -148,6 +148,11 @@ def test_local_and_prometheus_give_the_same_plan(plans: tuple[PlanReport, PlanRe
         assert need.memory_bytes == pytest.approx(theirs.memory_bytes, rel=1e-3)
         assert need.pods == theirs.pods
         assert need.activity == theirs.activity
+        # kernel-busy time (what time-slicing adds up): the history's hourly means of
+        # NVML utilization and Prometheus' of gpuwatch_gpu_utilization_ratio, both read
+        assert need.kernel_busy_ratio is not None
+        assert theirs.kernel_busy_ratio is not None
+        assert need.kernel_busy_ratio == pytest.approx(theirs.kernel_busy_ratio, abs=0.02)
 
 
 def test_the_cli_writes_every_format(demo_run: Run, tmp_path: Path) -> None:

@@ -166,6 +166,7 @@ def policy_options(config: Config) -> dict[str, Any]:
         "no_time_slicing_namespaces": frozenset(policy.no_time_slicing_namespaces),
         "quotas": tuple((q.namespace, q.resource, q.limit) for q in policy.quotas),
         "min_saving_usd_per_month": policy.min_saving_usd_per_month,
+        "context_switch_ratio": policy.context_switch_ratio,
     }
 
 

@@ -48,6 +48,9 @@ class PlanConfig(BaseModel):
 
     no_time_slicing_namespaces: list[str] = Field(default_factory=list, max_length=1000)
     min_saving_usd_per_month: float = Field(default=0.0, ge=0.0, le=1e9)
+    # the share of a time-sliced GPU each unit on it adds for context switches (0-1; no
+    # published figure: a conservative default, docs/plan.md)
+    context_switch_ratio: float = Field(default=0.05, ge=0.0, lt=1.0)
     quotas: list[PlanQuota] = Field(default_factory=list, max_length=10_000)
 
     @field_validator("no_time_slicing_namespaces")

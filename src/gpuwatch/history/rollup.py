@@ -11,7 +11,8 @@ run's part is
 - for the others, sums over the snapshots taken here: seconds by analysis state
   (`tick_seconds` of the verdict's state), energy (increase of the GPU's energy counter
   between two snapshots), memory (peak, and byte-seconds for the mean), activity (the
-  verdict's window mean activity x `tick_seconds`, and those seconds), the peak DRAM
+  verdict's window mean activity x `tick_seconds`, and those seconds), kernel-busy time
+  (NVML utilization x `tick_seconds`, and those seconds), the peak DRAM
   bandwidth ratio, per token source the increase of its token counts and of the cost
   charged to it, and per Kubernetes pod the increase of its cost and idle cost (a pod
   that appears, or reappears after it left, starts from 0).
@@ -51,6 +52,8 @@ _ADDITIVE_GPU = (
     "memory_seconds",
     "activity_seconds",
     "activity_sampled_seconds",
+    "kernel_busy_seconds",
+    "kernel_busy_sampled_seconds",
 )
 _STATE_COLUMN = dict(zip(GPU_STATES, STATE_COLUMNS, strict=True))
 
@@ -319,6 +322,14 @@ class Rollup:
                     )
                     hour.run["activity_sampled_seconds"] = (
                         hour.run.get("activity_sampled_seconds", 0.0) + dt
+                    )
+                busy = gpu.utilization_ratio  # kernel-busy time: adds up when time-sliced
+                if busy is not None:
+                    hour.run["kernel_busy_seconds"] = (
+                        hour.run.get("kernel_busy_seconds", 0.0) + busy * dt
+                    )
+                    hour.run["kernel_busy_sampled_seconds"] = (
+                        hour.run.get("kernel_busy_sampled_seconds", 0.0) + dt
                     )
             if gpu.memory_used_bytes is not None:
                 used = float(gpu.memory_used_bytes)

@@ -53,6 +53,8 @@ class GpuHourRow(TypedDict):
     need_basis: str | None
     pods: str | None  # a JSON list of "namespace/pod", sorted
     dra: int | None  # 1: a pod held it through a gpu.nvidia.com claim in the hour
+    kernel_busy_seconds: float  # NVML utilization x seconds, summed (0 before schema 9)
+    kernel_busy_sampled_seconds: float  # the seconds with a utilization figure
 
 
 class TokenHourRow(TypedDict):

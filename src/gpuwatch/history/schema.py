@@ -12,7 +12,8 @@ activity seconds (mean activity x seconds) and the seconds with an activity figu
 version 6 the start of each GPU-hour's sampled time, and per token source hour the
 tokens and cost of the spans its GPUs were charged for in full; version 7 the rule of the
 hour's recommendation; version 8 the hour's memory need (maximum and p95, without
-headroom, and its basis) and the pods that held or used the GPU in it.
+headroom, and its basis) and the pods that held or used the GPU in it; version 9 the
+hour's kernel-busy seconds (NVML utilization x seconds) and the seconds with that figure.
 """
 
 from __future__ import annotations
@@ -161,9 +162,14 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 9: 1 when a pod held the GPU in the hour through a DRA claim of NVIDIA's driver
     # (gpu.nvidia.com), else 0: where a fleet plan emits DRA claims; NULL in rows written
+    # before. And the hour's kernel-busy time (NVML utilization.gpu, the share of the
+    # sample period in which a kernel ran, x tick seconds) and the seconds it was known:
+    # what adds up when a GPU is time-sliced (a fleet plan reads it); 0 in rows written
     # before
     """
     ALTER TABLE gpu_hours ADD COLUMN dra INTEGER;
+    ALTER TABLE gpu_hours ADD COLUMN kernel_busy_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_hours ADD COLUMN kernel_busy_sampled_seconds REAL NOT NULL DEFAULT 0;
     """,
 )
 
@@ -198,6 +204,8 @@ GPU_COLUMNS = (
     "need_basis",
     "pods",
     "dra",
+    "kernel_busy_seconds",
+    "kernel_busy_sampled_seconds",
 )
 """Every column of gpu_hours at SCHEMA_VERSION."""
 

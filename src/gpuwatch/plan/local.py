@@ -1,7 +1,9 @@
 """The plan's source on one host: the history store's GPU-hours of the lookback.
 
 Per GPU: seconds by analysis state summed; activity = the `HIGH_PERCENTILE` of the hourly
-mean activity (activity seconds / seconds with an activity figure); DRAM = that
+mean activity (activity seconds / seconds with an activity figure); kernel-busy = that
+percentile of the hourly mean kernel-busy time (schema 9's kernel-busy seconds / seconds
+with a utilization figure; unknown in hours written before); DRAM = that
 percentile of the hourly peak DRAM bandwidth ratio; need = the second-largest hourly need
 (`robust_peak` of schema 8's `need_bytes`, on the strongest `need_basis`), observed = the
 largest hourly memory peak and its `robust_peak` (the observed basis' need); pods
@@ -75,6 +77,11 @@ def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsa
         for h in hours
         if (h.get("activity_sampled_seconds") or 0) > 0
     ]
+    hourly_busy = [
+        float(h["kernel_busy_seconds"]) / float(h["kernel_busy_sampled_seconds"])
+        for h in hours
+        if (h.get("kernel_busy_sampled_seconds") or 0) > 0
+    ]
     with_need = [h for h in hours if h.get("need_bytes") is not None]
     basis = basis_of(h.get("need_basis") for h in with_need)
     needs = [float(h["need_bytes"]) for h in with_need if h.get("need_basis") == basis]
@@ -107,4 +114,5 @@ def usage_of(host: str, uuid: str, hours: Sequence[Mapping[str, Any]]) -> GpuUsa
         pod_hours=pod_hours,
         observed_need_bytes=robust_peak(peaks),
         dra=any(hour.get("dra") for hour in hours),
+        kernel_busy_ratio=percentile(hourly_busy, HIGH_PERCENTILE),
     )

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from gpuwatch.alerts.messages import format_utc
 from gpuwatch.config import Config
-from gpuwatch.core.text import duration_adjective, plain_name
+from gpuwatch.core.text import counted, duration_adjective, plain_name
 from gpuwatch.history.store import HistoryStoreError
 from gpuwatch.plan import local
 from gpuwatch.plan import prometheus as prom
@@ -154,8 +154,23 @@ def plan_with_policy(needs: Sequence[WorkloadNeed], buying: Buying, options: Pla
     if spare:
         extra = sum(s.usd_per_hour for s in spare)
         plan = with_extra_cost(plan, extra, [spare_note(s) for s in spare])
-    notes = quota_notes(plan, needs, options.quotas)
+    notes = [*quota_notes(plan, needs, options.quotas), *_kernel_busy_notes(needs, options)]
     return with_extra_cost(plan, 0.0, notes) if notes else plan
+
+
+def _kernel_busy_notes(needs: Sequence[WorkloadNeed], options: PlanOptions) -> list[str]:
+    """One sentence when units that could be time-sliced have no kernel-busy time."""
+    unknown = sum(
+        not n.reclaimable and n.memory_bytes is not None and n.kernel_busy_ratio is None
+        for n in needs
+    )
+    if not unknown or not options.time_slicing:
+        return []
+    return [
+        f"{counted(unknown, 'unit')} without kernel-busy time (NVML utilization; history "
+        "written before it was kept): each counted as using all of its GPU's time when "
+        "time-sliced"
+    ]
 
 
 def _unprofitable(plan: Plan, needs: Sequence[WorkloadNeed], spare: list[SpareNodes]) -> set[str]:

@@ -1,11 +1,13 @@
 """MIG profile tables and their placement rules, per catalog GPU.
 
-A MIG-capable GPU has 7 compute slices and 8 memory slices. A GPU instance of profile
-``<c>g.<m>gb`` takes `compute_slices` compute slices and a contiguous run of
-`memory_slices` memory slices that must start at one of the profile's `placements`
-(what ``nvidia-smi mig -lgipp`` prints as ``{starts}:size``). A set of instances is a
-valid configuration when their memory slices do not overlap and their compute slices add
-up to at most 7; `MigTable.configurations` enumerates every one.
+A data-centre MIG GPU (A100, H100, H200, B200, B300) has 7 compute slices and 8 memory
+slices; an RTX PRO 6000 Blackwell has 4 and 4 (`MigTable.compute_slices`,
+`memory_slices`). A GPU instance of profile ``<c>g.<m>gb`` takes `compute_slices` compute
+slices and a contiguous run of `memory_slices` memory slices that must start at one of
+the profile's `placements` (what ``nvidia-smi mig -lgipp`` prints as ``{starts}:size``).
+A set of instances is a valid configuration when their memory slices do not overlap and
+their compute slices add up to at most the GPU's; `MigTable.configurations` enumerates
+every one.
 
 Sources:
 
@@ -23,13 +25,29 @@ Sources:
   ``nvidia-smi mig -lgipp`` output). The H200, GH200 and B200 tables have the same
   fractions and instance counts, so they are given the same layout: an inference, which
   the tests check against each table's instance counts.
+- RTX PRO 6000 Blackwell (Workstation, Max-Q and Server Edition, 96GB): the guide's
+  "RTX PRO 6000 Blackwell MIG Profiles" table (current edition of the same page): 1g.24gb
+  (1/4 of memory and SMs, 4 instances), 2g.48gb (1/2, 2), 4g.96gb (full, 1); the
+  ``+me``, ``+gfx``, ``+me.all`` and ``-me`` variants are left out (same slices). Its
+  placements are not published: 4 compute and 4 memory slices laid out as the A30's
+  (1g {0,1,2,3}:1, 2g {0,2}:2, 4g {0}:4, the guide's A30 table has the same fractions and
+  counts), which gives exactly the configurations NVIDIA's mig-parted ships for it
+  (``all-1g.24gb`` 4, ``all-2g.48gb`` 2, ``all-4g.96gb`` 1, ``all-balanced`` 2 x 1g + 1 x
+  2g: ``deployments/systemd/config-default.yaml``, device filter 0x2BB510DE).
+- B300 288GB: the guide prints no table. NVIDIA mig-parted (v0.13.0, "Add MIG profiles
+  for B300 and GB300", ``deployments/systemd/config-default.yaml`` at commit bd7160f4,
+  device filter 0x318210DE) configures 1g.34gb x 7, 1g.67gb x 4, 2g.67gb x 3, 3g.135gb x
+  2, 4g.135gb x 1, 7g.269gb x 1 and the balanced 2 x 1g.34gb + 2g.67gb + 3g.135gb: the
+  B200's counts, so the B200's layout (an inference, as for the H200). Its full profile
+  holds 269 GB, not the part's 288 GB.
 
 Memory: `MigProfile.memory_bytes` is the profile name's figure in decimal GB (``10gb``
 = 10e9 bytes), the catalog's convention for a whole GPU (gpus.toml's ``memory_gb``, at
 most what NVML reports). It is below what an instance holds: ``nvidia-smi mig -lgip``
 on an H100 80GB lists 1g.10gb at 9.75 GiB (10.47e9 bytes), 1g.20gb and 2g.20gb at
 19.62 GiB, 3g.40gb and 4g.40gb at 39.50 GiB, 7g.80gb at 79.25 GiB. The full-GPU
-profile's figure equals the catalog part's ``memory_gb`` (80, 94, 96, 141, 180).
+profile's figure equals the catalog part's ``memory_gb`` (80, 94, 96, 141, 180, 96), but
+for the B300, whose 7g.269gb holds 269 of its 288 GB.
 """
 
 from __future__ import annotations
@@ -43,10 +61,10 @@ from types import MappingProxyType
 from gpuwatch.sizing.units import GB
 
 COMPUTE_SLICES = 7
-"""Compute slices of a MIG-capable GPU (A100, H100, H200, B200)."""
+"""Compute slices of a data-centre MIG GPU (A100, H100, H200, B200, B300)."""
 
 MEMORY_SLICES = 8
-"""Memory slices of a MIG-capable GPU (A100, H100, H200, B200)."""
+"""Memory slices of a data-centre MIG GPU (A100, H100, H200, B200, B300)."""
 
 GUIDE = (
     "NVIDIA Multi-Instance GPU User Guide, 'Supported MIG Profiles' "
@@ -68,20 +86,22 @@ class MigProfile:
     placements: tuple[int, ...]  # memory-slice indices where an instance may start
     sm_count: int = 0  # the instance's SMs (nvidia-smi mig -lgip's SM column); 0: unpublished
     gpu_sm_count: int = 0  # the whole GPU's SMs outside MIG; 0: unpublished
+    gpu_compute_slices: int = COMPUTE_SLICES  # the GPU's compute slices (RTX PRO 6000: 4)
+    gpu_memory_slices: int = MEMORY_SLICES  # the GPU's memory slices (RTX PRO 6000: 4)
 
     @property
     def compute_fraction(self) -> float:
         """Share of the whole GPU's SMs (and of its dense FLOP/s), 0-1: the profile's SMs
         over the GPU's where both are published (an H100 SXM 1g: 16 of 132, 12.1 %),
-        else compute_slices / 7."""
+        else compute slices over the GPU's (1/7; 1/4 on an RTX PRO 6000)."""
         if self.sm_count and self.gpu_sm_count:
             return self.sm_count / self.gpu_sm_count
-        return self.compute_slices / COMPUTE_SLICES
+        return self.compute_slices / self.gpu_compute_slices
 
     @property
     def memory_fraction(self) -> float:
         """Share of the GPU's memory slices (and of its DRAM bandwidth), 0-1."""
-        return self.memory_slices / MEMORY_SLICES
+        return self.memory_slices / self.gpu_memory_slices
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +130,8 @@ class MigTable:
     model: str  # "H100 80GB"
     profiles: tuple[MigProfile, ...]
     source: str
+    compute_slices: int = COMPUTE_SLICES  # the GPU's
+    memory_slices: int = MEMORY_SLICES  # the GPU's
 
     def profile(self, name: str) -> MigProfile:
         """The profile called `name` (e.g. "3g.40gb"); raises KeyError."""
@@ -146,7 +168,7 @@ def _placements_of(table: MigTable) -> Iterator[tuple[int, ...]]:
     n = len(table.profiles)
 
     def visit(slot: int, counts: list[int], compute: int) -> Iterator[tuple[int, ...]]:
-        if slot >= MEMORY_SLICES:
+        if slot >= table.memory_slices:
             yield tuple(counts)
             return
         yield from visit(slot + 1, counts, compute)  # memory slice `slot` left empty
@@ -154,8 +176,8 @@ def _placements_of(table: MigTable) -> Iterator[tuple[int, ...]]:
             end = slot + profile.memory_slices
             if (
                 slot in profile.placements
-                and end <= MEMORY_SLICES
-                and compute + profile.compute_slices <= COMPUTE_SLICES
+                and end <= table.memory_slices
+                and compute + profile.compute_slices <= table.compute_slices
             ):
                 counts[i] += 1
                 yield from visit(end, counts, compute + profile.compute_slices)
@@ -197,19 +219,30 @@ _MAX_COUNT = {"1g-small": 7, "1g-large": 4, "2g": 3, "3g": 2, "4g": 1, "7g": 1}
 """The guide's "Number of Instances Available", the same in each table used here."""
 
 
+# The RTX PRO 6000 Blackwell layout: 4 compute and 4 memory slices, as the A30's.
+_LAYOUT_4 = {"1g": (1, 1, (0, 1, 2, 3)), "2g": (2, 2, (0, 2)), "4g": (4, 4, (0,))}
+_MAX_COUNT_4 = {"1g": 4, "2g": 2, "4g": 1}
+"""The guide's "Number of Instances" in the RTX PRO 6000 Blackwell table."""
+
+
 def _table(
     model: str,
-    names: tuple[str, str, str, str, str, str],
+    names: tuple[str, ...],
     section: str,
-    sms: tuple[int, int, int, int, int, int] | None = None,
+    sms: tuple[int, ...] | None = None,
     gpu_sms: int = 0,
+    *,
+    four: bool = False,
+    source: str = GUIDE,
 ) -> MigTable:
+    layout, counts = (_LAYOUT_4, _MAX_COUNT_4) if four else (_LAYOUT, _MAX_COUNT)
+    compute_total, memory_total = (4, 4) if four else (COMPUTE_SLICES, MEMORY_SLICES)
     profiles = []
-    for n, (kind, name) in enumerate(zip(_LAYOUT, names, strict=True)):
+    for n, (kind, name) in enumerate(zip(layout, names, strict=True)):
         match = _NAME.match(name)
         if match is None:
             raise ValueError(f"not a MIG profile name: {name!r}")
-        compute, memory, placements = _LAYOUT[kind]
+        compute, memory, placements = layout[kind]
         if int(match["compute"]) != compute:
             raise ValueError(f"{name!r} is not a {kind} profile")
         profiles.append(
@@ -218,13 +251,21 @@ def _table(
                 compute_slices=compute,
                 memory_slices=memory,
                 memory_bytes=int(match["memory"]) * GB,
-                max_count=_MAX_COUNT[kind],
+                max_count=counts[kind],
                 placements=placements,
                 sm_count=0 if sms is None else sms[n],
                 gpu_sm_count=0 if sms is None else gpu_sms,
+                gpu_compute_slices=compute_total,
+                gpu_memory_slices=memory_total,
             )
         )
-    return MigTable(model=model, profiles=tuple(profiles), source=f"{GUIDE}, {section}")
+    return MigTable(
+        model=model,
+        profiles=tuple(profiles),
+        source=f"{source}, {section}",
+        compute_slices=compute_total,
+        memory_slices=memory_total,
+    )
 
 
 _GA100_SMS = (14, 14, 28, 42, 56, 98)
@@ -235,6 +276,16 @@ _GH100_SXM_SMS = (16, 26, 32, 60, 64, 132)
 """SMs per H100 SXM5 80GB profile: ``nvidia-smi mig -lgip`` on an H100 80GB HBM3 prints
 1g.10gb 16, 1g.20gb 26, 2g.20gb 32, 3g.40gb 60, 4g.40gb 64, 7g.80gb 132, of its 132 SMs.
 The guide's table says "1/7" for a 1g: 14.3 % against the 12.1 % the SMs give."""
+_GH100_NVL_SMS = (16, 26, 32, 60, 64, 132)
+"""SMs per H100 94GB profile: ``nvidia-smi mig -lgip`` on an H100 NVL, published in
+OpenNebula's documentation ("NVIDIA vGPU & MIG", github.com/OpenNebula/website,
+content/product/cluster_configuration/hosts_and_clusters/vgpu.md): 1g.12gb 16, 1g.24gb
+26, 2g.24gb 32, 3g.47gb 60, 4g.47gb 64, 7g.94gb 132, of the card's 132 SMs (the same
+column as the H100 SXM5 80GB's)."""
+MIG_PARTED = (
+    "NVIDIA mig-parted, deployments/systemd/config-default.yaml "
+    "(github.com/NVIDIA/mig-parted, commit bd7160f4)"
+)
 
 A100_40GB = _table(
     "A100 40GB",
@@ -265,7 +316,10 @@ H100_80GB_PCIE = _table(
 H100_94GB = _table(
     "H100 94GB",
     ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"),
-    "H100 MIG Profiles (H100 94GB, PCIe and SXM5)",
+    "H100 MIG Profiles (H100 94GB, PCIe and SXM5); SMs: nvidia-smi mig -lgip on an H100 NVL "
+    "(OpenNebula's 'NVIDIA vGPU & MIG')",
+    _GH100_NVL_SMS,
+    132,
 )
 H100_96GB = _table(
     "H100 96GB (GH200)",
@@ -282,6 +336,19 @@ B200_180GB = _table(
     ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
     "B200 MIG Profiles (B200 180 GB)",
 )
+B300_288GB = _table(
+    "B300 288GB",
+    ("1g.34gb", "1g.67gb", "2g.67gb", "3g.135gb", "4g.135gb", "7g.269gb"),
+    "all-1g.34gb ... all-7g.269gb and all-balanced (device filter 0x318210DE, B300); "
+    "layout: the B200's (inferred)",
+    source=MIG_PARTED,
+)
+RTX_PRO_6000_96GB = _table(
+    "RTX PRO 6000 Blackwell 96GB",
+    ("1g.24gb", "2g.48gb", "4g.96gb"),
+    "RTX PRO 6000 Blackwell MIG Profiles (96GB); placements: the A30's layout (inferred)",
+    four=True,
+)
 
 MIG_TABLES: Mapping[str, MigTable] = MappingProxyType(
     {
@@ -296,19 +363,21 @@ MIG_TABLES: Mapping[str, MigTable] = MappingProxyType(
         "H200-141GB": H200_141GB,
         "H200-NVL-141GB": H200_141GB,  # "H200 NVL 141GB" in the guide's supported GPUs
         "B200-180GB": B200_180GB,
+        "B300-288GB": B300_288GB,
+        "RTX-PRO-6000-Blackwell-96GB": RTX_PRO_6000_96GB,
     }
 )
 """Catalog id (gpus.toml) -> its MIG table. Parts without MIG (L4, L40S, V100, T4, the
-workstation and consumer cards) are absent; so are GH200 144GB, B300 and RTX PRO 6000
-Blackwell: the guide lists B300 and RTX PRO 6000 Blackwell (4 instances) among the
-supported GPUs but prints no profile table for them, so the plan refuses MIG there
-rather than guess a layout (docs/plan.md says so).
+other workstation and consumer cards) are absent; so is GH200 144GB (no table at hand).
+B300 comes from NVIDIA mig-parted's shipped configuration, RTX PRO 6000 Blackwell from
+the guide's table (module docstring); both layouts are inferred.
 
 Compute: a profile's share of the GPU is its SMs over the whole GPU's where the SM
-counts are published (A100, H100 SXM5 80GB: `MigProfile.compute_fraction`), else its
-compute slices over 7 (H100 PCIe, 94/96GB, H200, B200: the -lgip SM column of these
-parts was not at hand; their 7g instance may hold fewer SMs than the card, so 1/7 may
-overstate a 1g's share as it did on the H100 SXM, by 14.3 % against 12.1 %)."""
+counts are published (A100, H100 SXM5 80GB, H100 94GB: `MigProfile.compute_fraction`),
+else its compute slices over the GPU's (H100 PCIe 80GB, 96GB, H200, B200, B300, RTX PRO
+6000: a full -lgip SM column of these parts was not at hand; their full instance may
+hold fewer SMs than the card, so the fraction may overstate a 1g's share as it did on
+the H100 SXM, by 14.3 % against 12.1 %)."""
 
 _BY_FOLDED = {gpu_id.casefold(): table for gpu_id, table in MIG_TABLES.items()}
 

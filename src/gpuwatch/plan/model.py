@@ -32,7 +32,10 @@ class WorkloadNeed:
     is the high-percentile DRAM bandwidth actually used (bytes/s), independent of the part.
     `memory_bytes` is the need without headroom (the plan adds `PlanOptions.headroom_ratio`);
     None when the lookback holds no need and no memory used for it (need unknown: the plan
-    leaves the unit on its GPU rather than size it from nothing).
+    leaves the unit on its GPU rather than size it from nothing). `kernel_busy_ratio` is
+    the high percentile of kernel-busy time (NVML utilization.gpu: the share of time one or
+    more kernels ran, 0-1) on `current_gpu_id`: what co-tenants of a time-sliced GPU add
+    up (one context runs at a time); None: unknown (the plan then counts the whole GPU).
     """
 
     key: str  # stable id: the GPU's uuid, or the job's sorted uuids joined by ","
@@ -56,6 +59,7 @@ class WorkloadNeed:
     gpus_at_once: int | None = None  # GPUs it needs when fewer than it ran on (rescheduled)
     memory_error_bytes: float | None = None  # a need above its GPU's memory: not an input
     dra: bool = False  # its pods held their GPUs through DRA claims of gpu.nvidia.com
+    kernel_busy_ratio: float | None = None  # high-percentile kernel-busy time on it, 0-1
 
     @property
     def gpu_count(self) -> int:
@@ -93,6 +97,10 @@ class PlanOptions:
     min_saving_usd_per_month: float = 0.0
     work_limit_nodes: int = 10  # HiGHS branch-and-bound nodes per MILP: the deterministic limit
     seed: int = 0  # HiGHS's random_seed; printed with every plan
+    # the share of a time-sliced GPU each unit on it adds for context switches (0-1):
+    # no published figure; a conservative choice (docs/plan.md, "Time-slicing adds
+    # kernel-busy time")
+    context_switch_ratio: float = 0.05
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ The same figures as the local history (`plan/local.py`), one query each over the
 - activity: the 95th percentile of hourly means, `quantile_over_time(0.95,
   avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h])[w:1h])` (subquery steps fall on
   whole hours, as the history's hours do);
+- kernel-busy time: the 95th percentile of hourly means of `gpuwatch_gpu_utilization_ratio`
+  (NVML utilization.gpu), as activity;
 - DRAM: the 95th percentile of hourly peaks of `gpuwatch_gpu_dram_bandwidth_ratio`;
 - need: `gpuwatch_gpu_required_memory_bytes` by source is the agent's maximum over its
   analysis lookback (24 h by default), so one bad sample stays in it for a lookback: it
@@ -91,6 +93,8 @@ def queries(days: float, at: float, lookback_seconds: float = DAY_SECONDS) -> di
         "observed": f"count_over_time(gpuwatch_gpu_up{w})",
         "activity": f"quantile_over_time({HIGH_PERCENTILE}, "
         f"avg_over_time(gpuwatch_gpu_activity_mean_ratio[1h]){hourly})",
+        "kernel_busy": f"quantile_over_time({HIGH_PERCENTILE}, "
+        f"avg_over_time(gpuwatch_gpu_utilization_ratio[1h]){hourly})",
         "dram": f"quantile_over_time({HIGH_PERCENTILE}, "
         f"max_over_time(gpuwatch_gpu_dram_bandwidth_ratio[1h]){hourly})",
         "required": f"last_over_time(gpuwatch_gpu_required_memory_bytes[1h]){apart}",
@@ -153,6 +157,7 @@ def load_usage(
     observed = _max_by_gpu(got["observed"])
     activity = _max_by_gpu(got["activity"])
     dram = _max_by_gpu(got["dram"])
+    kernel_busy = _max_by_gpu(got["kernel_busy"])
     hourly_needs: dict[str, dict[GpuKey, dict[float, float]]] = {s: {} for s in _SOURCES}
     for labels, samples in by_hour["required"].items():
         source = dict(labels).get("source", "")
@@ -216,6 +221,7 @@ def load_usage(
                 ),
                 observed_need_bytes=needs["observed"].get(key),
                 dra=key in dra,
+                kernel_busy_ratio=kernel_busy.get(key),
             )
         )
     return usages

@@ -145,6 +145,12 @@ def assumptions(report: PlanReport) -> list[str]:
             f"Minimum saving per move: {_usd(policy.min_saving_usd_per_month)}/month "
             "([plan] min_saving_usd_per_month)."
         )
+    if any(p.mode == "shared" for p in report.plan.placements):
+        lines.append(
+            "Time-sliced GPUs hold their units' kernel-busy time (NVML utilization), plus "
+            f"{policy.context_switch_ratio:.0%} of the GPU per unit for context switches "
+            "([plan] context_switch_ratio)."
+        )
     lines.extend(report.plan.notes)
     errors = [n for n in report.needs if n.memory_error_bytes is not None]
     if errors:
@@ -292,6 +298,7 @@ def _need_json(need: WorkloadNeed) -> dict[str, Any]:
         "memory_peak_bytes": need.memory_peak_bytes,
         "memory_error_bytes": need.memory_error_bytes,
         "activity_p95_ratio": need.activity_ratio,
+        "kernel_busy_p95_ratio": need.kernel_busy_ratio,
         "bandwidth_p95_bytes_per_second": need.bandwidth_bytes_per_second,
         "namespace": need.namespace,
         "pods": list(need.pods),

@@ -14,8 +14,9 @@ its GPUs of the need the agent exported with its basis (declared, measured from 
 inference server, or observed), else of NVML's memory used, each the `robust_peak` of
 its hourly peaks (one bad sample cannot move it), else unknown (None: the lookback has
 neither; the plan keeps such a unit on its GPU); a need above its GPU's memory is a
-measurement error (`WorkloadNeed.memory_error_bytes`), never sized from; its activity
-and DRAM bandwidth the sources' high percentile (`HIGH_PERCENTILE`) of hourly figures.
+measurement error (`WorkloadNeed.memory_error_bytes`), never sized from; its activity,
+kernel-busy time and DRAM bandwidth the sources' high percentile (`HIGH_PERCENTILE`) of
+hourly figures, the largest over its GPUs.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from gpuwatch.plan.model import Activity, NeedBasis, WorkloadNeed
 from gpuwatch.sizing import GpuCatalog
 
 HIGH_PERCENTILE = 0.95
-"""The percentile of hourly activity means and hourly DRAM bandwidth peaks the plan sizes
-compute and bandwidth on (a workload's busiest hours, not its single busiest second)."""
+"""The percentile of hourly activity and kernel-busy means and hourly DRAM bandwidth peaks
+the plan sizes compute and bandwidth on (a workload's busiest hours, not its single
+busiest second)."""
 
 _BASES: tuple[NeedBasis, ...] = ("declared", "measured", "observed")
 
@@ -88,6 +90,9 @@ class GpuUsage:
     `observed_peak_bytes`, the largest, stands in)."""
     dra: bool = False
     """A pod held the GPU through a DRA claim of NVIDIA's driver (`gpu.nvidia.com`)."""
+    kernel_busy_ratio: float | None = None
+    """The `HIGH_PERCENTILE` of hourly mean kernel-busy time (NVML utilization.gpu, 0-1):
+    what adds up on a time-sliced GPU. None: not recorded (history before schema 9)."""
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -262,6 +267,7 @@ def workload_needs(usages: Sequence[GpuUsage], catalog: GpuCatalog) -> list[Work
                 gpus_at_once=width if width < len(group) else None,
                 memory_error_bytes=error,
                 dra=any(u.dra for u in group),
+                kernel_busy_ratio=_max(u.kernel_busy_ratio for u in group),
             )
         )
     return needs

@@ -78,6 +78,7 @@ def plan_from_source(request: SourceRequest) -> Any:
         no_time_slicing_namespaces=frozenset(request.config.plan.no_time_slicing_namespaces),
         quotas=tuple((q.namespace, q.resource, q.limit) for q in request.config.plan.quotas),
         min_saving_usd_per_month=request.config.plan.min_saving_usd_per_month,
+        context_switch_ratio=request.config.plan.context_switch_ratio,
     )
     days = (request.period.end_epoch - request.period.start_epoch) / 86400.0
     return make_plan(

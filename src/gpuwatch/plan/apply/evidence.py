@@ -1,8 +1,9 @@
 """Why each planned GPU holds what it holds (`evidence.yaml`): per unit, the basis of its
 memory need, the need the plan sized on (the largest seen on that basis: the need's
 peak), the need's 95th percentile, NVML's peak memory used (an upper bound: servers
-preallocate), its p95 SM activity and DRAM bandwidth; per GPU, the isolation (whole, MIG,
-time-sliced) and what happens if each unit's peak need is `STRESS_RATIO` higher.
+preallocate), its p95 SM activity, kernel-busy time and DRAM bandwidth; per GPU, the
+isolation (whole, MIG, time-sliced) and what happens if each unit's peak need is
+`STRESS_RATIO` higher.
 
 The stress test: on a MIG instance or a GPU alone, the unit's peak need x 1.2 against the
 device's memory; on a time-sliced GPU, the sum over its units of (peak need x 1.2)
@@ -43,6 +44,7 @@ def _unit(unit: WorkloadNeed) -> dict[str, YamlValue]:
         "memory_need_p95_bytes": unit.memory_p95_bytes,
         "nvml_memory_used_peak_bytes": unit.memory_peak_bytes,
         "activity_p95_ratio": unit.activity_ratio,
+        "kernel_busy_p95_ratio": unit.kernel_busy_ratio,  # what a time-sliced GPU adds up
         "bandwidth_p95_bytes_per_second": unit.bandwidth_bytes_per_second,
     }
 

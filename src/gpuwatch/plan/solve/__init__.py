@@ -110,7 +110,7 @@ def solve(
     started = time.perf_counter()
     highspy = import_highspy()
     _check(needs, options)
-    fit = Fit(options.headroom_ratio)
+    fit = Fit(options.headroom_ratio, options.context_switch_ratio)
     rules = CandidateRules(catalog, options.candidate_gpu_ids)
 
     unplaced: list[WorkloadNeed] = []
@@ -235,7 +235,7 @@ def _unenforceable(placements: list[Placement], units: list[Unit], fit: Fit) -> 
         replicas = max(len(p.units) for p in gpus)
         candidates = by_key[gpus[0].units[0]].candidates
         spec = next(g for g in candidates if g.id == gpus[0].gpu_id)
-        sizes = [fit.sizes(by_key[key], spec) for p in gpus for key in p.units]
+        sizes = [fit.shared_sizes(by_key[key], spec) for p in gpus for key in p.units]
         if any(
             not within(sum(sorted((size[k] for size in sizes), reverse=True)[:replicas]), 1.0)
             for k in range(3)

@@ -41,7 +41,7 @@ def fractional_bound(units: Sequence[Unit], fit: Fit, options: PlanOptions, cloc
             for gpu in unit.candidates:
                 price = gpu.rent_usd_per_hour
                 if options.time_slicing and fit.whole(unit, gpu):
-                    cheapest = min(cheapest, price * fit.sizes(unit, gpu)[k])
+                    cheapest = min(cheapest, price * fit.shared_sizes(unit, gpu)[k])
                 table = mig_table(gpu.id) if options.mig else None
                 for index, profile in enumerate(table.profiles if table else ()):
                     if table is not None and fit.profile(unit, gpu, table, index):
@@ -82,7 +82,7 @@ def relaxation(
             clock.check()
             gpu = option.gpu
             eligible = sorted(option.eligible[0])
-            sizes = {i: fit.sizes(units[i], gpu) for i in eligible}
+            sizes = {i: fit.shared_sizes(units[i], gpu) for i in eligible}
             most_gpus = len(first_fit_decreasing(sizes))
             gpus = model.column(gpu.rent_usd_per_hour * (1 + 2 * PREFER), most_gpus)
             on = {i: model.column(0.0, 1) for i in eligible}

@@ -37,7 +37,7 @@ def first_fit(units: list[Unit], fit: Fit) -> FirstFit:
             seen.setdefault(gpu.id, gpu)
     for gpu in seen.values():
         sizes = {
-            i: fit.sizes(unit, gpu)
+            i: fit.shared_sizes(unit, gpu)
             for i, unit in enumerate(units)
             if gpu in unit.candidates and fit.whole(unit, gpu)
         }

@@ -1,8 +1,10 @@
 """The fit rules of a plan: a unit's needs with headroom, and the tests of whether it
 fits a whole GPU, a share of one, or a MIG instance (the module docstring of
-`gpuwatch.plan.solve` states them). Also the packing helpers those tests make exact
-(first-fit-decreasing, the most items that fit) and the choice of an equally priced model
-a GPU's units already run on. No MILP and no HiGHS here.
+`gpuwatch.plan.solve` states them). A whole GPU and a MIG instance hold a unit's SM
+activity; a time-sliced GPU runs one context at a time, so there the units' kernel-busy
+times add up, plus a context-switch allowance each (`Fit.shared_sizes`). Also the packing
+helpers those tests make exact (first-fit-decreasing, the most items that fit) and the
+choice of an equally priced model a GPU's units already run on. No MILP and no HiGHS here.
 """
 
 from __future__ import annotations
@@ -37,10 +39,16 @@ class Unit:
     memory: float  # bytes, x (1 + headroom)
     bandwidth: float  # bytes/s, x (1 + headroom)
     activity: float  # on the current GPU, 0-1, before headroom
+    kernel_busy: float = 1.0  # kernel-busy time on the current GPU, 0-1; unknown: 1 (all)
 
     def activity_on(self, gpu: GpuSpec) -> float:
         """The share of `gpu`'s dense BF16 FLOP/s this unit uses."""
         return self.activity * self.current.bf16_flops_per_second / gpu.bf16_flops_per_second
+
+    def kernel_busy_on(self, gpu: GpuSpec) -> float:
+        """The share of `gpu`'s time a kernel of this unit runs, 0-1 or more: its
+        kernel-busy time scaled by dense BF16 FLOP/s, as `activity_on`."""
+        return self.kernel_busy * self.current.bf16_flops_per_second / gpu.bf16_flops_per_second
 
 
 def within(value: float, limit: float) -> bool:
@@ -48,11 +56,15 @@ def within(value: float, limit: float) -> bool:
 
 
 class Fit:
-    """The fit tests of one headroom."""
+    """The fit tests of one headroom and one context-switch allowance (the share of a
+    time-sliced GPU each unit on it adds, `PlanOptions.context_switch_ratio`)."""
 
-    def __init__(self, headroom: float) -> None:
+    def __init__(self, headroom: float, context_switch: float = 0.05) -> None:
+        if not 0 <= context_switch < 1:
+            raise ValueError(f"context_switch_ratio must be in [0, 1), not {context_switch}")
         self.headroom = headroom
         self.compute = 1.0 - headroom
+        self.context_switch = context_switch
 
     def whole(self, unit: Unit, gpu: GpuSpec) -> bool:
         """`unit` fits a whole `gpu` with headroom (alone or sharing it)."""
@@ -78,12 +90,25 @@ class Fit:
         )
 
     def sizes(self, unit: Unit, gpu: GpuSpec) -> tuple[float, float, float]:
-        """Memory, compute and bandwidth shares of `gpu` that `unit` takes when sharing."""
+        """Memory, SM-activity and bandwidth shares of `gpu` that `unit` takes (space
+        sharing: what a whole GPU or a MIG instance holds)."""
         return (
             unit.memory / gpu.memory_bytes,
             unit.activity_on(gpu) / self.compute,
             unit.bandwidth / gpu.memory_bandwidth_bytes_per_second,
         )
+
+    def shared_sizes(self, unit: Unit, gpu: GpuSpec) -> tuple[float, float, float]:
+        """Memory, compute and bandwidth shares of a TIME-SLICED `gpu` that `unit` takes.
+
+        Time-slicing runs one context at a time, so co-tenants' kernel-busy times add up
+        (NVML utilization.gpu: the share of time one or more kernels ran), not their SM
+        activity: compute is the unit's kernel-busy time scaled by BF16 FLOP/s plus the
+        context-switch allowance, over 1 - headroom. Unknown kernel-busy time counts as
+        the whole current GPU (`Unit.kernel_busy` 1). Memory and bandwidth as `sizes`."""
+        memory, _activity, bandwidth = self.sizes(unit, gpu)
+        busy = unit.kernel_busy_on(gpu) + self.context_switch
+        return memory, busy / self.compute, bandwidth
 
 
 def make_unit(
@@ -110,6 +135,7 @@ def make_unit(
         memory=need.memory_bytes * (1 + headroom),
         bandwidth=bandwidth * (1 + headroom),
         activity=1.0 if need.activity_ratio is None else need.activity_ratio,
+        kernel_busy=1.0 if need.kernel_busy_ratio is None else need.kernel_busy_ratio,
     )
 
 
@@ -184,7 +210,7 @@ def prefer_current(
         if profiles is None:
             if len(hosted) == 1:
                 return fit.alone(hosted[0], other)
-            sizes = [fit.sizes(unit, other) for unit in hosted]
+            sizes = [fit.shared_sizes(unit, other) for unit in hosted]
             return all(fit.whole(unit, other) for unit in hosted) and all(
                 within(sum(size[k] for size in sizes), 1.0) for k in range(3)
             )

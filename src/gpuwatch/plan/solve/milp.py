@@ -243,7 +243,7 @@ def solve_pool(
         for option in undominated(shared_options(units, fit)):
             clock.check()
             gpu = option.gpu
-            sizes = {i: fit.sizes(units[i], gpu) for i in option.eligible[0]}
+            sizes = {i: fit.shared_sizes(units[i], gpu) for i in option.eligible[0]}
             block = SharedBlock(gpu, sizes, {}, {})
             eligible = sorted(option.eligible[0])
             for i, after in shared_leaders(
