@@ -115,8 +115,8 @@ def schema_7_file(intact: Path, path: Path) -> None:
         "CREATE TABLE schema_version (version INTEGER NOT NULL);"
         "INSERT INTO schema_version VALUES (7);"
     )
-    new = ("need_bytes", "need_p95_bytes", "need_basis", "pods", "dra")
-    columns = [c for c in rows[0] if c not in new]
+    old = {row[1] for row in conn.execute("PRAGMA table_info(gpu_hours)")}
+    columns = [c for c in rows[0] if c in old]
     conn.executemany(
         f"INSERT INTO gpu_hours ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
         [tuple(r[c] for c in columns) for r in rows],
