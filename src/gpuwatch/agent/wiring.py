@@ -94,7 +94,8 @@ class AgentOptions:
     seconds per real second), the environment the Slack secret is read from (None:
     `os.environ`), `kubernetes` in place of `[kubernetes]` (a simulated cluster's kubelet
     and paths) and `token_fetch` in place of the token sources' HTTP GET (a replay reads
-    its simulated servers' pages in process)."""
+    its simulated servers' pages in process); `slurm` turns `[slurm]` on (a simulated Slurm
+    node)."""
 
     speed: float = 1.0
     extra_workloads: tuple[WorkloadDeclaration, ...] = ()
@@ -103,6 +104,7 @@ class AgentOptions:
     environ: Mapping[str, str] | None = None
     kubernetes: KubernetesConfig | None = None
     token_fetch: Fetch | None = None
+    slurm: bool = False  # a simulated Slurm node (the `slurm` scenario): [slurm] on
 
 
 DEFAULT_OPTIONS = AgentOptions()
@@ -135,7 +137,8 @@ def build(
     tokens = TokenCollector(
         (*config.token_sources, *options.extra_token_sources), clock, fetch=options.token_fetch
     )
-    sources = sources_on(Switches(kube.enabled, len(tokens.sources), config.slurm.enabled))
+    slurm_on = config.slurm.enabled or options.slurm
+    sources = sources_on(Switches(kube.enabled, len(tokens.sources), slurm_on))
     alerts, alerts_broken = _alerts(config, options.environ, clock, hostname)
     return Parts(
         config=config,
@@ -192,7 +195,7 @@ def _slurm(config: Config, clock: Clock, options: AgentOptions) -> SlurmCollecto
 
     every = max(config.slurm.list_interval_seconds, MIN_REAL_INTERVAL_SECONDS * options.speed)
     return SlurmCollector(
-        config.slurm,
+        config.slurm.model_copy(update={"enabled": True}),
         clock,
         environ=options.environ,
         list_interval_seconds=every,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,6 +197,7 @@ class GpuDevice(_Readable):
         self._mig_initial = config.mig_enabled
         self.mig = [MigDevice(self, k, m) for k, m in enumerate(config.mig)]
         self.processes = _processes(config.processes, self.usable_bytes)
+        self.host_processes: Callable[[], tuple[SimProcess, ...]] = tuple  # a Slurm node's
         mig_source = Aggregate([(m.source, m.slices / 7) for m in self.mig])
         plain_source = Timeline(config.activity, self.seed)
         self.source: ActivitySource = (
@@ -329,7 +331,7 @@ class GpuDevice(_Readable):
     def all_processes(self, t: float) -> tuple[SimProcess, ...]:
         """Every process of this GPU at `t`: the MIG devices' with MIG on, else the GPU's."""
         if not self.mig_current(t):
-            return self.processes
+            return (*self.processes, *self.host_processes())
         return tuple(p for m in self.mig for p in m.processes)
 
     def every_process(self) -> tuple[SimProcess, ...]:

@@ -1,0 +1,107 @@
+"""Slurm jobs on simulated GPUs, end to end: real sbatch jobs on the real one-node cluster,
+the `slurm` scenario's stand-in listing their processes as NVML would, the agent's Slurm
+collector asking squeue and reading /proc.
+
+A busy job (`--gres=gpu:2`, its processes name their GPUs) and an idle one (`--gres=gpu:1`,
+its one process drops SLURM_*_GPUS from its environment: it holds its GRES and runs
+nothing), submitted once for the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from gpuwatch.agent import Agent
+from gpuwatch.config import AgentConfig, Config
+from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.jobs import JobAllocationSample
+from gpuwatch.core.snapshot import FleetSnapshot
+from gpuwatch.slurm.config import SlurmConfig
+from tests.conftest import scenario_agent, simulated
+from tests.slurm_cluster import SlurmCluster
+
+
+@dataclass(frozen=True)
+class Jobs:
+    busy: str
+    idle: str
+
+
+@pytest.fixture(scope="module")
+def jobs(slurm: SlurmCluster) -> Iterator[Jobs]:
+    busy = slurm.sbatch("--gres=gpu:2", "--account=physics", wrap="sleep 600")
+    idle = slurm.sbatch(
+        "--gres=gpu:1",
+        "--account=chem",
+        wrap="exec env -u SLURM_JOB_GPUS -u SLURM_STEP_GPUS sleep 600",
+    )
+    try:
+        slurm.wait_running(busy)
+        slurm.wait_running(idle)
+        yield Jobs(busy, idle)
+    finally:
+        for job in (busy, idle):
+            slurm.run(["scancel", job], check=False)
+        for job in (busy, idle):
+            slurm.wait_ended(job)
+
+
+@pytest.fixture
+def agent(slurm: SlurmCluster) -> Iterator[tuple[Agent, ManualClock]]:
+    nv, clock = simulated("slurm")
+    config = Config(
+        agent=AgentConfig(hostname="test-host"),
+        slurm=SlurmConfig(enabled=True, list_interval_seconds=1.0),
+    )
+    agent = scenario_agent(config, nv, clock, environ=slurm.env)
+    yield agent, clock
+    agent.stop()
+
+
+def _tick(agent: Agent, clock: ManualClock) -> FleetSnapshot:
+    agent.refresh_jobs()
+    clock.advance(1.0)
+    return agent.tick()
+
+
+def _holds(snapshot: FleetSnapshot, job_id: str) -> list[JobAllocationSample]:
+    assert snapshot.jobs is not None
+    return [a for g in snapshot.jobs.gpus for a in g.allocations if a.job.job_id == job_id]
+
+
+def _minor_of(snapshot: FleetSnapshot, uuid: str) -> int | None:
+    return next(g.identity.minor_number for g in snapshot.gpus if g.identity.uuid == uuid)
+
+
+def test_jobs_hold_the_gpus_slurm_assigned(
+    slurm: SlurmCluster, jobs: Jobs, agent: tuple[Agent, ManualClock]
+) -> None:
+    snapshot = _tick(*agent)
+    for job_id, account, busy in ((jobs.busy, "physics", True), (jobs.idle, "chem", False)):
+        holds = _holds(snapshot, job_id)
+        assigned = slurm.gres_indexes(job_id)
+        assert sorted(h.gres_index for h in holds) == list(assigned)
+        # GRES index g is /dev/nvidia<g>: the stand-in numbers minors in reverse of NVML
+        assert all(_minor_of(snapshot, h.uuid) == h.gres_index for h in holds)
+        assert {(h.job.user, h.job.account, h.job.partition) for h in holds} == {
+            ("root", account, "debug")
+        }
+        assert all(h.allocated_idle is (not busy) for h in holds), holds
+        assert all(bool(h.running_pids) is busy for h in holds)
+    assert snapshot.jobs is not None
+    assert snapshot.jobs.jobs_listed == 2
+    assert not any(g.unowned_pids for g in snapshot.jobs.gpus)
+
+
+def test_a_cancelled_job_leaves_its_gpus(
+    slurm: SlurmCluster, agent: tuple[Agent, ManualClock]
+) -> None:
+    job = slurm.sbatch("--gres=gpu:1", "--account=bio", wrap="sleep 600")
+    slurm.wait_running(job)
+    assert _holds(_tick(*agent), job)
+    slurm.scancel(job)
+    slurm.wait_ended(job)
+    assert _holds(_tick(*agent), job) == []
