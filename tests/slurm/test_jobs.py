@@ -13,8 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
+from gpuwatch.analysis.config import AnalysisConfig
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.jobs import JobAllocationSample
@@ -53,8 +56,9 @@ def jobs(slurm: SlurmCluster) -> Iterator[Jobs]:
 def agent(slurm: SlurmCluster) -> Iterator[tuple[Agent, ManualClock]]:
     nv, clock = simulated("slurm")
     config = Config(
-        agent=AgentConfig(hostname="test-host"),
-        slurm=SlurmConfig(enabled=True, list_interval_seconds=1.0),
+        agent=AgentConfig(hostname="test-host", interval_seconds=10.0),
+        analysis=AnalysisConfig(window_seconds=60.0),
+        slurm=SlurmConfig(enabled=True, list_interval_seconds=10.0),
     )
     agent = scenario_agent(config, nv, clock, environ=slurm.env)
     yield agent, clock
@@ -63,8 +67,17 @@ def agent(slurm: SlurmCluster) -> Iterator[tuple[Agent, ManualClock]]:
 
 def _tick(agent: Agent, clock: ManualClock) -> FleetSnapshot:
     agent.refresh_jobs()
-    clock.advance(1.0)
+    clock.advance(10.0)
     return agent.tick()
+
+
+def _series(agent: Agent) -> dict[str, list[tuple[dict[str, str], float]]]:
+    text = generate_latest(agent.registry).decode()
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out
 
 
 def _holds(snapshot: FleetSnapshot, job_id: str) -> list[JobAllocationSample]:
@@ -105,3 +118,39 @@ def test_a_cancelled_job_leaves_its_gpus(
     slurm.scancel(job)
     slurm.wait_ended(job)
     assert _holds(_tick(*agent), job) == []
+
+
+def test_after_the_window_the_join_series_verdict_and_costs(
+    slurm: SlurmCluster, jobs: Jobs, agent: tuple[Agent, ManualClock]
+) -> None:
+    for _ in range(9):  # 90 s of 10 s ticks: past the 60 s window
+        snapshot = _tick(*agent)
+    series = _series(agent[0])
+    info = {(s["uuid"], s["job_id"]): s for s, _ in series["gpuwatch_gpu_job_info"]}
+    uuid_of = {g.identity.minor_number: g.identity.uuid for g in snapshot.gpus}
+    for job_id, account, step in ((jobs.busy, "physics", "batch"), (jobs.idle, "chem", "")):
+        for index in slurm.gres_indexes(job_id):
+            labels = info.pop((uuid_of[index], job_id))
+            assert (labels["user"], labels["account"], labels["partition"]) == (
+                "root",
+                account,
+                "debug",
+            )
+            assert labels["step"] == step
+    assert info == {}, "a series for a GPU no job was given"
+    idle = {s["job_id"]: v for s, v in series["gpuwatch_gpu_job_allocated_idle"]}
+    assert idle == {jobs.busy: 0.0, jobs.idle: 1.0}
+    assert series["gpuwatch_slurm_stale"] == [({}, 0.0)]
+    # the idle job is the only holder of its GPU from the first tick: its account's cost
+    # is that GPU's cost, all of it idle (no process, no activity)
+    gpu_cost = {s["uuid"]: v for s, v in series["gpuwatch_gpu_cost_usd_total"]}
+    accounts = {s["account"]: v for s, v in series["gpuwatch_slurm_account_cost_usd_total"]}
+    idle_costs = {s["account"]: v for s, v in series["gpuwatch_slurm_account_idle_cost_usd_total"]}
+    (chem_gpu,) = slurm.gres_indexes(jobs.idle)
+    assert accounts["chem"] == pytest.approx(gpu_cost[uuid_of[chem_gpu]], rel=1e-12)
+    assert accounts["chem"] > 0
+    assert idle_costs["chem"] == pytest.approx(accounts["chem"], rel=1e-12)
+    physics = sum(gpu_cost[uuid_of[i]] for i in slurm.gres_indexes(jobs.busy))
+    assert accounts["physics"] == pytest.approx(physics, rel=1e-12)
+    users = {s["user"]: v for s, v in series["gpuwatch_slurm_user_cost_usd_total"]}
+    assert users == {"root": pytest.approx(accounts["chem"] + accounts["physics"], rel=1e-12)}

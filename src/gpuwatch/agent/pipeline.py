@@ -166,6 +166,8 @@ class Pipeline:
                 self._token_totals(tick.readings),
                 attribution=tick.attribution,
                 kubernetes=parts.attribution is not None,
+                jobs=tick.jobs,
+                slurm=parts.slurm is not None,
             ),
             CostSummary,
         )
