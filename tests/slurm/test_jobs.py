@@ -9,9 +9,11 @@ nothing), submitted once for the module.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pynvml
 import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -154,3 +156,20 @@ def test_after_the_window_the_join_series_verdict_and_costs(
     assert accounts["physics"] == pytest.approx(physics, rel=1e-12)
     users = {s["user"]: v for s, v in series["gpuwatch_slurm_user_cost_usd_total"]}
     assert users == {"root": pytest.approx(accounts["chem"] + accounts["physics"], rel=1e-12)}
+
+
+def test_the_stand_in_refuses_what_nvml_refuses(jobs: Jobs) -> None:
+    nv, _ = simulated("slurm")
+    nv.nvmlInit()
+    handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(4)]
+    listed = {p.pid for h in handles for p in nv.nvmlDeviceGetComputeRunningProcesses(h)}
+    assert listed, "the busy job's processes are GPU processes"
+    for pid in listed:
+        assert nv.nvmlSystemGetProcessName(pid)
+    # a process that names no GPU (the idle job's, this test's) is on no GPU
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        nv.nvmlSystemGetProcessName(os.getpid())
+    for handle in handles:  # the job processes run no kernel: no utilization sample
+        with pytest.raises(pynvml.NVMLError_NotFound):
+            nv.nvmlDeviceGetProcessUtilization(handle, 0)
+    nv.nvmlShutdown()

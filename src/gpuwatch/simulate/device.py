@@ -325,7 +325,8 @@ class GpuDevice(_Readable):
         if self.mig_current(t):
             used = BASE_USED_BYTES + sum(m.memory(t)[2] for m in self.mig)
         else:
-            used = BASE_USED_BYTES + sum(p.memory_bytes for p in self.processes if p.running(t))
+            running = (*self.processes, *self.host_processes())
+            used = BASE_USED_BYTES + sum(p.memory_bytes for p in running if p.running(t))
         return self.preset.memory_bytes, self.preset.reserved_bytes, used
 
     def all_processes(self, t: float) -> tuple[SimProcess, ...]:
