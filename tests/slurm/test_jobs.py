@@ -15,17 +15,12 @@ from dataclasses import dataclass
 
 import pynvml
 import pytest
-from prometheus_client.exposition import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.agent import Agent
-from gpuwatch.analysis.config import AnalysisConfig
-from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.jobs import JobAllocationSample
 from gpuwatch.core.snapshot import FleetSnapshot
-from gpuwatch.slurm.config import SlurmConfig
-from tests.conftest import scenario_agent, simulated
+from tests.conftest import simulated
+from tests.slurm.agent_helpers import holds, series, tick
 from tests.slurm_cluster import SlurmCluster
 
 
@@ -54,39 +49,6 @@ def jobs(slurm: SlurmCluster) -> Iterator[Jobs]:
             slurm.wait_ended(job)
 
 
-@pytest.fixture
-def agent(slurm: SlurmCluster) -> Iterator[tuple[Agent, ManualClock]]:
-    nv, clock = simulated("slurm")
-    config = Config(
-        agent=AgentConfig(hostname="test-host", interval_seconds=10.0),
-        analysis=AnalysisConfig(window_seconds=60.0),
-        slurm=SlurmConfig(enabled=True, list_interval_seconds=10.0),
-    )
-    agent = scenario_agent(config, nv, clock, environ=slurm.env)
-    yield agent, clock
-    agent.stop()
-
-
-def _tick(agent: Agent, clock: ManualClock) -> FleetSnapshot:
-    agent.refresh_jobs()
-    clock.advance(10.0)
-    return agent.tick()
-
-
-def _series(agent: Agent) -> dict[str, list[tuple[dict[str, str], float]]]:
-    text = generate_latest(agent.registry).decode()
-    out: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return out
-
-
-def _holds(snapshot: FleetSnapshot, job_id: str) -> list[JobAllocationSample]:
-    assert snapshot.jobs is not None
-    return [a for g in snapshot.jobs.gpus for a in g.allocations if a.job.job_id == job_id]
-
-
 def _minor_of(snapshot: FleetSnapshot, uuid: str) -> int | None:
     return next(g.identity.minor_number for g in snapshot.gpus if g.identity.uuid == uuid)
 
@@ -94,18 +56,18 @@ def _minor_of(snapshot: FleetSnapshot, uuid: str) -> int | None:
 def test_jobs_hold_the_gpus_slurm_assigned(
     slurm: SlurmCluster, jobs: Jobs, agent: tuple[Agent, ManualClock]
 ) -> None:
-    snapshot = _tick(*agent)
+    snapshot = tick(*agent)
     for job_id, account, busy in ((jobs.busy, "physics", True), (jobs.idle, "chem", False)):
-        holds = _holds(snapshot, job_id)
+        held = holds(snapshot, job_id)
         assigned = slurm.gres_indexes(job_id)
-        assert sorted(h.gres_index for h in holds) == list(assigned)
+        assert sorted(h.gres_index for h in held) == list(assigned)
         # GRES index g is /dev/nvidia<g>: the stand-in numbers minors in reverse of NVML
-        assert all(_minor_of(snapshot, h.uuid) == h.gres_index for h in holds)
-        assert {(h.job.user, h.job.account, h.job.partition) for h in holds} == {
+        assert all(_minor_of(snapshot, h.uuid) == h.gres_index for h in held)
+        assert {(h.job.user, h.job.account, h.job.partition) for h in held} == {
             ("root", account, "debug")
         }
-        assert all(h.allocated_idle is (not busy) for h in holds), holds
-        assert all(bool(h.running_pids) is busy for h in holds)
+        assert all(h.allocated_idle is (not busy) for h in held), held
+        assert all(bool(h.running_pids) is busy for h in held)
     assert snapshot.jobs is not None
     assert snapshot.jobs.jobs_listed == 2
     assert not any(g.unowned_pids for g in snapshot.jobs.gpus)
@@ -116,19 +78,19 @@ def test_a_cancelled_job_leaves_its_gpus(
 ) -> None:
     job = slurm.sbatch("--gres=gpu:1", "--account=bio", wrap="sleep 600")
     slurm.wait_running(job)
-    assert _holds(_tick(*agent), job)
+    assert holds(tick(*agent), job)
     slurm.scancel(job)
     slurm.wait_ended(job)
-    assert _holds(_tick(*agent), job) == []
+    assert holds(tick(*agent), job) == []
 
 
 def test_after_the_window_the_join_series_verdict_and_costs(
     slurm: SlurmCluster, jobs: Jobs, agent: tuple[Agent, ManualClock]
 ) -> None:
     for _ in range(9):  # 90 s of 10 s ticks: past the 60 s window
-        snapshot = _tick(*agent)
-    series = _series(agent[0])
-    info = {(s["uuid"], s["job_id"]): s for s, _ in series["gpuwatch_gpu_job_info"]}
+        snapshot = tick(*agent)
+    exposed = series(agent[0])
+    info = {(s["uuid"], s["job_id"]): s for s, _ in exposed["gpuwatch_gpu_job_info"]}
     uuid_of = {g.identity.minor_number: g.identity.uuid for g in snapshot.gpus}
     for job_id, account, step in ((jobs.busy, "physics", "batch"), (jobs.idle, "chem", "")):
         for index in slurm.gres_indexes(job_id):
@@ -140,21 +102,21 @@ def test_after_the_window_the_join_series_verdict_and_costs(
             )
             assert labels["step"] == step
     assert info == {}, "a series for a GPU no job was given"
-    idle = {s["job_id"]: v for s, v in series["gpuwatch_gpu_job_allocated_idle"]}
+    idle = {s["job_id"]: v for s, v in exposed["gpuwatch_gpu_job_allocated_idle"]}
     assert idle == {jobs.busy: 0.0, jobs.idle: 1.0}
-    assert series["gpuwatch_slurm_stale"] == [({}, 0.0)]
+    assert exposed["gpuwatch_slurm_stale"] == [({}, 0.0)]
     # the idle job is the only holder of its GPU from the first tick: its account's cost
     # is that GPU's cost, all of it idle (no process, no activity)
-    gpu_cost = {s["uuid"]: v for s, v in series["gpuwatch_gpu_cost_usd_total"]}
-    accounts = {s["account"]: v for s, v in series["gpuwatch_slurm_account_cost_usd_total"]}
-    idle_costs = {s["account"]: v for s, v in series["gpuwatch_slurm_account_idle_cost_usd_total"]}
+    gpu_cost = {s["uuid"]: v for s, v in exposed["gpuwatch_gpu_cost_usd_total"]}
+    accounts = {s["account"]: v for s, v in exposed["gpuwatch_slurm_account_cost_usd_total"]}
+    idle_costs = {s["account"]: v for s, v in exposed["gpuwatch_slurm_account_idle_cost_usd_total"]}
     (chem_gpu,) = slurm.gres_indexes(jobs.idle)
     assert accounts["chem"] == pytest.approx(gpu_cost[uuid_of[chem_gpu]], rel=1e-12)
     assert accounts["chem"] > 0
     assert idle_costs["chem"] == pytest.approx(accounts["chem"], rel=1e-12)
     physics = sum(gpu_cost[uuid_of[i]] for i in slurm.gres_indexes(jobs.busy))
     assert accounts["physics"] == pytest.approx(physics, rel=1e-12)
-    users = {s["user"]: v for s, v in series["gpuwatch_slurm_user_cost_usd_total"]}
+    users = {s["user"]: v for s, v in exposed["gpuwatch_slurm_user_cost_usd_total"]}
     assert users == {"root": pytest.approx(accounts["chem"] + accounts["physics"], rel=1e-12)}
 
 
