@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pynvml
 import pytest
 
 from gpuwatch.agent import Agent
+from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
-from tests.conftest import simulated
+from gpuwatch.slurm.config import SlurmConfig
+from tests.conftest import scenario_agent, simulated
 from tests.slurm.agent_helpers import holds, series, tick
 from tests.slurm_cluster import SlurmCluster
 
@@ -135,3 +138,25 @@ def test_the_stand_in_refuses_what_nvml_refuses(jobs: Jobs) -> None:
         with pytest.raises(pynvml.NVMLError_NotFound):
             nv.nvmlDeviceGetProcessUtilization(handle, 0)
     nv.nvmlShutdown()
+
+
+def test_without_the_hosts_proc_a_holders_idle_is_unknown_never_1(
+    slurm: SlurmCluster, jobs: Jobs, tmp_path: Path
+) -> None:
+    # an agent whose proc_root has none of NVML's PIDs (a container without the host's
+    # /proc): the busy job's processes are on its GPUs but their job cannot be read
+    nv, clock = simulated("slurm")
+    config = Config(
+        agent=AgentConfig(hostname="test-host", interval_seconds=10.0),
+        slurm=SlurmConfig(enabled=True, list_interval_seconds=10.0, proc_root=tmp_path),
+    )
+    agent = scenario_agent(config, nv, clock, environ=slurm.env)
+    try:
+        snapshot = tick(agent, clock)
+    finally:
+        agent.stop()
+    busy = holds(snapshot, jobs.busy)
+    assert busy
+    assert {(h.allocated_idle, h.unknown_reason) for h in busy} == {(None, "pid_unmapped")}
+    # the idle job's GPU has no process at all: still known to be idle
+    assert {h.allocated_idle for h in holds(snapshot, jobs.idle)} == {True}

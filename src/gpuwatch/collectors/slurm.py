@@ -50,6 +50,7 @@ STALE_LISTINGS = 3
 """A listing older than this many list intervals is stale: kept and marked."""
 
 _UNREADABLE = "unreadable"
+"""`_process`'s answer for a PID whose environment and cgroup cannot be read (not cached)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,16 @@ class JobListing:
     taken_at_seconds: float
     jobs: tuple[SlurmJob, ...]
     minors: tuple[int, ...] | None  # gres.conf's File= order; None: by minor number
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """What this tick knows: each readable GPU process's job, the PIDs whose job cannot be
+    read, and the listed jobs' user, account and partition by job ID."""
+
+    jobs: dict[int, JobProcess]
+    unreadable: set[int]
+    refs: dict[str, JobRef]
 
 
 class SlurmCollector:
@@ -87,7 +98,7 @@ class SlurmCollector:
         self._listing: JobListing | None = None
         self._result = CollectorResult(self.name, False, 0.0)
         self._failure: str | None = None
-        self._processes: dict[int, JobProcess | None] = {}
+        self._processes: dict[int, JobProcess | None] = {}  # readable PIDs only
 
     @property
     def node(self) -> str:
@@ -154,8 +165,10 @@ class SlurmCollector:
         """The tick's `JobAttribution` and the last refresh's result."""
         listing = self.current_listing()
         pids = {p.pid for g in gpus for p in g.processes or ()}
-        self._processes = {pid: self._process(pid) for pid in pids}
+        read = {pid: self._process(pid) for pid in pids}
+        self._processes = {pid: j for pid, j in read.items() if not isinstance(j, str)}
         known = {pid: j for pid, j in self._processes.items() if j is not None}
+        unreadable = {pid for pid, j in read.items() if isinstance(j, str)}
         gres = _gres_of(gpus, None if listing is None else listing.minors)
         listed = () if listing is None else listing.jobs
         refs = {
@@ -169,7 +182,7 @@ class SlurmCollector:
                 named = index is not None and proc.gpus is not None and index in proc.gpus
                 if named and proc.job_id not in holders:
                     holders.append(proc.job_id)
-            out.append(self._join(gpu, index, holders, refs, known))
+            out.append(self._join(gpu, index, holders, _Known(known, unreadable, refs)))
         attribution = JobAttribution(
             None if listing is None else listing.taken_at_seconds,
             len(listed),
@@ -184,22 +197,32 @@ class SlurmCollector:
         gpu: GpuSample,
         index: int | None,
         holders: list[str],
-        refs: dict[str, JobRef],
-        known: dict[int, JobProcess],
+        known: _Known,
     ) -> GpuJobs:
+        """One GPU's holders joined with its processes; a process whose job cannot be read
+        makes its holders' allocated-idle unknown (`pid_unmapped`), never 1."""
         processes = gpu.processes
+        reason = None
+        if processes is None:
+            reason = "no_process_list"
+        elif any(p.pid in known.unreadable for p in processes):
+            reason = "pid_unmapped"
         allocations = []
         for job_id in holders:
-            mine = [p for p in processes or () if p.pid in known and known[p.pid].job_id == job_id]
+            mine = [
+                p
+                for p in processes or ()
+                if p.pid in known.jobs and known.jobs[p.pid].job_id == job_id
+            ]
             allocations.append(
                 JobAllocationSample(
                     gpu.identity.index,
                     gpu.identity.uuid,
-                    refs.get(job_id, JobRef(job_id, "", "", "")),
+                    known.refs.get(job_id, JobRef(job_id, "", "", "")),
                     -1 if index is None else index,
-                    tuple(sorted({known[p.pid].step or "" for p in mine} - {""})),
+                    tuple(sorted({known.jobs[p.pid].step or "" for p in mine} - {""})),
                     tuple(sorted({p.pid for p in mine})),
-                    "no_process_list" if processes is None else None,
+                    reason,
                     works_alone(gpu, None, [None] * len(holders), self._noise_floor),
                 )
             )
@@ -207,26 +230,30 @@ class SlurmCollector:
             sorted(
                 p.pid
                 for p in processes or ()
-                if p.pid not in known or known[p.pid].job_id not in holders
+                if p.pid not in known.jobs or known.jobs[p.pid].job_id not in holders
             )
         )
         return GpuJobs(gpu.identity.index, gpu.identity.uuid, tuple(allocations), unowned)
 
-    def _process(self, pid: int) -> JobProcess | None:
-        """The PID's job (None: in no job, or unreadable), cached while the PID is listed."""
+    def _process(self, pid: int) -> JobProcess | str | None:
+        """The PID's job (None: in no job), cached while the PID is listed; `_UNREADABLE`
+        when neither its environment nor its cgroup can be read (retried every tick)."""
         if pid in self._processes:
             return self._processes[pid]
         root = Path(self._config.proc_root) / str(pid)
+        readable = False
         try:
             found = parse_environ((root / "environ").read_bytes())
+            readable = True
         except OSError:
             found = None
         if found is not None:
             return found
         try:
-            return parse_job_cgroup((root / "cgroup").read_text("utf-8", "replace"))
+            found = parse_job_cgroup((root / "cgroup").read_text("utf-8", "replace"))
         except OSError:
-            return None
+            return None if readable else _UNREADABLE
+        return found
 
 
 def _gres_of(gpus: tuple[GpuSample, ...], minors: tuple[int, ...] | None) -> dict[str, int]:
