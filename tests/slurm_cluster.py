@@ -44,7 +44,9 @@ def parse_index_ranges(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _conf(root: Path, host: str, ctld_port: int, slurmd_port: int, munge_socket: Path) -> str:
+def _conf(root: Path, host: str, ports: tuple[int, int], munge_socket: Path, cgroups: bool) -> str:
+    ctld_port, slurmd_port = ports
+    proctrack, task = ("cgroup", "cgroup") if cgroups else ("linuxproc", "none")
     return f"""\
 ClusterName=gpuwatch-test
 SlurmctldHost={host}(127.0.0.1)
@@ -66,12 +68,13 @@ GresTypes=gpu
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/builtin
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=proctrack/{proctrack}
+TaskPlugin=task/{task}
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
+FirstJobId={1000 if cgroups else 1}
 ReturnToService=2
 MessageTimeout=10
 NodeName={host} NodeAddr=127.0.0.1 CPUs=8 RealMemory=2000 Gres=gpu:{GPUS} State=UNKNOWN
@@ -89,10 +92,13 @@ class SlurmCluster:
     env: dict[str, str]
     _daemons: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _made_devices: list[Path] = field(default_factory=list)
+    _cgroups_before: set[Path] = field(default_factory=set)
 
     @classmethod
-    def start(cls, root: Path) -> SlurmCluster:
-        """Start munged, slurmctld and slurmd with all their state under `root`."""
+    def start(cls, root: Path, *, cgroups: bool = False) -> SlurmCluster:
+        """Start munged, slurmctld and slurmd with all their state under `root`; `cgroups`:
+        `proctrack/cgroup` and `task/cgroup` with `ConstrainDevices=yes` (cgroup v1), so a
+        job sees only its GPUs' device nodes and `CUDA_VISIBLE_DEVICES` counts from 0."""
         binaries = {
             name: require_binary(name, installs="Debian's slurmctld, slurmd, slurm-client, munge")
             for name in ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol")
@@ -107,12 +113,19 @@ class SlurmCluster:
         subprocess.run([binaries["mungekey"], "--create", f"--keyfile={key}"], check=True)
         munge_socket = root / "munge" / "munge.socket"
         conf = root / "slurm.conf"
-        conf.write_text(_conf(root, host, free_port(), free_port(), munge_socket), encoding="utf-8")
+        ports = (free_port(), free_port())
+        conf.write_text(_conf(root, host, ports, munge_socket, cgroups), encoding="utf-8")
+        if cgroups:
+            version = "v2" if Path("/sys/fs/cgroup/cgroup.controllers").exists() else "v1"
+            (root / "cgroup.conf").write_text(
+                f"CgroupPlugin=cgroup/{version}\nCgroupAutomount=no\nConstrainDevices=yes\n",
+                encoding="utf-8",
+            )
         (root / "gres.conf").write_text(
             f"AutoDetect=off\nName=gpu File=/dev/nvidia[0-{GPUS - 1}]\n", encoding="utf-8"
         )
         env = {**os.environ, "SLURM_CONF": str(conf)}
-        cluster = cls(root, host, conf, env)
+        cluster = cls(root, host, conf, env, _cgroups_before=_slurm_cgroups(host))
         try:
             cluster._make_devices()
             cluster._spawn(
@@ -241,6 +254,8 @@ class SlurmCluster:
                     proc.kill()
                     proc.wait()
         self._daemons.clear()
+        for top in _slurm_cgroups(self.host) - self._cgroups_before:
+            _remove_cgroup(top)  # slurmd leaves its (empty) slurm_<host> hierarchy behind
         for path in self._made_devices:
             path.unlink(missing_ok=True)
         self._made_devices.clear()
@@ -251,3 +266,16 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text(encoding="utf-8").strip()
     except OSError:
         return ""
+
+
+def _slurm_cgroups(host: str) -> set[Path]:
+    """The `slurm_<host>` cgroup folders slurmd makes under each v1 controller (or v2)."""
+    root = Path("/sys/fs/cgroup")
+    return set(root.glob(f"*/slurm_{host}")) | set(root.glob(f"slurm_{host}"))
+
+
+def _remove_cgroup(top: Path) -> None:
+    """rmdir a cgroup folder and its children, deepest first (cgroups go only by rmdir)."""
+    for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        path.rmdir()
+    top.rmdir()
