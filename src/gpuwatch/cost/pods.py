@@ -20,6 +20,9 @@ C < 2^e, and the GPU's unallocated idle takes what is left. All parts are then m
 of C's own ulp and no partial sum exceeds C, so the parts add up to C bit for bit in any
 order. The rounding is below C x 2^-49 per part and lands in the unallocated idle.
 
+The rule is `split_among`, for any kind of holder: Slurm jobs use it too
+(`gpuwatch.cost.jobs`).
+
 Pods' totals live while the pod does: a pod that leaves the node (a fresh kubelet
 listing without its allocation, and no process of it) is dropped at once, so its
 `gpuwatch_pod_*` series disappear; Prometheus keeps what it scraped. While no fresh
@@ -72,7 +75,7 @@ def split_gpu_cost(
 
 @dataclass(frozen=True, slots=True)
 class HolderSplit(Generic[H]):
-    """One GPU's tick cost among holders keyed by K (a pod, a Slurm job): each one's
+    """One GPU's tick cost among holders keyed by H (a pod, a Slurm job): each one's
     (busy, idle) in USD, sorted by key, and the GPU's two unowned parts."""
 
     shares: dict[H, tuple[float, float]]
