@@ -1,14 +1,14 @@
 # The two commands of the README's quick start:
 #   make demo   install gpuwatch into .venv and run the agent on the simulated demo fleet
 #               (SPEED=60: 60 simulated seconds per real second, the first window in 30 s)
-#   make test   install the test dependencies (Python, Debian's prometheus and poppler) and run every check
+#   make test   install the test dependencies (Python, Debian's prometheus, poppler and Slurm) and run every check
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LISTEN ?= 127.0.0.1:9842
 SPEED ?=
 
-.PHONY: demo test lint typecheck unit bench prometheus report-tools image-tools bindings mutation
+.PHONY: demo test lint typecheck unit bench prometheus report-tools image-tools slurm bindings mutation
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ report-tools:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	    poppler-utils libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core >/dev/null; }
 
+# The Slurm tests (tests/slurm/) start a real one-node cluster from Debian's packages:
+# munged, slurmctld and slurmd, and the clients (sbatch, squeue, scontrol, scancel).
+slurm:
+	@command -v sbatch >/dev/null && [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ] || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null; }
+
 # The container image test (tests/image/) builds the Dockerfile and runs it as root with
 # Debian's podman and runc (crun fails on a hybrid cgroup layout), on a Python base that
 # debootstrap makes from Debian's packages; rootful with --network=host, so no uidmap,
@@ -61,7 +69,7 @@ image-tools:
 bindings: $(BIN)/python
 	$(BIN)/python -m tests.bindings.fetch
 
-test: $(BIN)/python prometheus report-tools image-tools
+test: $(BIN)/python prometheus report-tools image-tools slurm
 	$(DROP_OLD_NAME)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m tests.bindings.fetch

@@ -123,9 +123,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def require_binary(name: str) -> str:
+def require_binary(name: str, *, installs: str = "Debian's prometheus") -> str:
     """Path of a binary the suite needs; fails (never skips) when it is missing."""
-    path = shutil.which(name)
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
     if path is None:
-        pytest.fail(f"{name} is not installed: run `make test` (installs Debian's prometheus)")
+        pytest.fail(f"{name} is not installed: run `make test` (installs {installs})")
     return path

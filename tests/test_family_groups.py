@@ -19,7 +19,7 @@ from gpuwatch.export.collector import (
 from gpuwatch.export.families import ExportOptions
 from gpuwatch.store import SnapshotStore
 from tests.conftest import make_agent
-from tests.test_metric_reference import attribution_metric_names, snapshots
+from tests.test_metric_reference import attribution_metric_names, slurm_metric_names, snapshots
 
 
 def _nothing(_snapshot: FleetSnapshot | None, _published: tuple[Metric, ...]) -> Iterable[Metric]:
@@ -53,6 +53,7 @@ def test_the_agents_groups_register_without_duplicates(naming: str) -> None:
         "analysis",
         "cost",
         "attribution",
+        "slurm",
         "published",
         "dcgm",
     ]
@@ -104,6 +105,13 @@ def test_attribution_and_pod_cost_families_are_declared() -> None:
     declared = {name + suffixes.get(kind, "") for name, kind in _declared(groups)}
     health = {"gpuwatch_attribution_up", "gpuwatch_attribution_reason_info"}  # published
     assert attribution_metric_names() - health <= declared
+
+
+def test_slurm_families_are_declared_with_their_types() -> None:
+    (group,) = [g for g in snapshot_groups(ExportOptions()) if g.name == "slurm"]
+    suffixes = {"counter": "_total", "info": "_info"}
+    declared = {name + suffixes.get(kind, "") for name, kind in group.declared}
+    assert slurm_metric_names() == declared
 
 
 def test_describe_reads_declarations_and_never_the_store() -> None:

@@ -16,7 +16,8 @@ from gpuwatch.alerts.dispatcher import AlertDispatcher
 from gpuwatch.analysis.measured import MeasuredNeeds
 from gpuwatch.billing import BillingCollector, BillingConfig
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.costs import CostSummary, GpuUnattributedCost, PodCost
+from gpuwatch.core.costs import CostSummary, GpuUnattributedCost, GroupCost, PodCost
+from gpuwatch.core.jobs import GpuJobs, JobAllocationSample, JobAttribution, JobRef
 from gpuwatch.core.snapshot import (
     Attribution,
     DriverInfo,
@@ -25,6 +26,7 @@ from gpuwatch.core.snapshot import (
     PodAllocationSample,
     PodRef,
 )
+from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.export.attribution_families import (
     attribution_families,
     attribution_health_families,
@@ -33,6 +35,7 @@ from gpuwatch.export.collector import SnapshotCollector
 from gpuwatch.export.cost_families import pod_cost_families
 from gpuwatch.export.dcgm import dcgm_families
 from gpuwatch.export.families import ExportOptions
+from gpuwatch.export.slurm_families import slurm_families
 from gpuwatch.history.writer import HistoryWriter
 from gpuwatch.sizing import build_model_catalog
 from gpuwatch.store import SnapshotStore
@@ -118,6 +121,24 @@ def attribution_metric_names() -> set[str]:
     )
 
 
+def slurm_metric_names() -> set[str]:
+    """Families of Slurm attribution (tests/slurm/ runs them against a real Slurm)."""
+    job = JobRef("7", "ann", "physics", "debug")
+    gpu = GpuJobs(0, "GPU-x", (JobAllocationSample(0, "GPU-x", job, 0, (), ()),))
+    snapshot = FleetSnapshot(
+        0.0,
+        DriverInfo(None, None, None),
+        (),
+        verdicts=(GpuVerdict(0, "GPU-x", "idle", 0.0, 0.0, 0.0, 0.0),),
+        jobs=JobAttribution(1.0, 1, (gpu,)),
+        cost=CostSummary(
+            slurm_accounts=(GroupCost("physics", 1.0, 0.5),),
+            slurm_users=(GroupCost("ann", 1.0, 0.5),),
+        ),
+    )
+    return family_names(slurm_families(snapshot))
+
+
 def alert_metric_names(tmp_path: Path) -> set[str]:
     dispatcher = AlertDispatcher(
         SlackConfig(), "http://127.0.0.1:9/never-called", tmp_path, ManualClock(), "host"
@@ -187,6 +208,7 @@ def test_readme_lists_exactly_the_exported_gpuwatch_metrics(tmp_path: Path) -> N
     )
     exported: set[str] = alert_metric_names(tmp_path) | source_metric_names(tmp_path)
     exported |= attribution_metric_names()
+    exported |= slurm_metric_names()
     exported |= family_names(HistoryWriter.down_families())  # same names as an open store
     for snapshot in snapshots():
         exported |= exported_names(snapshot)

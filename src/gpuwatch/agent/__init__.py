@@ -87,6 +87,7 @@ class Agent:
         self.cost = parts.cost
         self.kubernetes = parts.kubernetes
         self.attribution = parts.attribution
+        self.slurm = parts.slurm
         self.tokens = parts.tokens
         self.needs = parts.needs
         self.alerts = parts.alerts
@@ -171,6 +172,11 @@ class Agent:
         if self.attribution is not None:
             self.attribution.refresh()
 
+    def refresh_jobs(self) -> None:
+        """List this node's Slurm jobs (scheduler job; one squeue, never the tick's)."""
+        if self.slurm is not None:
+            self.slurm.refresh()
+
     def evaluate_alerts(self) -> None:
         """Let the alert dispatcher look at the newest snapshot (no network here)."""
         snapshot = self.store.latest()
@@ -203,6 +209,7 @@ class Agent:
     def start(self) -> None:
         """Take the first sample, then start the jobs and the HTTP server."""
         self.refresh_attribution()
+        self.refresh_jobs()
         self.tick()
         agent_cfg = self.config.agent
         jobs: list[IntervalJob] = []
@@ -214,6 +221,8 @@ class Agent:
         every(agent_cfg.slow_interval_seconds, self.nvml.collect_slow)
         if self.attribution is not None:
             every(self.kubernetes.list_interval_seconds, self.refresh_attribution)
+        if self.slurm is not None:
+            every(self.config.slurm.list_interval_seconds, self.refresh_jobs)
         # network I/O runs on daemon threads: a slow server never delays shutdown
         self._threads = [
             PeriodicThread("billing", self._real(BILLING_REFRESH_SECONDS), self.refresh_billing)

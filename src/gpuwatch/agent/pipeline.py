@@ -26,6 +26,7 @@ from gpuwatch.analysis.changes import StateChanges
 from gpuwatch.collectors.base import timed
 from gpuwatch.core.costs import CostSummary, GpuPrice
 from gpuwatch.core.failures import CollectorFailedError
+from gpuwatch.core.jobs import JobAttribution
 from gpuwatch.core.snapshot import Attribution, CollectorResult, FleetSnapshot, GpuSample
 from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.engine import TokenTotals
@@ -48,6 +49,7 @@ class Tick:
     readings: tuple[TokenReading, ...] = ()
     results: list[CollectorResult] = field(default_factory=list)
     attribution: Attribution | None = None
+    jobs: JobAttribution | None = None
     now: float = 0.0
     verdicts: tuple[GpuVerdict, ...] = ()
     cost: CostSummary = field(default_factory=CostSummary)
@@ -78,6 +80,7 @@ class Pipeline:
                 if parts.attribution is None
                 else (Stage("attribution", "attribution", self._attribute),)
             ),
+            *(() if parts.slurm is None else (Stage("slurm", "attribution", self._jobs),)),
             Stage("clock", "analysis", self._read_clock),
             Stage("analysis", "analysis", self._analyse),
             Stage("cost", "cost", self._cost),
@@ -119,6 +122,16 @@ class Pipeline:
         tick.gpus, tick.attribution, refresh = joined
         tick.results.append(stage if refresh is None or not stage.success else refresh)
 
+    def _jobs(self, tick: Tick) -> None:
+        """Slurm jobs joined with the GPU samples; a bug in the join is a failed `slurm`
+        collector (logged once), never a lost tick."""
+        slurm = self.parts.slurm
+        assert slurm is not None
+        gpus = tick.gpus
+        joined, stage = self._guarded("slurm", lambda: slurm.attribute(gpus), lambda: (None, None))
+        tick.jobs, refresh = joined
+        tick.results.append(stage if refresh is None or not stage.success else refresh)
+
     # -- analysis ----------------------------------------------------------------------
 
     def _read_clock(self, tick: Tick) -> None:
@@ -153,6 +166,8 @@ class Pipeline:
                 self._token_totals(tick.readings),
                 attribution=tick.attribution,
                 kubernetes=parts.attribution is not None,
+                jobs=tick.jobs,
+                slurm=parts.slurm is not None,
             ),
             CostSummary,
         )
@@ -200,6 +215,7 @@ class Pipeline:
             hostname=parts.hostname,
             cost=tick.cost,
             attribution=tick.attribution,
+            jobs=tick.jobs,
         )
 
     def _offer_history(self, tick: Tick) -> None:

@@ -37,6 +37,7 @@ from gpuwatch.workloads import WorkloadDeclaration
 if TYPE_CHECKING:  # each imported where it is used, only when that part is on
     from gpuwatch.alerts.dispatcher import AlertDispatcher
     from gpuwatch.collectors.attribution import AttributionCollector
+    from gpuwatch.collectors.slurm import SlurmCollector
     from gpuwatch.history.writer import HistoryWriter
 
 log = logging.getLogger("gpuwatch.agent")  # its lines are the agent's
@@ -65,6 +66,7 @@ class Parts:
     cost: CostEngine
     kubernetes: KubernetesConfig
     attribution: AttributionCollector | None
+    slurm: SlurmCollector | None
     tokens: TokenCollector
     needs: MeasuredNeeds
     billing_config: BillingConfig
@@ -92,7 +94,8 @@ class AgentOptions:
     seconds per real second), the environment the Slack secret is read from (None:
     `os.environ`), `kubernetes` in place of `[kubernetes]` (a simulated cluster's kubelet
     and paths) and `token_fetch` in place of the token sources' HTTP GET (a replay reads
-    its simulated servers' pages in process)."""
+    its simulated servers' pages in process); `slurm` turns `[slurm]` on (a simulated Slurm
+    node)."""
 
     speed: float = 1.0
     extra_workloads: tuple[WorkloadDeclaration, ...] = ()
@@ -101,6 +104,7 @@ class AgentOptions:
     environ: Mapping[str, str] | None = None
     kubernetes: KubernetesConfig | None = None
     token_fetch: Fetch | None = None
+    slurm: bool = False  # a simulated Slurm node (the `slurm` scenario): [slurm] on
 
 
 DEFAULT_OPTIONS = AgentOptions()
@@ -133,7 +137,8 @@ def build(
     tokens = TokenCollector(
         (*config.token_sources, *options.extra_token_sources), clock, fetch=options.token_fetch
     )
-    sources = sources_on(Switches(kube.enabled, len(tokens.sources)))
+    slurm_on = config.slurm.enabled or options.slurm
+    sources = sources_on(Switches(kube.enabled, len(tokens.sources), slurm_on))
     alerts, alerts_broken = _alerts(config, options.environ, clock, hostname)
     return Parts(
         config=config,
@@ -150,6 +155,7 @@ def build(
         attribution=_attribution(config, kube, clock, options.speed)
         if "attribution" in sources
         else None,
+        slurm=_slurm(config, clock, options) if "slurm" in sources else None,
         tokens=tokens,
         needs=MeasuredNeeds(
             tokens.sources,
@@ -178,6 +184,21 @@ def _attribution(
         kube,
         clock,
         list_interval_seconds=list_every,
+        noise_floor_ratio=config.analysis.noise_floor_ratio,
+    )
+
+
+def _slurm(config: Config, clock: Clock, options: AgentOptions) -> SlurmCollector:
+    """The Slurm job collector (built only when `[slurm] enabled`)."""
+    # lazy: the Slurm code (squeue, /proc scans) only where [slurm] is on
+    from gpuwatch.collectors.slurm import SlurmCollector  # noqa: PLC0415
+
+    every = max(config.slurm.list_interval_seconds, MIN_REAL_INTERVAL_SECONDS * options.speed)
+    return SlurmCollector(
+        config.slurm.model_copy(update={"enabled": True}),
+        clock,
+        environ=options.environ,
+        list_interval_seconds=every,
         noise_floor_ratio=config.analysis.noise_floor_ratio,
     )
 

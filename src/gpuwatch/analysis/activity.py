@@ -10,6 +10,7 @@ GPM SM activity. The exporter names the source per GPU
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from gpuwatch.core.snapshot import GpuSample
@@ -48,3 +49,21 @@ def activity_source(gpu: GpuSample) -> str | None:
     """Where `activity_of(gpu)` comes from (one of `ACTIVITY_SOURCES`), or None."""
     signal = activity_signal(gpu)
     return None if signal is None else signal[1]
+
+
+def works_alone(
+    gpu: GpuSample, mig_uuid: str | None, held: Sequence[str | None], noise_floor: float
+) -> bool:
+    """A hold on `gpu` (`mig_uuid`: the MIG device held, None: the whole GPU), among the
+    GPU's holds `held` (each one's MIG UUID or None), is the only one of its device and
+    that device shows activity above `noise_floor`: the work is the holder's, whatever its
+    processes show. Shared by pods' and Slurm jobs' holds."""
+    if sum(m == mig_uuid for m in held) != 1:
+        return False
+    if mig_uuid is None:
+        if len(held) != 1:
+            return False  # MIG devices of this GPU held by others: not the whole GPU's work
+        activity = activity_of(gpu)
+    else:
+        activity = next((m.sm_active_ratio for m in gpu.mig_instances if m.uuid == mig_uuid), None)
+    return activity is not None and activity > noise_floor

@@ -62,3 +62,4 @@ class Fleet:
     workloads: tuple[WorkloadDeclaration, ...] = ()
     services: FleetServices | None = None
     prices: tuple[StaticPrice, ...] = ()
+    slurm: bool = False  # a simulated Slurm node: the agent's [slurm] on

@@ -108,6 +108,7 @@ def _serve(config: Config, fleet: Fleet, args: argparse.Namespace) -> int:
             extra_token_sources=() if services is None else services.token_sources(),
             extra_static_prices=fleet.prices,
             kubernetes=None if services is None else services.kubernetes_config(),
+            slurm=fleet.slurm,
         ),
     )
     try:

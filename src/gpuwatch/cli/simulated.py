@@ -36,12 +36,14 @@ def simulated_fleet(scenario_name: str, speed: float | None, services_file: Path
         nv = SimulatedNvml(scenario, clock=clock)
         services = ScenarioServices(nv, clock)
         services.start()
-        return Fleet(nv, clock, scenario.workloads, services, scenario.prices)
+        return Fleet(
+            nv, clock, scenario.workloads, services, scenario.prices, scenario.slurm.enabled
+        )
     if speed is not None and speed != external.speed:
         raise UsageError(f"--speed {speed:g}: the --services run at --speed {external.speed:g}")
     clock = external.clock()
     nv = SimulatedNvml(scenario, clock=clock, start_time=external.scenario_start)
-    return Fleet(nv, clock, scenario.workloads, external, scenario.prices)
+    return Fleet(nv, clock, scenario.workloads, external, scenario.prices, scenario.slurm.enabled)
 
 
 def _external_services(scenario_name: str, path: Path | None) -> ExternalServices | None:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from gpuwatch.analysis.activity import activity_of
+from gpuwatch.analysis.activity import works_alone
 from gpuwatch.core.snapshot import (
     GpuAttribution,
     GpuSample,
@@ -273,19 +273,8 @@ def join_gpu(
 
 
 def _works_alone(gpu: GpuSample, hold: Hold, holds: list[Hold], noise_floor: float) -> bool:
-    """The hold is the only one of its GPU (or MIG device), and that shows activity above
-    the noise floor: the work is the holder's, whatever its processes show."""
-    if sum(h.mig_uuid == hold.mig_uuid for h in holds) != 1:
-        return False
-    if hold.mig_uuid is None:
-        if len(holds) != 1:
-            return False  # MIG devices of this GPU held by others: not the whole GPU's work
-        activity = activity_of(gpu)
-    else:
-        activity = next(
-            (m.sm_active_ratio for m in gpu.mig_instances if m.uuid == hold.mig_uuid), None
-        )
-    return activity is not None and activity > noise_floor
+    """The hold is the only one of its GPU (or MIG device) and that works (`works_alone`)."""
+    return works_alone(gpu, hold.mig_uuid, [h.mig_uuid for h in holds], noise_floor)
 
 
 def _process_pod(

@@ -21,6 +21,7 @@ class Switches:
 
     kubernetes_enabled: bool
     token_sources: int
+    slurm_enabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,13 @@ SOURCES: tuple[Source, ...] = (
         False,
         lambda s: s.kubernetes_enabled,
         "in every tick; pods listed on their own job (kubernetes.list_interval_seconds)",
+    ),
+    Source(
+        "slurm",
+        "gpuwatch.collectors.slurm:SlurmCollector",
+        False,
+        lambda s: s.slurm_enabled,
+        "in every tick; jobs listed on their own job (slurm.list_interval_seconds)",
     ),
     Source(
         "tokens",

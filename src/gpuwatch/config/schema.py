@@ -5,7 +5,7 @@ with its dotted path (`exporter.listen: ...`) instead of a silently ignored opti
 The sections of gpuwatch's own parts (agent, exporter, logging, history, report) live
 here; a feature package's section lives beside it (`[analysis]` in
 `gpuwatch.analysis.config`, `[sizing]` in `gpuwatch.sizing.config`, `[rent_vs_buy]` in
-`gpuwatch.tco.config`, `[billing]`, `[alerts]`, `[kubernetes]`, `[[token_sources]]`,
+`gpuwatch.tco.config`, `[billing]`, `[alerts]`, `[kubernetes]`, `[slurm]`, `[[token_sources]]`,
 `[[workloads]]` in theirs) and `Config` gathers them. No I/O here: reading the file and
 the environment is `load`'s and `env`'s. `config.example.toml` documents every option.
 """
@@ -24,6 +24,7 @@ from gpuwatch.config.plan_policy import PlanConfig
 from gpuwatch.core.values import ConfigPath, Text, parse_listen_address
 from gpuwatch.kube.config import KubernetesConfig
 from gpuwatch.sizing.config import SizingConfig
+from gpuwatch.slurm.config import SlurmConfig
 from gpuwatch.tco.config import RentVsBuyConfig
 from gpuwatch.tokens import TokenSources
 from gpuwatch.workloads import WorkloadDeclaration
@@ -143,4 +144,5 @@ class Config(_Section):
     history: HistoryConfig = HistoryConfig()
     report: ReportConfig = ReportConfig()
     kubernetes: KubernetesConfig = KubernetesConfig()
+    slurm: SlurmConfig = SlurmConfig()
     plan: PlanConfig = PlanConfig()

@@ -187,6 +187,15 @@ class PodCost:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupCost:
+    """A Slurm account's or user's cost since the agent started, in USD."""
+
+    name: str
+    cost_usd_total: float  # busy and idle
+    idle_cost_usd_total: float  # the idle part of the GPUs its jobs hold
+
+
+@dataclass(frozen=True, slots=True)
 class GpuUnattributedCost:
     """The part of one GPU's cost charged to no pod since the agent started, in USD."""
 
@@ -208,3 +217,5 @@ class CostSummary:
     splits: tuple[GpuCostSplit, ...] = ()  # this tick's per-pod split; () without attribution
     pods: tuple[PodCost, ...] = ()  # pods present now, with their totals
     unattributed: tuple[GpuUnattributedCost, ...] = ()  # per GPU, with attribution on
+    slurm_accounts: tuple[GroupCost, ...] = ()  # with [slurm] on
+    slurm_users: tuple[GroupCost, ...] = ()  # with [slurm] on

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuwatch.core.costs import CostSummary
+from gpuwatch.core.jobs import JobAttribution, hold_allocated_idle
 from gpuwatch.core.verdict import GpuVerdict
 
 CLOCK_EVENT_REASONS: dict[int, str] = {
@@ -179,9 +180,7 @@ class PodAllocationSample:
     def allocated_idle(self) -> bool | None:
         """True: the pod holds the GPU and runs nothing on it; False: it runs something
         there (or holds it alone while it works); None: unknown (`unknown_reason`)."""
-        if self.running_pids or self.works_alone:
-            return False
-        return None if self.unknown_reason is not None else True
+        return hold_allocated_idle(self.running_pids, self.works_alone, self.unknown_reason)
 
 
 IDLE_UNKNOWN_REASONS = ("pid_unmapped", "no_process_list")
@@ -245,3 +244,4 @@ class FleetSnapshot:
     hostname: str = ""
     cost: CostSummary = field(default_factory=CostSummary)
     attribution: Attribution | None = None  # None: Kubernetes attribution is off
+    jobs: JobAttribution | None = None  # None: Slurm attribution is off

@@ -34,10 +34,12 @@ from gpuwatch.core.costs import (
     TokenCostWindow,
     TokenSourceCost,
 )
+from gpuwatch.core.jobs import JobAttribution
 from gpuwatch.core.snapshot import Attribution, GpuSample
 from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.cost.history import CheckpointHistory
+from gpuwatch.cost.jobs import JobLedger
 from gpuwatch.cost.ledger import WINDOWS, CostLedger, tick_cost_usd
 from gpuwatch.cost.pods import PodLedger, split_gpu_cost, unattributed_split
 from gpuwatch.sizing import GpuCatalog
@@ -178,6 +180,7 @@ class CostEngine:
         self._token_accounts: dict[str, _TokenAccount] = {}
         self._gpu_charged: dict[str, tuple[float, float]] = {}  # uuid: (cost seen, seconds)
         self._pods = PodLedger()
+        self._jobs = JobLedger()
 
     @property
     def ledger(self) -> CostLedger:
@@ -214,13 +217,19 @@ class CostEngine:
         *,
         attribution: Attribution | None = None,
         kubernetes: bool = False,
+        jobs: JobAttribution | None = None,
+        slurm: bool = False,
     ) -> CostSummary:
         """One tick at epoch time `t`; `prices` is keyed by GPU uuid. With `kubernetes`
         on, each GPU's tick cost is split among pods (`attribution`: None when the pod
-        view failed this tick, which charges the tick to no pod, as a stale listing does)."""
+        view failed this tick, which charges the tick to no pod, as a stale listing does).
+        With `slurm` on, it is split among the Slurm jobs (`jobs`) and totalled per account
+        and per user (`gpuwatch.cost.jobs`)."""
         costs = self._ledger.observe(t, verdicts, prices)
         splits = self._split(gpus, verdicts, prices, attribution) if kubernetes else ()
         self._pods.observe(splits, attribution)
+        if slurm:
+            self._jobs.observe(gpus, verdicts, prices, jobs)
         every_gpu = self._ledger.totals(t)  # a GPU down this tick keeps its totals in the sums
         self._names.update((g.identity.uuid, g.identity.name) for g in gpus)
         positions = self._rent_vs_buy_positions(every_gpu)
@@ -237,6 +246,8 @@ class CostEngine:
             splits=splits,
             pods=self._pods.pods() if kubernetes else (),
             unattributed=self._pods.unattributed() if kubernetes else (),
+            slurm_accounts=self._jobs.accounts() if slurm else (),
+            slurm_users=self._jobs.users() if slurm else (),
         )
 
     def _split(

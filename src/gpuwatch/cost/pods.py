@@ -20,6 +20,9 @@ C < 2^e, and the GPU's unallocated idle takes what is left. All parts are then m
 of C's own ulp and no partial sum exceeds C, so the parts add up to C bit for bit in any
 order. The rounding is below C x 2^-49 per part and lands in the unallocated idle.
 
+The rule is `split_among`, for any kind of holder: Slurm jobs use it too
+(`gpuwatch.cost.jobs`).
+
 Pods' totals live while the pod does: a pod that leaves the node (a fresh kubelet
 listing without its allocation, and no process of it) is dropped at once, so its
 `gpuwatch_pod_*` series disappear; Prometheus keeps what it scraped. While no fresh
@@ -32,7 +35,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from gpuwatch.analysis.activity import activity_of
 from gpuwatch.core.costs import GpuCostSplit, GpuUnattributedCost, PodCost, PodCostShare
@@ -40,6 +44,7 @@ from gpuwatch.core.snapshot import Attribution, GpuAttribution, GpuSample, PodRe
 
 PodKey = tuple[str, str]  # (namespace, pod)
 K = TypeVar("K")  # what weights are grouped by: a PodKey, a PodRef, or None
+H = TypeVar("H", bound=tuple[str, ...])  # a holder's key: a PodKey, a Slurm job's (job_id,)
 
 QUANTUM_BITS = 50
 """Parts are multiples of 2^(e - QUANTUM_BITS) for a tick cost below 2^e (see above)."""
@@ -49,34 +54,59 @@ def split_gpu_cost(
     gpu: GpuSample, holders: GpuAttribution | None, tick_cost_usd: float
 ) -> GpuCostSplit:
     """One GPU's tick cost split by the module's rule; `holders`: its allocations."""
+    parts = split_among(
+        gpu,
+        lambda p: None if p.pod is None else (p.pod.namespace, p.pod.pod),
+        _holder_weights(holders),
+        tick_cost_usd,
+    )
+    pods = tuple(
+        PodCostShare(key[0], key[1], busy, idle) for key, (busy, idle) in parts.shares.items()
+    )
+    return GpuCostSplit(
+        gpu_index=gpu.identity.index,
+        uuid=gpu.identity.uuid,
+        tick_cost_usd=tick_cost_usd,
+        pods=pods,
+        unattributed_cost_usd=parts.unattributed_cost_usd,
+        unallocated_idle_cost_usd=parts.unallocated_idle_cost_usd,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HolderSplit(Generic[H]):
+    """One GPU's tick cost among holders keyed by H (a pod, a Slurm job): each one's
+    (busy, idle) in USD, sorted by key, and the GPU's two unowned parts."""
+
+    shares: dict[H, tuple[float, float]]
+    unattributed_cost_usd: float  # busy part of processes of no holder
+    unallocated_idle_cost_usd: float  # idle part no holder holds (charged to nobody)
+
+
+def split_among(
+    gpu: GpuSample,
+    process_key: Callable[[ProcessSample], H | None],
+    holding: Mapping[H | None, float],
+    tick_cost_usd: float,
+) -> HolderSplit[H]:
+    """The module's rule for any kind of holder: the busy part by the processes' weights
+    grouped by `process_key` (None: no holder's), the idle part by `holding` weights;
+    every part a whole number of quanta, so they sum to `tick_cost_usd` exactly."""
     processes = gpu.processes or ()
     activity = activity_of(gpu)
     if activity is None:
         activity = 1.0 if processes else 0.0
     activity = min(max(activity, 0.0), 1.0)
     busy = tick_cost_usd * activity
-    users = _process_weights(processes)
-    holding = _holder_weights(holders)
-    busy_parts = _shares(busy, users)
+    busy_parts = _shares(busy, _weights_by(processes, process_key))
     idle_parts = _shares(tick_cost_usd - busy, holding)
     keys = sorted({k for k in (*busy_parts, *idle_parts) if k is not None})
     wanted = [busy_parts.get(k, 0.0) for k in keys] + [idle_parts.get(k, 0.0) for k in keys]
     wanted.append(busy_parts.get(None, 0.0))
     units, quantum = _quantize(tick_cost_usd, wanted)
     n = len(keys)
-    pods = tuple(
-        PodCostShare(key[0], key[1], units[i] * quantum, units[n + i] * quantum)
-        for i, key in enumerate(keys)
-    )
-    unattributed = units[2 * n] * quantum
-    return GpuCostSplit(
-        gpu_index=gpu.identity.index,
-        uuid=gpu.identity.uuid,
-        tick_cost_usd=tick_cost_usd,
-        pods=pods,
-        unattributed_cost_usd=unattributed,
-        unallocated_idle_cost_usd=tick_cost_usd - sum(units) * quantum,
-    )
+    shares = {key: (units[i] * quantum, units[n + i] * quantum) for i, key in enumerate(keys)}
+    return HolderSplit(shares, units[2 * n] * quantum, tick_cost_usd - sum(units) * quantum)
 
 
 def unattributed_split(gpu: GpuSample, tick_cost_usd: float) -> GpuCostSplit:
@@ -106,11 +136,6 @@ def _weights_by(
         group = key(process)
         weights[group] = weights.get(group, 0.0) + float(value or 0.0)
     return weights
-
-
-def _process_weights(processes: Sequence[ProcessSample]) -> dict[PodKey | None, float]:
-    """Each pod's (None: no pod's) weight in the busy part: SM, else memory, else count."""
-    return _weights_by(processes, lambda p: None if p.pod is None else (p.pod.namespace, p.pod.pod))
 
 
 def container_activity_shares(processes: Sequence[ProcessSample]) -> dict[PodRef | None, float]:

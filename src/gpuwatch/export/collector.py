@@ -6,8 +6,8 @@ families its tick published with it (the sources that report their own health): 
 tick, nothing live.
 
 The families come in groups, one per module (`families`, `analysis_families`,
-`cost_families`, `attribution_families`, `dcgm`), each a `FamilyGroup` that declares
-the names and types it may yield (`describe()`, as client_python's registry reads it).
+`cost_families`, `attribution_families`, `slurm_families`, `dcgm`), each a `FamilyGroup`
+that declares the names and types it may yield (`describe()`, as client_python's registry reads it).
 The collector registers its groups on a registry of their own when it is built, so two
 groups that would emit one family (or one series name) fail at start-up with
 prometheus-client's `DuplicateTimeseries`, not on a scrape; the agent's registry sees
@@ -28,6 +28,7 @@ from gpuwatch.export.attribution_families import ATTRIBUTION_FAMILIES, attributi
 from gpuwatch.export.cost_families import COST_FAMILIES, cost_families
 from gpuwatch.export.dcgm import DcgmNaming, dcgm_declared, dcgm_families
 from gpuwatch.export.families import GPUWATCH_FAMILIES, ExportOptions, gpuwatch_families
+from gpuwatch.export.slurm_families import SLURM_FAMILIES, slurm_families
 from gpuwatch.store import SnapshotStore
 
 Render = Callable[[FleetSnapshot | None, tuple[Metric, ...]], Iterable[Metric]]
@@ -89,6 +90,7 @@ def snapshot_groups(
         FamilyGroup("analysis", ANALYSIS_FAMILIES, derived(analysis_families)),
         FamilyGroup("cost", COST_FAMILIES, derived(cost_families)),
         FamilyGroup("attribution", ATTRIBUTION_FAMILIES, derived(attribution_families)),
+        FamilyGroup("slurm", SLURM_FAMILIES, derived(slurm_families)),
         FamilyGroup("published", (), _published),
     ]
     if dcgm_compat:

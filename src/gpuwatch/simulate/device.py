@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,6 +206,7 @@ class GpuDevice(_Readable):
             )
             start = mig.placement_start + mig_config.memory_slices(preset.memory_bytes)
         self.processes = _processes(config.processes, self.usable_bytes)
+        self.host_processes: Callable[[], tuple[SimProcess, ...]] = tuple  # a Slurm node's
         mig_source = Aggregate([(m.source, m.slices / 7) for m in self.mig])
         plain_source = Timeline(config.activity, self.seed)
         self.source: ActivitySource = (
@@ -332,13 +334,14 @@ class GpuDevice(_Readable):
         if self.mig_current(t):
             used = BASE_USED_BYTES + sum(m.memory(t)[2] for m in self.mig)
         else:
-            used = BASE_USED_BYTES + sum(p.memory_bytes for p in self.processes if p.running(t))
+            running = (*self.processes, *self.host_processes())
+            used = BASE_USED_BYTES + sum(p.memory_bytes for p in running if p.running(t))
         return self.preset.memory_bytes, self.preset.reserved_bytes, used
 
     def all_processes(self, t: float) -> tuple[SimProcess, ...]:
         """Every process of this GPU at `t`: the MIG devices' with MIG on, else the GPU's."""
         if not self.mig_current(t):
-            return self.processes
+            return (*self.processes, *self.host_processes())
         return tuple(p for m in self.mig for p in m.processes)
 
     def every_process(self) -> tuple[SimProcess, ...]:

@@ -178,6 +178,7 @@ from gpuwatch.core.units import MIB
 from gpuwatch.simulate.faults import Faults
 from gpuwatch.simulate.gpus import DriverInfo, GpuConfig, ProcessConfig
 from gpuwatch.simulate.pods import NodeConfig, PodConfig, PodContainer
+from gpuwatch.simulate.slurm_node import SlurmNodeConfig
 from gpuwatch.workloads import WorkloadDeclaration
 
 
@@ -226,6 +227,7 @@ class Scenario(_Model):
     prices: tuple[StaticPrice, ...] = ()  # static billing prices, after the config's
     pods: tuple[PodConfig, ...] = ()  # a simulated Kubernetes node (gpuwatch.simulate.pods)
     kubernetes: NodeConfig = NodeConfig()  # how the agent sees that node
+    slurm: SlurmNodeConfig = SlurmNodeConfig()  # real Slurm jobs' processes on these GPUs
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

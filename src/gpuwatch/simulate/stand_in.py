@@ -29,12 +29,14 @@ Semantics worth knowing (see also the README section of `gpuwatch.simulate.scena
 from __future__ import annotations
 
 import ctypes
+import functools
 import inspect
 import math
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pynvml
@@ -52,6 +54,7 @@ from gpuwatch.simulate.processes import (
     process_utilization_since,
 )
 from gpuwatch.simulate.scenario import Scenario
+from gpuwatch.simulate.slurm_node import SlurmNodeProcesses
 
 Target = GpuDevice | MigDevice
 
@@ -170,6 +173,12 @@ class SimulatedNvml:
                 self._targets[ctypes.addressof(target.handle_struct)] = target
                 self._by_uuid[target.uuid] = target
         self._process_names = {p.pid: p for d in self._devices for p in d.every_process()}
+        self._slurm: SlurmNodeProcesses | None = None
+        if scenario.slurm.enabled:
+            node = SlurmNodeProcesses(Path(scenario.slurm.proc_root))
+            self._slurm = node
+            for device in self._devices:
+                device.host_processes = functools.partial(node.on_gpu, device.minor_number)
         self._gpm = GpmSamples()
         self._events = EventSets(self._faults.xids)
         self.refusals: list[Refusal] = []
@@ -339,6 +348,10 @@ class SimulatedNvml:
         """
         t = self._system("nvmlSystemGetProcessName")
         proc = self._process_names.get(int(pid))
+        if proc is None and self._slurm is not None:
+            name = self._slurm.name(int(pid))
+            if name is not None:
+                return name
         alive = proc is not None and any(
             p.pid == proc.pid and p.running(t) for d in self._devices for p in d.all_processes(t)
         )

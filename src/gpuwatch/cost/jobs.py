@@ -1,0 +1,74 @@
+"""Each GPU's cost split among the Slurm jobs on it, totalled per account and per user.
+
+The pods' rule (`gpuwatch.cost.pods.split_among`): the busy part goes to the jobs whose
+processes run on the GPU, by their processes' SM utilization (else memory, else count);
+the idle part to the jobs holding the GPU (its GRES), one share each. Totals are kept per
+account and per user, never per job, so a year of jobs adds no series; they live as long as
+the agent (a counter per account and user that ever ran here). A tick without a fresh job
+view (squeue failing for 3 intervals) is charged to nobody. A job seen only in its
+processes' environment (started since the last squeue) is charged to account "" and user
+"" until squeue names them. No I/O here.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.core.costs import GpuPrice, GroupCost
+from gpuwatch.core.jobs import GpuJobs, JobAttribution, JobRef
+from gpuwatch.core.snapshot import GpuSample
+from gpuwatch.core.verdict import GpuVerdict
+from gpuwatch.cost.ledger import tick_cost_usd
+from gpuwatch.cost.pods import HolderSplit, split_among
+
+JobKey = tuple[str]  # (job_id,)
+
+
+def split_gpu_jobs(gpu: GpuSample, jobs: GpuJobs | None, tick_cost: float) -> HolderSplit[JobKey]:
+    """One GPU's tick cost among the jobs holding or running on it."""
+    allocations = () if jobs is None else jobs.allocations
+    by_pid = {pid: (a.job.job_id,) for a in allocations for pid in a.running_pids}
+    holding: dict[JobKey | None, float] = {(a.job.job_id,): 1.0 for a in allocations}
+    return split_among(gpu, lambda p: by_pid.get(p.pid), holding, tick_cost)
+
+
+class JobLedger:
+    """Cost and idle cost per Slurm account and per user since the agent started."""
+
+    def __init__(self) -> None:
+        self._accounts: dict[str, list[float]] = {}
+        self._users: dict[str, list[float]] = {}
+
+    def observe(
+        self,
+        gpus: tuple[GpuSample, ...],
+        verdicts: tuple[GpuVerdict, ...],
+        prices: dict[str, GpuPrice],
+        jobs: JobAttribution | None,
+    ) -> None:
+        """Charge one tick (each GPU's cost as the ledger charged it) to accounts and users."""
+        if jobs is None or jobs.stale:
+            return
+        samples = {g.identity.uuid: g for g in gpus}
+        on_gpu = {g.uuid: g for g in jobs.gpus}
+        for verdict in verdicts:
+            gpu = samples.get(verdict.uuid)
+            held = on_gpu.get(verdict.uuid)
+            if gpu is None or held is None or not held.allocations:
+                continue
+            cost = tick_cost_usd(prices.get(verdict.uuid), verdict.tick_seconds)
+            refs = {a.job.job_id: a.job for a in held.allocations}
+            for (job_id,), (busy, idle) in split_gpu_jobs(gpu, held, cost).shares.items():
+                ref = refs.get(job_id, JobRef(job_id, "", "", ""))
+                for totals in (
+                    self._accounts.setdefault(ref.account, [0.0, 0.0]),
+                    self._users.setdefault(ref.user, [0.0, 0.0]),
+                ):
+                    totals[0] += busy + idle
+                    totals[1] += idle
+
+    def accounts(self) -> tuple[GroupCost, ...]:
+        """Every account charged so far, by name."""
+        return tuple(GroupCost(k, *self._accounts[k]) for k in sorted(self._accounts))
+
+    def users(self) -> tuple[GroupCost, ...]:
+        """Every user charged so far, by name."""
+        return tuple(GroupCost(k, *self._users[k]) for k in sorted(self._users))
