@@ -1,11 +1,12 @@
 """The plan is a function of its input (a deterministic work limit, the seed printed)
 and never worse than first-fit-decreasing (issue 24, item 5).
 
-The first-fit-decreasing plan here is the test's own reading: for each candidate model,
-the units that fit it alone packed largest-share-first onto GPUs of that model (memory,
-compute and bandwidth shares with headroom, as `tests/plan/test_solve.py` reads the
-rules), each GPU kept only where its units cost more alone, every other unit alone on
-its cheapest candidate; the cheapest model's plan.
+The first-fit-decreasing plan here is the test's own reading of `plan/solve/ffd.py`'s
+rule: for each candidate model, the units that fit it whole taken largest share first
+(memory, compute and bandwidth shares with headroom, as `tests/plan/test_solve.py` reads
+the rules) into time-sliced classes (one per replica count, any `replicas` of a class's
+units fit one GPU, ceil(q / r) GPUs), each class kept only where its units cost more
+alone, every other unit alone on its cheapest candidate; the cheapest model's plan.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ def _shares(unit: WorkloadNeed, gpu: GpuSpec) -> tuple[float, float, float]:
     )
 
 
+def _top_fits(shares: list[tuple[float, float, float]], replicas: int) -> bool:
+    return all(
+        sum(sorted((s[k] for s in shares), reverse=True)[:replicas]) <= 1 + 1e-9 for k in range(3)
+    )
+
+
 def first_fit_cost(fleet: Sequence[WorkloadNeed]) -> float:
     """The cheapest first-fit-decreasing plan's $/h (module docstring)."""
 
@@ -89,20 +96,54 @@ def first_fit_cost(fleet: Sequence[WorkloadNeed]) -> float:
             if gpu in _candidates(u)
             and _fits(u, gpu, 1.0, gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second)
         ]
-        order = sorted(fits, key=lambda u: (-max(_shares(u, gpu)), u.key))
-        bins: list[tuple[list[float], list[WorkloadNeed]]] = []
-        for unit in order:
+        if len(fits) < 2:
+            continue
+        top = min(
+            16,
+            *(
+                max(
+                    n
+                    for n in range(len(fits) + 1)
+                    if sum(sorted(_shares(u, gpu)[k] for u in fits)[:n]) <= 1 + 1e-9
+                )
+                for k in range(3)
+            ),
+        )
+        price = gpu.rent_usd_per_hour
+        classes: list[tuple[int, list[WorkloadNeed]]] = []
+        for unit in sorted(fits, key=lambda u: (-max(_shares(u, gpu)), fleet.index(u))):
             size = _shares(unit, gpu)
-            for load, members in bins:
-                if all(a + b <= 1 + 1e-9 for a, b in zip(load, size, strict=True)):
-                    load[:] = [a + b for a, b in zip(load, size, strict=True)]
-                    members.append(unit)
-                    break
-            else:
-                bins.append((list(size), [unit]))
-        cost = sum(alone(u) for u in fleet if u not in fits)
-        for _, members in bins:
-            cost += min(gpu.rent_usd_per_hour, sum(alone(u) for u in members))
+            joins = []
+            for c, (r, members) in enumerate(classes):
+                if _top_fits([*(_shares(m, gpu) for m in members), size], r):
+                    q = len(members)
+                    joins.append((price * (-(-(q + 1) // r) - -(-q // r)), c))
+            best_join = min(joins, default=None)
+            if best_join is not None and best_join[0] == 0:
+                classes[best_join[1]][1].append(unit)
+                continue
+            used = {r for r, _ in classes}
+            r = min(top, *(int(1 / max(x, 1e-12)) for x in size))
+            while r >= 2 and (r in used or r * max(size) > 1 + 1e-9):
+                r -= 1
+            if r >= 2:
+                classes.append((r, [unit]))
+            elif best_join is not None and best_join[0] < alone(unit):
+                classes[best_join[1]][1].append(unit)
+        cost = 0.0
+        shared: list[WorkloadNeed] = []
+        full = {r for r, members in classes if len(members) >= r}
+        for r, members in classes:
+            if len(members) < r:
+                if len(members) < 2 or len(members) in full:
+                    continue
+                r = len(members)  # noqa: PLW2901
+                full.add(r)
+            gpus = price * -(-len(members) // r)
+            if sum(alone(u) for u in members) > gpus:
+                cost += gpus
+                shared.extend(members)
+        cost += sum(alone(u) for u in fleet if u not in shared)
         best = min(best, cost)
     return best
 

@@ -23,7 +23,7 @@ import pytest
 
 from gpuwatch.core.install import installed_from
 from gpuwatch.plan.mig import COMPUTE_SLICES, MEMORY_SLICES, MigProfile, mig_table
-from gpuwatch.plan.model import Activity, Plan, PlanOptions, WorkloadNeed
+from gpuwatch.plan.model import Activity, Placement, Plan, PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import SolverMissingError, solve
 from gpuwatch.sizing import GpuSpec, build_gpu_catalog
 from gpuwatch.sizing.units import GB
@@ -191,19 +191,31 @@ def test_a_tensor_parallel_nvlink_job_is_not_moved_to_pcie_cards() -> None:
     assert {p.gpu_id for p in plan.placements} == {pcie.id}
 
 
-def test_a_time_sliced_pool_that_would_overflow_together_is_noted() -> None:
-    """Four H100 units of one team, 50, 20, 50 and 20 GB (5 % activity): two time-sliced
-    H100s of 50 + 20 GB each (77 GB with headroom). With 2 replicas per GPU the scheduler
-    may put both 50 GB units on one GPU (110 GB > 80 GB): a note says so (issue 24, item
-    2: not yet planned around, only reported)."""
+def test_a_time_sliced_class_fits_whichever_units_land_together() -> None:
+    """Four H100 units of one team, 50, 20, 50 and 20 GB (5 % activity). The old plan put
+    50 + 20 GB (77 GB with headroom) on each of two time-sliced H100s; with 2 replicas per
+    GPU the scheduler may put both 50 GB units on one (110 GB > 80 GB). A class of 2
+    replicas must fit its 2 largest units together, so now: the two 20 GB units share one
+    H100 (44 GB) and each 50 GB unit has one alone (3 GPUs, issue 24 item 2). Four 30 GB
+    units: one class of 2 replicas on 2 H100s (any two: 66 GB)."""
     units = [need(f"u{n}", H100, gb, 0.05, 50) for n, gb in enumerate((50, 20, 50, 20))]
     options = PlanOptions(candidate_gpu_ids=(H100.id,), mig=False)
     plan = solve(units, CATALOG, options)
-    assert [p.mode for p in plan.placements] == ["shared", "shared"]
-    assert any("1 time-sliced pool (one namespace" in note for note in plan.notes)
+    by_mode = sorted((p.mode, p.units, p.replicas) for p in plan.placements)
+    assert by_mode == [
+        ("shared", (units[1].key, units[3].key), 2),
+        ("whole", (units[0].key,), 0),
+        ("whole", (units[2].key,), 0),
+    ]
+    assert plan.usd_per_hour == pytest.approx(3 * H100.rent_usd_per_hour)
+    assert not any("overflow" in note for note in plan.notes)
     small = [need(f"s{n}", H100, gb, 0.05, 50) for n, gb in enumerate((30, 30, 30, 30))]
     plan = solve(small, CATALOG, options)
-    assert not any("time-sliced pool" in note for note in plan.notes)
+    assert [(p.mode, p.replicas, p.share_class) for p in plan.placements] == [
+        ("shared", 2, 1),
+        ("shared", 2, 1),
+    ]
+    assert plan.usd_per_hour == pytest.approx(2 * H100.rent_usd_per_hour)
 
 
 def test_namespaces_do_not_share_a_gpu_unless_allowed() -> None:
@@ -368,17 +380,17 @@ def _sm_share(gpu: GpuSpec, profile: MigProfile) -> float:
 
 @functools.cache
 def _gpu_cost(group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]) -> float:
-    """The cheapest single GPU of `models` that holds `group` under the rules."""
+    """The cheapest single GPU of `models` that holds `group` isolated: one unit alone
+    (or on the part it runs on), or MIG (some valid configuration, one unit per instance)."""
     best = float("inf")
     for gpu in models:
         mem, bw = gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second
+        ok = False
         if len(group) == 1:
             unit = group[0]
             ok = unit.current_gpu_id == gpu.id or _fits(unit, gpu, 1.0, mem, bw)
-        else:  # time-sliced: the sums fit
-            ok = _fits_sum(group, gpu)
         table = mig_table(gpu.id)
-        if not ok and table is not None:  # MIG: some valid configuration, one per instance
+        if not ok and table is not None:
             names = [p.name for p in table.profiles]
             for choice in itertools.product(range(len(names)), repeat=len(group)):
                 profiles = [table.profiles[k] for k in choice]
@@ -399,30 +411,42 @@ def _gpu_cost(group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]) -> f
     return best
 
 
-def _fits_sum(group: Sequence[WorkloadNeed], gpu: GpuSpec) -> bool:
-    if not all(
-        _fits(u, gpu, 1.0, gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second) for u in group
-    ):
-        return False
-    total_memory = sum(cast(float, u.memory_bytes) for u in group) * (1 + HEADROOM)
-    total_bw = sum(
-        (
-            u.bandwidth_bytes_per_second
-            or CATALOG.get(u.current_gpu_id or "").memory_bandwidth_bytes_per_second
-        )
-        for u in group
-    ) * (1 + HEADROOM)
-    total_activity = sum(
-        (1.0 if u.activity_ratio is None else u.activity_ratio)
-        * CATALOG.get(u.current_gpu_id or "").bf16_flops_per_second
-        / gpu.bf16_flops_per_second
-        for u in group
-    )
+def _shares(unit: WorkloadNeed, gpu: GpuSpec) -> tuple[float, float, float]:
+    """Memory, compute (of 1 - headroom) and bandwidth shares of `gpu`, with headroom."""
+    current = CATALOG.get(unit.current_gpu_id or "")
+    activity = 1.0 if unit.activity_ratio is None else unit.activity_ratio
+    bandwidth = unit.bandwidth_bytes_per_second or current.memory_bandwidth_bytes_per_second
     return (
-        total_memory <= gpu.memory_bytes * (1 + 1e-9)
-        and total_bw <= gpu.memory_bandwidth_bytes_per_second * (1 + 1e-9)
-        and total_activity <= (1 - HEADROOM) * (1 + 1e-9)
+        cast(float, unit.memory_bytes) * (1 + HEADROOM) / gpu.memory_bytes,
+        activity * current.bf16_flops_per_second / gpu.bf16_flops_per_second / (1 - HEADROOM),
+        bandwidth * (1 + HEADROOM) / gpu.memory_bandwidth_bytes_per_second,
     )
+
+
+def class_holds(group: Sequence[WorkloadNeed], gpu: GpuSpec, replicas: int) -> bool:
+    """A time-sliced class of `replicas` holds `group`: at least `replicas` units, each
+    fits `gpu` whole, and per resource the `replicas` largest shares sum to at most 1
+    (any `replicas` of them may land on one GPU: Kubernetes's scheduler chooses)."""
+    mem, bw = gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second
+    if len(group) < replicas or not all(_fits(u, gpu, 1.0, mem, bw) for u in group):
+        return False
+    shares = [_shares(u, gpu) for u in group]
+    return all(
+        sum(sorted((s[k] for s in shares), reverse=True)[:replicas]) <= 1 + 1e-9 for k in range(3)
+    )
+
+
+@functools.cache
+def _class_options(
+    group: tuple[WorkloadNeed, ...], models: tuple[GpuSpec, ...]
+) -> list[tuple[float, tuple[str, int]]]:
+    """(cost, (model, replicas)) of every class that holds `group`: ceil(q / r) GPUs."""
+    return [
+        (gpu.rent_usd_per_hour * -(-len(group) // replicas), (gpu.id, replicas))
+        for gpu in models
+        for replicas in range(2, len(group) + 1)
+        if class_holds(group, gpu, replicas)
+    ]
 
 
 def _partitions(items: list[int]) -> Iterator[list[list[int]]]:
@@ -437,15 +461,33 @@ def _partitions(items: list[int]) -> Iterator[list[list[int]]]:
 
 
 def brute_force(units: Sequence[WorkloadNeed], models: tuple[GpuSpec, ...]) -> float:
-    """The cheapest plan: every partition of the units into GPUs (one namespace per GPU),
-    each GPU priced as the cheapest of `models` that holds its part."""
+    """The cheapest plan: every partition of the units into parts of one namespace, each
+    part one isolated GPU (alone or MIG) or one time-sliced class, at most one class per
+    (namespace, model, replicas)."""
     best = float("inf")
     for partition in _partitions(list(range(len(units)))):
         if any(len({units[i].namespace for i in part}) > 1 for part in partition):
             continue
-        best = min(
-            best, sum(_gpu_cost(tuple(units[i] for i in part), models) for part in partition)
-        )
+        groups = [tuple(units[i] for i in part) for part in partition]
+        best = min(best, _cheapest(groups, models, 0, frozenset()))
+    return best
+
+
+def _cheapest(
+    groups: list[tuple[WorkloadNeed, ...]],
+    models: tuple[GpuSpec, ...],
+    at: int,
+    used: frozenset[tuple[str | None, str, int]],
+) -> float:
+    """The cheapest choice for groups[at:], the classes in `used` taken."""
+    if at == len(groups):
+        return 0.0
+    group = groups[at]
+    best = _gpu_cost(group, models) + _cheapest(groups, models, at + 1, used)
+    for cost, (gpu_id, replicas) in _class_options(group, models):
+        key = (group[0].namespace, gpu_id, replicas)
+        if key not in used:
+            best = min(best, cost + _cheapest(groups, models, at + 1, used | {key}))
     return best
 
 
@@ -470,21 +512,27 @@ def random_fleet(seed: int, models: tuple[GpuSpec, ...] = MODELS) -> list[Worklo
     return units
 
 
-def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed]) -> None:
-    """Every GPU of the plan holds its units under the rules, read independently."""
+def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed], *, across: bool = False) -> None:
+    """Every GPU of the plan holds its units under the rules, read independently; every
+    time-sliced class (same `share_class`) is one model and replica count, at most that
+    many units per GPU, ceil(q / r) GPUs, one per (pool, model, replicas), and holds
+    whichever of its units land together (`class_holds`); no note says one overflows."""
     by_key = {u.key: u for u in units}
+    classes: dict[int, list[Placement]] = {}
     for placement in plan.placements:
         gpu = CATALOG.get(placement.gpu_id)
         group = [by_key[k] for k in placement.units]
-        assert len({u.namespace for u in group}) == 1
+        if not across:
+            assert len({u.namespace for u in group}) == 1
         if placement.mode == "whole":
             (unit,) = group
             assert unit.current_gpu_id == gpu.id or _fits(
                 unit, gpu, 1.0, gpu.memory_bytes, gpu.memory_bandwidth_bytes_per_second
             )
         elif placement.mode == "shared":
-            assert len(group) >= 2
-            assert _fits_sum(group, gpu)
+            assert 1 <= len(group) <= placement.replicas
+            assert placement.share_class > 0
+            classes.setdefault(placement.share_class, []).append(placement)
         else:
             table = mig_table(gpu.id)
             assert table is not None
@@ -496,6 +544,18 @@ def assert_feasible(plan: Plan, units: Sequence[WorkloadNeed]) -> None:
                 bw = gpu.memory_bandwidth_bytes_per_second * share
                 compute = _sm_share(gpu, p)
                 assert _fits(unit, gpu, compute, p.memory_bytes, bw)
+    keys = set()
+    for gpus in classes.values():
+        assert len({(p.gpu_id, p.replicas) for p in gpus}) == 1
+        members = [by_key[k] for p in gpus for k in p.units]
+        replicas = gpus[0].replicas
+        assert len(gpus) == -(-len(members) // replicas)
+        assert class_holds(members, CATALOG.get(gpus[0].gpu_id), replicas)
+        pool = "" if across else members[0].namespace
+        key = (pool, gpus[0].gpu_id, replicas)
+        assert key not in keys
+        keys.add(key)
+    assert not any("overflow" in note for note in plan.notes)
 
 
 @pytest.mark.parametrize(
@@ -523,12 +583,13 @@ def test_the_random_fleets_exercise_every_mode() -> None:
     assert modes == {"whole", "shared", "mig"}
 
 
-def test_a_pool_too_large_for_one_model_is_solved_in_parts() -> None:
-    """80 small notebooks in one namespace would give one MILP over 6,000 time-sliced
-    (leader, member) pairs: the pool is planned in parts or from a relaxation of the
-    whole pool, within the time limit. The plan holds every unit, and the bound (the
-    relaxation's) stays below the plan and above the cheapest share of memory alone:
-    their memory with headroom at the cheapest candidate's $ per byte."""
+def test_a_large_pool_is_one_model_within_the_cap() -> None:
+    """80 small notebooks in one namespace: with (leader, member) columns this was over
+    6,000 pairs and was cut into parts; the time-sliced classes count units instead, so it
+    is one MILP, stopped by the 6 s cap. The plan holds every unit in enforceable classes
+    (at most `MAX_REPLICAS` = 16 replicas each), and the bound stays below the plan and
+    above the cheapest share of memory alone: their memory with headroom at the cheapest
+    candidate's $ per byte."""
     rng = random.Random(7)
     units = [
         need(f"nb-{i}", L4, rng.uniform(0.5, 2), rng.uniform(0.005, 0.03), rng.uniform(1, 10))
@@ -536,7 +597,7 @@ def test_a_pool_too_large_for_one_model_is_solved_in_parts() -> None:
     ]
     plan = solve(units, CATALOG, PlanOptions(time_limit_seconds=6.0))
     assert plan.solve_seconds < 12
-    assert any("planned in parts" in note for note in plan.notes)
+    assert all(p.replicas <= 16 for p in plan.placements)
     assert sorted(k for p in plan.placements for k in p.units) == sorted(u.key for u in units)
     assert_feasible(plan, units)
     memory = sum(cast(float, u.memory_bytes) for u in units) * (1 + HEADROOM)
