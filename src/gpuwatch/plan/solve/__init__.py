@@ -12,8 +12,11 @@ Rules (docs/plan.md says them to users):
   bandwidth counts as all of the current GPU's (a note says how many units that was).
 - A unit alone on a whole GPU of its current model always fits: it runs there today, so
   the plan never asks more of it than the present does.
-- Time-slicing: several single-GPU units on one whole GPU when their summed memory,
-  scaled activity and bandwidth fit with headroom (an exact assignment to GPUs).
+- Time-slicing, by class (`classes.py`): a class is (pool, model, replicas r >= 2), one
+  at most per triple, r <= `classes.MAX_REPLICAS`; its q >= r single-GPU units run on
+  ceil(q / r) GPUs, and any r of them fit one GPU (per resource, the r largest shares
+  sum to <= 1 with headroom): the device plugin advertises replicas and the scheduler
+  picks which pods share a GPU. `unenforceable` counts classes that break it (0).
 - MIG: a GPU split into one valid profile configuration (`MigTable`), one unit per
   instance. Instances of a profile are interchangeable, so the model counts GPUs per
   (model, configuration) and units per (model, profile): exact, and without symmetry.
@@ -38,25 +41,24 @@ ends above it. An optional wall-clock cap (`time_limit_seconds`, off by default;
 `clock.Clock`) shares what is left among pools in proportion to their units; building
 stops at it, and a pool reached after it keeps each unit alone on its cheapest
 candidate (a note says the plan then depends on the machine's load).
-Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
-among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
-GPU cannot pay for itself are left out, and so are models that another as cheap and as
-large makes redundant (`fit.prefer_current` then moves a GPU back to its units' current
-model where that costs the same). A greedy plan starts the search. The proved bound of a
-pool is the larger of HiGHS's dual bound and a fractional bound (each unit's cheapest
-share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds to the
-fixed costs (multi-GPU and unplaced units). A pool whose MILP would exceed `MAX_PAIRS`
-is solved in parts, and its bound comes from a relaxation of the whole pool
-(`bounds.relaxation`).
+Time-sliced classes are counted (units per class, GPUs per class), so no two GPUs of a
+solution are interchangeable; classes whose r dearest units cost no more alone than one
+GPU are left out, and so are models that another as cheap and as large makes redundant
+(`classes.class_model` then moves a class back to its units' current model where that
+costs the same). First-fit's plan, and a greedy MIG fill, start the search. The proved
+bound of a pool is the larger of HiGHS's dual bound and a fractional bound (each unit's
+cheapest share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds
+to the fixed costs (multi-GPU and unplaced units).
 
 HiGHS runs with presolve off: on some of these models HiGHS 1.16's presolve neither
 stops at the time limit nor keeps the optimum (a start of cost 2.51 became 5.94 in the
 reduced space, and 4.24 was reported optimal).
 
-The package: `solve` here (pools, parts, notes); `fit.py` the fit rules, `columns.py`
-the MILP's columns, `greedy.py` its start, `milp.py` HiGHS and placements, `bounds.py`
-the lower bounds, `ffd.py` first-fit-decreasing, `clock.py` the optional
-wall-clock cap. Nothing here reads Prometheus or renders.
+The package: `solve` here (pools, notes); `fit.py` the fit rules, `columns.py` the
+MILP's model and MIG columns, `classes.py` the time-sliced classes, `greedy.py` the MIG
+start, `milp.py` HiGHS and placements, `bounds.py` the fractional bound, `ffd.py`
+first-fit-decreasing, `clock.py` the optional wall-clock cap. Nothing here reads
+Prometheus or renders.
 """
 
 from __future__ import annotations

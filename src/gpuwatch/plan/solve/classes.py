@@ -140,13 +140,21 @@ def add_classes(
             tops: dict[int, tuple[int, dict[int, int]]] = {}
             for k in range(3):  # implied, for the relaxation: the units fill n GPUs at most
                 model.row([*xs, gpus], [*(sizes[i][k] for i in members), -1.0], -math.inf, 0.0)
+            for x in xs:  # implied too: a unit joins an open class (tightens the relaxation)
+                model.row([x, opened], [1.0, -1.0], -math.inf, 0.0)
             for k in range(3):
                 largest = sorted((sizes[i][k] for i in members), reverse=True)[:replicas]
                 if within(sum(largest), 1.0):
                     continue  # any `replicas` of them fit on this resource
                 t = model.column(0.0, largest[0], integer=False)
                 u = {i: model.column(0.0, sizes[i][k], integer=False) for i in members}
-                model.row([t, *u.values()], [float(replicas), *([1.0] * len(u))], -math.inf, 1.0)
+                # top-r sum <= o (o = 1 when open): the perspective, tighter relaxed
+                model.row(
+                    [t, *u.values(), opened],
+                    [float(replicas), *([1.0] * len(u)), -1.0],
+                    -math.inf,
+                    0.0,
+                )
                 for i in members:
                     model.row([u[i], chosen[i], t], [1.0, -sizes[i][k], 1.0], 0.0, math.inf)
                 tops[k] = (t, u)
