@@ -8,14 +8,17 @@ its share allows (at most `MAX_REPLICAS`, one class per replica count); else it 
 open class where it adds a GPU that costs less than it does alone; else it stays alone.
 Then a class of fewer units than replicas becomes the class of as many replicas as
 units (where that count is free), and a class whose GPUs cost at least its units alone
-is dropped (they go alone). The cheapest of these plans, and of "every unit alone on its
-cheapest candidate", is the pool's first-fit plan: `solve_pool` offers it to HiGHS as a
-start, and `solve` keeps it where HiGHS's search, stopped at its work limit, ends above
-it. No HiGHS here.
+is dropped (they go alone). Beside it, per model, the cheapest split of the same order
+into units alone and runs of consecutive units, each run a class with more replicas
+than the run before (`_bands`, a dynamic programme). The cheapest of these plans, and
+of "every unit alone on its cheapest candidate", is the pool's first-fit plan:
+`solve_pool` offers it to HiGHS as a start, and `solve` keeps it where HiGHS's search,
+stopped at its work limit, ends above it. No HiGHS here.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -54,14 +57,73 @@ def first_fit(units: list[Unit], fit: Fit) -> FirstFit:
     alone = [cheapest_alone(unit, fit).rent_usd_per_hour for unit in units]
     best = FirstFit(sum(alone), ())
     for gpu, sizes in class_options(units, fit):
-        classes = _pack(gpu, sizes, alone, units)
-        shared = {i for c in classes for i in c.members}
-        cost = sum(
-            gpu.rent_usd_per_hour * math.ceil(len(c.members) / c.replicas) for c in classes
-        ) + sum(price for i, price in enumerate(alone) if i not in shared)
-        if cost < best.cost * (1 - TOLERANCE):
-            best = FirstFit(cost, tuple(classes))
+        for classes in (_pack(gpu, sizes, alone, units), _bands(gpu, sizes, alone, units)):
+            shared = {i for c in classes for i in c.members}
+            cost = sum(
+                gpu.rent_usd_per_hour * math.ceil(len(c.members) / c.replicas) for c in classes
+            ) + sum(price for i, price in enumerate(alone) if i not in shared)
+            if cost < best.cost * (1 - TOLERANCE):
+                best = FirstFit(cost, tuple(classes))
     return best
+
+
+def _bands(
+    gpu: GpuSpec, sizes: dict[int, Sizes], alone: list[float], units: list[Unit]
+) -> list[FirstFitClass]:
+    """One model's classes as bands of the units taken largest share first: the
+    cheapest split of that order into units alone and runs of consecutive units, each
+    run a class whose replicas grow from run to run (a dynamic programme over (position,
+    last replicas), exact for plans of that shape)."""
+    order = largest_first(list(sizes), sizes, units)
+    n = len(order)
+    if n < 2:
+        return []
+    top = most_replicas(list(sizes.values()))
+    price = gpu.rent_usd_per_hour
+    # reach[i][r]: the end of the longest run from i whose r largest shares fit
+    reach = [[i] * (top + 1) for i in range(n)]
+    for i in range(n):
+        columns: list[list[float]] = [[], [], []]
+        alive = list(range(2, top + 1))
+        for j in range(i, n):
+            largest = [0.0] * (top + 1)  # largest[r]: the most r shares sum to, any resource
+            for k, column in enumerate(columns):
+                bisect.insort(column, sizes[order[j]][k])
+                total = 0.0
+                for r, value in enumerate(reversed(column[-top:]), start=1):
+                    total += value
+                    largest[r] = max(largest[r], total)
+                for r in range(len(column) + 1, top + 1):
+                    largest[r] = max(largest[r], total)
+            alive = [r for r in alive if within(largest[r], 1.0)]
+            if not alive:
+                break
+            for r in alive:
+                reach[i][r] = j + 1
+    inf = math.inf
+    best = [[0.0] * (top + 1) for _ in range(n + 1)]  # best[i][last]: cost of order[i:]
+    step: list[list[tuple[int, int]]] = [[(0, 0)] * (top + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for last in range(top + 1):
+            cost, choice = alone[order[i]] + best[i + 1][last], (i + 1, 0)
+            for r in range(max(last + 1, 2), top + 1):
+                end = reach[i][r]
+                ends = {*range(i + r, end + 1, r), end} if end - i >= r else set()
+                for j in sorted(ends):
+                    value = price * math.ceil((j - i) / r) + best[j][r]
+                    if value < cost * (1 - TOLERANCE):
+                        cost, choice = value, (j, r)
+            best[i][last] = cost if cost < inf else inf
+            step[i][last] = choice
+    out = []
+    i, last = 0, 0
+    while i < n:
+        j, r = step[i][last]
+        if r:
+            out.append(FirstFitClass(gpu, r, tuple(order[i:j])))
+            last = r
+        i = j
+    return out
 
 
 def _pack(
