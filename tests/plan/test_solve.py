@@ -633,3 +633,35 @@ def test_the_time_limit_bounds_the_whole_solve() -> None:
     assert sorted(k for p in plan.placements for k in p.units) == sorted(u.key for u in units)
     assert_feasible(plan, units)
     assert plan.lower_bound_usd_per_hour <= plan.usd_per_hour <= plan.current_usd_per_hour
+
+
+def class_fleet(seed: int) -> list[WorkloadNeed]:
+    """5-6 units of one team on L4s, 25-50 % of the memory each and little compute or
+    bandwidth: time-sliced classes of two or more GPUs are worth it here."""
+    rng = random.Random(seed)
+    return [
+        need(f"c{n}", L4, L4.memory_bytes / GB * rng.uniform(0.25, 0.5), 0.05, 10.0)
+        for n in range(rng.randint(5, 6))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_solver_matches_brute_force_on_multi_gpu_classes(seed: int) -> None:
+    """The random fleets above never need a class of two GPUs; these do (a class of 2
+    replicas over 2-3 L4s): the solver equals brute force, and some plans have one."""
+    units = class_fleet(seed)
+    models = (L4, A100_40)
+    options = PlanOptions(candidate_gpu_ids=tuple(g.id for g in models), mig=False)
+    plan = solve(units, CATALOG, options)
+    assert plan.usd_per_hour == pytest.approx(brute_force(units, models), abs=1e-9)
+    assert_feasible(plan, units)
+
+
+def test_the_class_fleets_have_multi_gpu_classes() -> None:
+    options = PlanOptions(candidate_gpu_ids=(L4.id, A100_40.id), mig=False)
+    sizes = []
+    for seed in range(8):
+        plan = solve(class_fleet(seed), CATALOG, options)
+        classes = [p.share_class for p in plan.placements if p.mode == "shared"]
+        sizes.extend(classes.count(c) for c in set(classes))
+    assert max(sizes) >= 2
