@@ -659,7 +659,7 @@ def test_solver_matches_brute_force_on_multi_gpu_classes(seed: int) -> None:
 
 def test_the_class_fleets_have_multi_gpu_classes() -> None:
     options = PlanOptions(candidate_gpu_ids=(L4.id, A100_40.id), mig=False)
-    sizes = []
+    sizes: list[int] = []
     for seed in range(8):
         plan = solve(class_fleet(seed), CATALOG, options)
         classes = [p.share_class for p in plan.placements if p.mode == "shared"]
