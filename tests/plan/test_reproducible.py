@@ -19,7 +19,7 @@ from gpuwatch.plan.model import PlanOptions, WorkloadNeed
 from gpuwatch.plan.solve import solve
 from gpuwatch.sizing import GpuSpec, build_gpu_catalog
 
-from .test_solve import _fits, assert_feasible
+from .oracle import _fits, assert_feasible
 
 CATALOG = build_gpu_catalog()
 HEADROOM = PlanOptions().headroom_ratio
