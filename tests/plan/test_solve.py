@@ -1,12 +1,15 @@
 """The plan's optimisation on small fleets whose optimum is worked out by hand (in each
 test's docstring, from the catalog's figures) or by brute force (every partition of the
-units onto GPUs, priced by an independent reading of the rules).
+units into isolated GPUs and time-sliced classes, priced by an independent reading of
+the rules: `tests/plan/oracle.py`).
 
 The rules (gpuwatch.plan.solve): with headroom h, a unit fits a part when memory x (1+h)
 <= the part's memory, activity x bf16(current) / bf16(part) <= capacity x (1-h), and
 bandwidth x (1+h) <= the part's bandwidth; a whole GPU has capacity 1, a MIG instance
 its SMs over the GPU's (A100 and H100 SXM, `LGIP_SMS`; else compute_slices/7) of the
-compute and memory_slices/8 of the bandwidth.
+compute and memory_slices/8 of the bandwidth; a time-sliced class (namespace, model,
+replicas r, one per triple) holds q >= r units on ceil(q / r) GPUs when the r largest
+shares of its units fit one GPU, per resource.
 """
 
 from __future__ import annotations
