@@ -8,6 +8,8 @@ of its SM activity and 2-80 % of its DRAM bandwidth (uniform), 3 % with no activ
 bandwidth reading. The plan uses the default options (10 % headroom, right-sizing's
 candidates: every data-centre model, MIG and time-slicing on, the deterministic work
 limit and seed of `PlanOptions`, no wall-clock cap: the plan is the same at any load).
+"enforceable": no time-sliced class of the plan would overflow a GPU whichever of its
+units land together (`solve.unenforceable`, which adds a note when one would).
 
 Target (issue 24): 5,000 GPUs (``--sizes 4250:250``: 4,250 units in 250 namespaces, about
 5,000 GPUs with the multi-GPU jobs) with a gap <= 2 % within 30 s. The solve reads one
@@ -113,6 +115,7 @@ def main() -> int:
                 f"{plan.lower_bound_usd_per_hour:,.2f}",
                 f"{plan.gap_ratio:.4%}" if plan.gap_ratio is not None else "-",
                 f"{plan.savings_usd_per_hour * HOURS_PER_MONTH:,.0f}",
+                verdict(not any("would overflow" in note for note in plan.notes)),
                 verdict(seconds <= TARGET_SECONDS) if units >= 1000 else "",
             ]
         )
@@ -128,6 +131,7 @@ def main() -> int:
         "bound $/h",
         "gap",
         "saves $/month",
+        "enforceable",
         f"<= {TARGET_SECONDS:.0f} s",
     ]
     print(format_table(headers, rows))

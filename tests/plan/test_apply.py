@@ -6,6 +6,7 @@ leaves a unit without a place; vLLM's memory fraction fits its planned share."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -444,3 +445,39 @@ def test_a_time_sliced_node_is_checked_for_whichever_units_land_together() -> No
     assert {g["if_peak_20_percent_higher"]["verdict"] for g in doc["moves"]} == {
         "fits with headroom"
     }
+
+
+def test_two_time_sliced_classes_never_share_a_node() -> None:
+    """Two teams, each with four 3 GB notebooks on L4s: the plan makes one class of
+    2+ replicas per team (sharing across namespaces is off). Before, nodes to add were
+    grouped by (model, replicas) only, so both teams' GPUs went on one node with one
+    `gpuwatch/pool` label and the scheduler could put team-a's and team-b's pods on one
+    GPU. Now each class has its own nodes and label, its units select that label, and
+    each node's device-plugin replicas are its class's."""
+    needs = [
+        dataclasses.replace(
+            unit(f"{team}-{n}", f"{team}-host", 3, gpu=L4, namespace=team),
+            bandwidth_bytes_per_second=2e10,
+        )
+        for team in ("team-a", "team-b")
+        for n in range(4)
+    ]
+    plan = solve(needs, CATALOG, PlanOptions(candidate_gpu_ids=(L4,), mig=False))
+    shared = [p for p in plan.placements if p.mode == "shared"]
+    assert len({p.share_class for p in shared}) == 2
+    layout = plan_layout(plan, needs)
+    by_key = {n.key: n for n in needs}
+    pools: dict[str, set[str | None]] = {}
+    for node in layout.nodes:
+        if node.new:
+            assert node.kind == ("shared", str(node.gpus[0].placement.replicas))
+            namespaces = {by_key[k].namespace for g in node.gpus for k in g.placement.units}
+            pools.setdefault(node.pool, set()).update(namespaces)
+    assert len(pools) == 2
+    assert all(len(namespaces) == 1 for namespaces in pools.values())
+    assert all(LABEL.match(pool) for pool in pools)
+    doc: Any = workloads_document(layout, CATALOG, HEADROOM)
+    for entry in doc["workloads"]:
+        (pool,) = (p for p, namespaces in pools.items() if entry["namespace"] in namespaces)
+        assert entry["node_selector"] == {"gpuwatch/pool": pool}
+        assert entry["to"] == {"nvidia.com/gpu.shared": 1}

@@ -185,7 +185,8 @@ def test_no_time_slicing_equals_planning_that_namespace_without_it(seed: int) ->
     team-a costs exactly team-a planned with time-slicing off plus team-b planned as
     before, and no GPU of team-a is time-sliced."""
     from gpuwatch.plan.solve import solve
-    from tests.plan.test_solve import CATALOG, MODELS, assert_feasible, random_fleet
+    from tests.plan.oracle import assert_feasible
+    from tests.plan.test_solve import CATALOG, MODELS, random_fleet
 
     units = random_fleet(seed)
     ids = tuple(g.id for g in MODELS)
@@ -208,7 +209,8 @@ def test_quotas_the_optimum_meets_cost_nothing(seed: int) -> None:
     the optimum's cost, and the plan meets every one of them."""
     from gpuwatch.plan.mig import mig_table
     from gpuwatch.plan.solve import solve
-    from tests.plan.test_solve import CATALOG, MODELS, assert_feasible, brute_force, random_fleet
+    from tests.plan.oracle import assert_feasible, brute_force
+    from tests.plan.test_solve import CATALOG, MODELS, random_fleet
 
     units = random_fleet(seed)
     options = PlanOptions(candidate_gpu_ids=tuple(g.id for g in MODELS))

@@ -113,6 +113,8 @@ class Placement:
     units: tuple[str, ...]  # WorkloadNeed.key of each unit on it
     mig_profiles: tuple[str, ...] = ()  # mode "mig": the profile of each unit, same order
     group: int = 0  # units of one multi-GPU job share a group number > 0
+    replicas: int = 0  # mode "shared": the device plugin's replicas per GPU of its class
+    share_class: int = 0  # mode "shared": its time-sliced class's number (> 0), per plan
 
 
 @dataclass(frozen=True, slots=True)

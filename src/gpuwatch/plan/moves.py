@@ -63,7 +63,7 @@ def _placed_plain(placement: Placement, units: Sequence[WorkloadNeed]) -> Move:
     if placement.mode == "mig":
         layout = " + ".join(placement.mig_profiles)
         return Move("mig", names, f"-> one {gpu} as {layout}", saved, pods)
-    if placement.mode == "shared" and len(units) > 1:
+    if placement.mode == "shared" and max(placement.replicas, len(units)) > 1:
         return Move("share", names, f"-> one {gpu}, time-sliced", saved, pods)
     if len(units) == 1 and units[0].current_gpu_id == gpu:
         return Move("keep", names, f"keeps its {gpu}", saved, pods)

@@ -87,7 +87,7 @@ def _gpu(node: Node, gpu: PlannedGpu, catalog: GpuCatalog, headroom: float) -> d
     entry: dict[str, YamlValue] = {
         "node": node.name,
         "gpu": p.gpu_id,
-        "isolation": ISOLATION[p.mode if p.mode != "shared" or len(p.units) > 1 else "whole"],
+        "isolation": ISOLATION[p.mode if p.mode != "shared" or gpu.replicas else "whole"],
     }
     if p.mode == "mig":
         entry["mig_profiles"] = list(p.mig_profiles)
@@ -100,9 +100,11 @@ def _gpu(node: Node, gpu: PlannedGpu, catalog: GpuCatalog, headroom: float) -> d
 
 
 def worst_landing(node: Node, catalog: GpuCatalog, headroom: float) -> dict[str, YamlValue]:
-    """The largest `replicas` needs of a time-sliced node's units on one GPU (bytes)."""
+    """The largest `replicas` needs of a time-sliced node's class (its units where the
+    plan names no class) on one GPU (bytes)."""
     replicas = int(node.kind[1])
-    needs = sorted((_peak(u) for gpu in node.gpus for u in gpu.units), reverse=True)
+    units = {u.key: u for gpu in node.gpus for u in (gpu.peers or gpu.units)}
+    needs = sorted((_peak(u) for u in units.values()), reverse=True)
     memory = float(catalog.get(node.gpu_id).memory_bytes)
     return {
         "node": node.name,

@@ -4,7 +4,11 @@ A "keep" (one unit, or one multi-GPU job, planned on the part it runs on, whole)
 its host; so do units the plan leaves unplaced. Every other planned GPU goes on a node to
 add, packed per GPU model into nodes of one kind (whole, one MIG layout, or time-sliced
 with one replica count) because the GPU operator configures MIG and the device plugin per
-node. A multi-GPU job's GPUs go on one node. A host none of whose units stays is removed
+node. A time-sliced class's GPUs (`Placement.share_class`: one pool, model and replica
+count) get nodes of their own, with a `gpuwatch/pool` label value of their own: the
+scheduler may put any `replicas` of the pods that select that label on one GPU, so two
+classes (two namespaces, or two replica counts) never share a node. A multi-GPU job's
+GPUs go on one node. A host none of whose units stays is removed
 once its units have moved (`migration.py`).
 
 Node size: the most GPUs of that model one host of the fleet has, else `DEFAULT_GPUS_PER_NODE`
@@ -51,6 +55,14 @@ class PlannedGpu:
 
     placement: Placement
     units: tuple[WorkloadNeed, ...]
+    peers: tuple[WorkloadNeed, ...] = ()  # time-sliced: every unit of its class
+
+    @property
+    def replicas(self) -> int:
+        """Time-sliced: the replicas per GPU of its class (0 otherwise)."""
+        p = self.placement
+        replicas = p.replicas or len(p.units)
+        return replicas if p.mode == "shared" and replicas > 1 else 0
 
     @property
     def kind(self) -> NodeKind:
@@ -58,8 +70,8 @@ class PlannedGpu:
         p = self.placement
         if p.mode == "mig":
             return ("mig", *sorted(p.mig_profiles))
-        if p.mode == "shared" and len(p.units) > 1:
-            return ("shared", str(len(p.units)))
+        if self.replicas:
+            return ("shared", str(self.replicas))
         return ("whole",)
 
 
@@ -132,15 +144,23 @@ def plan_layout(plan: Plan, needs: Sequence[WorkloadNeed]) -> Layout:
     by_key = {need.key: need for need in needs}
     kept: dict[str, list[PlannedGpu]] = {}
     target: dict[str, str] = {}
-    to_add: dict[tuple[str, NodeKind], list[tuple[PlannedGpu, ...]]] = {}
+    to_add: dict[tuple[str, NodeKind, str], list[tuple[PlannedGpu, ...]]] = {}
+    peers: dict[int, list[WorkloadNeed]] = {}
+    for p in plan.placements:
+        if p.mode == "shared" and p.share_class:
+            peers.setdefault(p.share_class, []).extend(by_key[k] for k in p.units if k in by_key)
     for group in _groups(plan):
         units = tuple(by_key[k] for k in group[0].units if k in by_key)
-        gpus = tuple(PlannedGpu(p, units) for p in group)
+        number = group[0].share_class if group[0].mode == "shared" else 0
+        gpus = tuple(PlannedGpu(p, units, tuple(peers.get(number, ()))) for p in group)
         if _is_keep(group, units):
             kept.setdefault(units[0].host, []).extend(gpus)
             target[units[0].key] = units[0].host
             continue
-        to_add.setdefault((group[0].gpu_id, gpus[0].kind), []).append(gpus)
+        kind = gpus[0].kind
+        to_add.setdefault(
+            (group[0].gpu_id, kind, _pool(group[0].gpu_id, kind, gpus[0])), []
+        ).append(gpus)
     for key in plan.unplaced:
         if key in by_key:
             target[key] = by_key[key].host
@@ -157,8 +177,10 @@ def plan_layout(plan: Plan, needs: Sequence[WorkloadNeed]) -> Layout:
         )
         for host, gpus in sorted(kept.items())
     ]
-    for (gpu_id, kind), items in sorted(to_add.items()):
-        nodes.extend(_pack(gpu_id, kind, items, node_size(needs, gpu_id), target))
+    for (gpu_id, kind, pool), items in sorted(to_add.items()):
+        nodes.extend(
+            _pack(gpu_id, kind, pool, items=items, size=node_size(needs, gpu_id), target=target)
+        )
     removed = tuple(
         (host, model, len(uuids))
         for host, (model, uuids) in sorted(inventory.items())
@@ -169,9 +191,24 @@ def plan_layout(plan: Plan, needs: Sequence[WorkloadNeed]) -> Layout:
     return Layout(tuple(nodes), removed, target, released, unplaced)
 
 
+def _pool(gpu_id: str, kind: NodeKind, gpu: PlannedGpu) -> str:
+    """The `gpuwatch/pool` label value of the nodes a GPU goes on: its model and kind,
+    and for a time-sliced class its namespace (where it has one) and number."""
+    parts = [gpu_id, *kind]
+    number = gpu.placement.share_class
+    if kind[0] == "shared" and number:
+        namespaces = {unit.namespace for unit in gpu.peers}
+        if len(namespaces) == 1 and None not in namespaces:
+            parts.append(str(next(iter(namespaces))))
+        parts.append(f"c{number}")
+    return label_value("-".join(parts))
+
+
 def _pack(
     gpu_id: str,
     kind: NodeKind,
+    pool: str,
+    *,
     items: list[tuple[PlannedGpu, ...]],
     size: int,
     target: dict[str, str],
@@ -187,7 +224,6 @@ def _pack(
         else:
             bins.append(list(item))
             sizes.append(max(size, len(item)))
-    pool = label_value("-".join((gpu_id, *kind)))
     out = []
     for n, (gpus, count) in enumerate(zip(bins, sizes, strict=True), start=1):
         name = f"new-{pool}-{n}"

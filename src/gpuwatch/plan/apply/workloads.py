@@ -10,10 +10,12 @@ share is `nvidia.com/gpu.shared` (the plugin's `renameByDefault`). On a DRA node
 containers list `resources.claims: [{name: gpu}]`).
 
 vLLM preallocates `--gpu-memory-utilization` (default 0.9) of the memory its device shows,
-so two servers at the default cannot share a GPU. On a shared GPU each server gets its
-planned share, need x (1 + headroom) / GPU memory, plus an equal part of what the plan
-leaves free below `SHARED_BUDGET_RATIO` (CUDA contexts and the allocator need the rest),
-rounded down to 0.01; alone on a GPU or a MIG instance (which shows only its own memory)
+so two servers at the default cannot share a GPU. On a time-sliced GPU each server gets
+its planned share, need x (1 + headroom) / GPU memory, plus an equal part (1 / replicas)
+of what the `replicas` largest shares of its class leave free below `SHARED_BUDGET_RATIO`
+(CUDA contexts and the allocator need the rest), rounded down to 0.01: whichever
+`replicas` of the class's servers the scheduler puts on one GPU fit together; alone on
+a GPU or a MIG instance (which shows only its own memory)
 the default stays unless the need with headroom is above it.
 """
 
@@ -59,9 +61,11 @@ def vllm_utilization(
         return None
     memory = device_memory_bytes(gpu, unit, catalog)
     share = unit.memory_bytes * (1 + headroom) / memory
-    if gpu.placement.mode == "shared" and len(gpu.units) > 1:
-        shares = [(u.memory_bytes or 0.0) * (1 + headroom) / memory for u in gpu.units]
-        spare = max(0.0, SHARED_BUDGET_RATIO - sum(shares)) / len(shares)
+    if gpu.replicas:
+        peers = gpu.peers or gpu.units
+        shares = [(u.memory_bytes or 0.0) * (1 + headroom) / memory for u in peers]
+        largest = sorted(shares, reverse=True)[: gpu.replicas]
+        spare = max(0.0, SHARED_BUDGET_RATIO - sum(largest)) / gpu.replicas
         return _floor2(share + spare)
     return min(1.0, max(VLLM_DEFAULT_UTILIZATION, _ceil2(share)))
 
@@ -71,7 +75,7 @@ def resources(gpu: PlannedGpu, unit: WorkloadNeed) -> dict[str, YamlValue]:
     p = gpu.placement
     if p.mode == "mig":
         return {f"nvidia.com/mig-{p.mig_profiles[p.units.index(unit.key)]}": 1}
-    if p.mode == "shared" and len(gpu.units) > 1:
+    if gpu.replicas:
         return {"nvidia.com/gpu.shared": 1}
     return {"nvidia.com/gpu": unit.gpu_count}
 

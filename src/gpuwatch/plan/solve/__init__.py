@@ -12,8 +12,12 @@ Rules (docs/plan.md says them to users):
   bandwidth counts as all of the current GPU's (a note says how many units that was).
 - A unit alone on a whole GPU of its current model always fits: it runs there today, so
   the plan never asks more of it than the present does.
-- Time-slicing: several single-GPU units on one whole GPU when their summed memory,
-  scaled activity and bandwidth fit with headroom (an exact assignment to GPUs).
+- Time-slicing, by class (`classes.py`): a class is (pool, model, replicas r >= 2), one
+  at most per triple, r <= `classes.MAX_REPLICAS`; its q >= r single-GPU units run on
+  ceil(q / r) GPUs, and each takes at most 1/r of the GPU on every resource with
+  headroom (`classes.class_fits`), so any r of them fit one GPU: the device plugin
+  advertises replicas and the scheduler picks which pods share a GPU (MPS's equal 1/r
+  per client holds them too). `unenforceable` counts classes that break it (0).
 - MIG: a GPU split into one valid profile configuration (`MigTable`), one unit per
   instance. Instances of a profile are interchangeable, so the model counts GPUs per
   (model, configuration) and units per (model, profile): exact, and without symmetry.
@@ -38,43 +42,40 @@ ends above it. An optional wall-clock cap (`time_limit_seconds`, off by default;
 `clock.Clock`) shares what is left among pools in proportion to their units; building
 stops at it, and a pool reached after it keeps each unit alone on its cheapest
 candidate (a note says the plan then depends on the machine's load).
-Time-sliced GPUs are modelled by their leader (the unit that comes first, largest first,
-among those on one GPU), so no two GPUs of a solution are interchangeable; leaders whose
-GPU cannot pay for itself are left out, and so are models that another as cheap and as
-large makes redundant (`fit.prefer_current` then moves a GPU back to its units' current
-model where that costs the same). A greedy plan starts the search. The proved bound of a
-pool is the larger of HiGHS's dual bound and a fractional bound (each unit's cheapest
-share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds to the
-fixed costs (multi-GPU and unplaced units). A pool whose MILP would exceed `MAX_PAIRS`
-is solved in parts, and its bound comes from a relaxation of the whole pool
-(`bounds.relaxation`).
+Time-sliced classes are counted (units per class, GPUs per class), so no two GPUs of a
+solution are interchangeable; classes whose r dearest units cost no more alone than one
+GPU are left out, and so are models that another as cheap and as large makes redundant
+(`classes.class_model` then moves a class back to its units' current model where that
+costs the same). First-fit's plan, and a greedy MIG fill, start the search. The proved
+bound of a pool is the larger of HiGHS's dual bound and a fractional bound (each unit's
+cheapest share of one resource); `Plan.lower_bound_usd_per_hour` adds the pools' bounds
+to the fixed costs (multi-GPU and unplaced units).
 
 HiGHS runs with presolve off: on some of these models HiGHS 1.16's presolve neither
 stops at the time limit nor keeps the optimum (a start of cost 2.51 became 5.94 in the
 reduced space, and 4.24 was reported optimal).
 
-The package: `solve` here (pools, parts, notes); `fit.py` the fit rules, `columns.py`
-the MILP's columns, `greedy.py` its start, `milp.py` HiGHS and placements, `bounds.py`
-the lower bounds, `ffd.py` first-fit-decreasing, `clock.py` the optional
-wall-clock cap. Nothing here reads Prometheus or renders.
+The package: `solve` here (pools, notes); `fit.py` the fit rules, `columns.py` the
+MILP's model and MIG columns, `classes.py` the time-sliced classes, `greedy.py` the MIG
+start, `milp.py` HiGHS and placements, `bounds.py` the fractional bound, `ffd.py`
+first-fit-decreasing, `clock.py` the optional wall-clock cap. Nothing here reads
+Prometheus or renders.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Sequence
 
 from gpuwatch.core.text import counted
 from gpuwatch.plan.model import Placement, Plan, PlanOptions, WorkloadNeed
-from gpuwatch.plan.solve.bounds import fractional_bound, relaxation
+from gpuwatch.plan.solve.bounds import fractional_bound
+from gpuwatch.plan.solve.classes import class_fits
 from gpuwatch.plan.solve.clock import Clock, OutOfTimeError
-from gpuwatch.plan.solve.columns import shared_options, undominated
 from gpuwatch.plan.solve.ffd import first_fit
-from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit, within
+from gpuwatch.plan.solve.fit import Fit, Unit, cheapest_alone, make_unit
 from gpuwatch.plan.solve.milp import (
-    Result,
     SolverMissingError,
     alone_result,
     first_fit_result,
@@ -84,14 +85,7 @@ from gpuwatch.plan.solve.milp import (
 from gpuwatch.sizing import GpuCatalog
 from gpuwatch.sizing.candidates import CandidateRules
 
-__all__ = ["MAX_PAIRS", "SolverMissingError", "solve"]
-
-
-MAX_PAIRS = 1500
-"""Time-sliced (leader, member) pairs in one MILP at most: a pool that would have more is
-cut into parts (HiGHS would spend its time on the root of a model that large: at 6,000
-pairs the root of one part took 15-70 s on the shared 2-core machine, whatever the node
-limit)."""
+__all__ = ["SolverMissingError", "solve", "unenforceable"]
 
 
 _GAP_ZERO = 1e-6
@@ -145,49 +139,37 @@ def solve(
     quotas = _pool_quotas(multi, options.quotas)
     clock = Clock(started, options.time_limit_seconds, len(single))
     cost = bound = fixed
-    timed_out = chunked = first_fit_kept = 0
+    timed_out = first_fit_kept = classes = 0
     for pool in pools:
         pool_options = _pool_options(pool, options, quotas)
-        pieces, pool_bound = [pool], 0.0  # past the time limit: no bound but 0
+        pool_bound = 0.0  # past the time limit: no bound but 0
+        # first-fit (time-sliced classes, no quota) is the floor where it obeys the
+        # pool's policy
+        floor = pool_options.time_slicing and not pool_options.quotas
+        ffd = None
         try:
-            pieces = _chunks(pool, fit, pool_options)
             pool_bound = fractional_bound(pool, fit, pool_options, clock)
-        except OutOfTimeError:
-            pass
-        relaxed: Result | None = None
-        if len(pieces) > 1:  # the whole pool relaxed first, with a third of its time
-            chunked += 1
-            try:
-                relaxed_bound, relaxed = relaxation(pool, fit, pool_options, clock, highspy)
-                pool_bound = max(pool_bound, relaxed_bound)
-            except OutOfTimeError:
-                pass
-        results = []
-        for piece in pieces:
-            try:
-                results.append(solve_pool(piece, fit, pool_options, clock, highspy))
-            except OutOfTimeError:  # each unit alone on its cheapest GPU
-                results.append(alone_result(piece, fit))
-            clock.remaining -= len(piece)
-        if len(pieces) == 1:
-            pool_bound = max(pool_bound, results[0].bound)
-        pool_cost = sum(result.cost for result in results)
-        if relaxed is not None and relaxed.cost < pool_cost:
-            results, pool_cost = [relaxed], relaxed.cost
-        # never worse than first-fit, where first-fit obeys the pool's policy (it packs
-        # time-sliced GPUs and knows no quota)
-        if pool_options.time_slicing and not pool_options.quotas and not _past(clock):
-            ffd = first_fit(pool, fit)
-            if ffd.cost < pool_cost * (1 - 1e-9):
-                results, pool_cost = [first_fit_result(pool, fit, ffd)], ffd.cost
-                first_fit_kept += 1
-        for result in results:
-            placements.extend(result.placements)
-            timed_out += result.timed_out
-        cost += pool_cost
-        bound += min(pool_bound, pool_cost)
+            ffd = first_fit(pool, fit) if floor else None
+            result = solve_pool(pool, fit, pool_options, clock, highspy, ffd=ffd)
+        except OutOfTimeError:  # each unit alone on its cheapest GPU
+            result = alone_result(pool, fit)
+        clock.remaining -= len(pool)
+        pool_bound = max(pool_bound, result.bound)
+        if ffd is not None and ffd.cost < result.cost * (1 - 1e-9):
+            result = first_fit_result(pool, fit, ffd)
+            first_fit_kept += 1
+        numbered = 0  # class numbers run on across pools
+        for first, planned in result.placements:
+            numbered = max(numbered, planned.share_class)
+            if planned.share_class:
+                planned = dataclasses.replace(planned, share_class=planned.share_class + classes)  # noqa: PLW2901
+            placements.append((first, planned))
+        classes += numbered
+        timed_out += result.timed_out
+        cost += result.cost
+        bound += min(pool_bound, result.cost)
 
-    overflowing = _unenforceable([p for _, p in placements], single, fit)
+    overflowing = unenforceable([p for _, p in placements], single, fit)
     gap: float | None = None
     if placements:
         gap = 0.0 if cost - bound <= _GAP_ZERO * cost else (cost - bound) / cost
@@ -208,7 +190,6 @@ def solve(
             unplaced=unplaced,
             unknown_models=unknown_models,
             unknown_needs=unknown_needs,
-            chunked=chunked,
             timed_out=timed_out,
             fit=fit,
         )
@@ -217,29 +198,33 @@ def solve(
     )
 
 
-def _unenforceable(placements: list[Placement], units: list[Unit], fit: Fit) -> int:
-    """Time-sliced classes (one namespace's units time-sliced on one model) of two or
-    more GPUs whose largest units would not fit one GPU together: the device plugin
-    advertises replicas per GPU and the scheduler picks which pods share one, so any
-    `replicas` of a class's units (the most on one of its GPUs) may land together."""
+def unenforceable(placements: Sequence[Placement], units: Sequence[Unit], fit: Fit) -> int:
+    """Time-sliced classes that break the class rule (`classes.py`): GPUs of more than
+    one model, more units on a GPU than its replicas, or a unit that takes more than
+    1/`replicas` of the GPU (then `replicas` of them may not fit one GPU together).
+    `solve` counts them on every plan (a note if any: it should never say one); the
+    tests assert 0."""
     by_key = {unit.need.key: unit for unit in units}
-    classes: dict[tuple[str | None, str], list[Placement]] = {}
+    found: dict[int, list[Placement]] = {}
     for placement in placements:
         if placement.mode == "shared":
-            namespace = by_key[placement.units[0]].need.namespace
-            classes.setdefault((namespace, placement.gpu_id), []).append(placement)
+            found.setdefault(placement.share_class, []).append(placement)
     count = 0
-    for gpus in classes.values():
-        if len(gpus) < 2:
-            continue
-        replicas = max(len(p.units) for p in gpus)
-        candidates = by_key[gpus[0].units[0]].candidates
-        spec = next(g for g in candidates if g.id == gpus[0].gpu_id)
-        sizes = [fit.shared_sizes(by_key[key], spec) for p in gpus for key in p.units]
-        if any(
-            not within(sum(sorted((size[k] for size in sizes), reverse=True)[:replicas]), 1.0)
-            for k in range(3)
+    for number, gpus in found.items():
+        replicas = gpus[0].replicas
+        hosted = [by_key[key] for p in gpus for key in p.units]
+        models = {p.gpu_id for p in gpus}
+        if (
+            number < 1
+            or len(models) > 1
+            or replicas < 2
+            or any(p.replicas != replicas or len(p.units) > replicas for p in gpus)
+            or len(hosted) < replicas
         ):
+            count += 1
+            continue
+        spec = next(g for g in hosted[0].candidates if g.id == gpus[0].gpu_id)
+        if not class_fits([fit.shared_sizes(unit, spec) for unit in hosted], replicas):
             count += 1
     return count
 
@@ -248,9 +233,9 @@ def _enforcement(overflowing: int) -> tuple[str, ...]:
     if not overflowing:
         return ()
     return (
-        f"{counted(overflowing, 'time-sliced pool')} (one namespace on one GPU model) would "
-        "overflow a GPU if its largest units landed together: Kubernetes's time-slicing "
-        "does not choose which pods share a GPU; pin them, or plan with --no-time-slicing",
+        f"{counted(overflowing, 'time-sliced class')} (one pool's units on one GPU model "
+        "with one replica count) would overflow a GPU if its largest units landed together: "
+        "a solver fault, please report it",
     )
 
 
@@ -340,21 +325,6 @@ def _pool_options(
     )
 
 
-def _chunks(pool: list[Unit], fit: Fit, options: PlanOptions) -> list[list[Unit]]:
-    """The pool in parts whose MILPs have at most about MAX_PAIRS time-sliced (leader,
-    member) pairs, alike units together; one part where it is small enough."""
-    pairs = 0
-    if options.time_slicing:
-        for option in undominated(shared_options(pool, fit)):
-            pairs += len(option.eligible[0]) * (len(option.eligible[0]) - 1) // 2
-    parts = max(1, math.ceil(math.sqrt(pairs / MAX_PAIRS)))
-    if parts == 1:
-        return [pool]
-    ordered = sorted(pool, key=lambda u: (u.need.namespace or "", u.current.id, -u.memory, u.order))
-    size = math.ceil(len(ordered) / parts)
-    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
-
-
 def _notes(
     *,
     single: list[Unit],
@@ -362,7 +332,6 @@ def _notes(
     unplaced: list[WorkloadNeed],
     unknown_models: int,
     unknown_needs: int,
-    chunked: int,
     timed_out: int,
     fit: Fit,
 ) -> tuple[str, ...]:
@@ -408,11 +377,6 @@ def _notes(
                 else "keep their current GPU: no candidate holds them"
             )
             + (f" ({unknown_models} on a GPU the catalog lacks)" if unknown_models else "")
-        )
-    if chunked:
-        notes.append(
-            f"{counted(chunked, 'pool')} too large for one exact model: planned in parts, or "
-            "from a relaxation that pools each GPU model's capacity (also their bound)"
         )
     if timed_out:
         notes.append(

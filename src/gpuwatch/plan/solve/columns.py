@@ -1,7 +1,7 @@
 """A pool's MILP being written (`Model`: columns and sparse rows) and the columns it
-gets: the undominated time-sliced and MIG options, the time-sliced leaders worth a GPU,
-and the MIG blocks (GPUs per configuration, units per profile). Running HiGHS is
-`milp.py`'s job.
+gets: the undominated time-sliced and MIG options and the MIG blocks (GPUs per
+configuration, units per profile); the time-sliced classes' columns are `classes.py`'s.
+Running HiGHS is `milp.py`'s job.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuwatch.plan.mig import MigTable, mig_table
 from gpuwatch.plan.solve.clock import Clock
-from gpuwatch.plan.solve.fit import PREFER, TOLERANCE, Fit, Unit, mig_layout, within
+from gpuwatch.plan.solve.fit import PREFER, Fit, Unit, mig_layout
 from gpuwatch.sizing import GpuSpec
 
 
@@ -21,12 +21,14 @@ class Model:
     def __init__(self) -> None:
         self.cost: list[float] = []
         self.upper: list[float] = []
+        self.integer: list[bool] = []
         self.rows: list[tuple[list[int], list[float], float, float]] = []
 
-    def column(self, cost: float, upper: float) -> int:
-        """A new integer column in [0, upper]; its index."""
+    def column(self, cost: float, upper: float, *, integer: bool = True) -> int:
+        """A new column in [0, upper], integer unless told; its index."""
         self.cost.append(cost)
         self.upper.append(upper)
+        self.integer.append(integer)
         return len(self.cost) - 1
 
     def row(self, index: list[int], value: list[float], lower: float, upper: float) -> None:
@@ -127,64 +129,6 @@ def _mig_configurations(table: MigTable, used: list[int]) -> list[tuple[int, ...
         return small != big and all(a <= b for a, b in zip(small, big, strict=True))
 
     return sorted(c for c in projected if not any(inside(c, o) for o in projected))
-
-
-@dataclass(frozen=True, slots=True)
-class SharedBlock:
-    """The columns of one time-sliced model in a pool's MILP."""
-
-    gpu: GpuSpec
-    sizes: dict[int, tuple[float, float, float]]  # unit -> its shares of the GPU
-    leaders: dict[int, int]  # unit -> column: a GPU with this unit first
-    members: dict[tuple[int, int], int]  # (leader, unit) -> column: the unit on it
-
-
-def shared_leaders(
-    units: list[Unit],
-    eligible: list[int],
-    sizes: dict[int, tuple[float, float, float]],
-    price: float,
-    worth: dict[int, float],
-) -> dict[int, list[int]]:
-    """Each leader of one model and the units that may join it, those that pay off only.
-
-    Units are ordered largest first; a GPU's leader is the first of its units in that
-    order, so a member comes after its leader and fits beside it. A leader whose GPU
-    cannot hold units that cost more alone than the GPU does (a fractional-knapsack
-    bound on each resource) is left out: such a GPU never beats whole-GPU placements.
-    """
-    ordered = sorted(eligible, key=lambda i: (-max(sizes[i]), units[i].order))
-    leaders: dict[int, list[int]] = {}
-    for rank, i in enumerate(ordered):
-        room = [1.0 - size for size in sizes[i]]
-        after = [
-            j
-            for j in ordered[rank + 1 :]
-            if all(within(s, r) for s, r in zip(sizes[j], room, strict=True))
-        ]
-        if after and worth[i] + min(
-            _knapsack(after, sizes, worth, k, room[k]) for k in range(3)
-        ) > price * (1 + TOLERANCE):
-            leaders[i] = after
-    return leaders
-
-
-def _knapsack(
-    items: list[int],
-    sizes: dict[int, tuple[float, float, float]],
-    worth: dict[int, float],
-    k: int,
-    room: float,
-) -> float:
-    """The most worth items fit in `room` of resource `k`, items divisible (an upper bound)."""
-    total = 0.0
-    for i in sorted(items, key=lambda i: -worth[i] / max(sizes[i][k], 1e-12)):
-        take = min(1.0, room / sizes[i][k]) if sizes[i][k] > 0 else 1.0
-        total += worth[i] * take
-        room -= sizes[i][k] * take
-        if room <= 0:
-            break
-    return total
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@ fits a whole GPU, a share of one, or a MIG instance (the module docstring of
 `gpuwatch.plan.solve` states them). A whole GPU and a MIG instance hold a unit's SM
 activity; a time-sliced GPU runs one context at a time, so there the units' kernel-busy
 times add up, plus a context-switch allowance each (`Fit.shared_sizes`). Also the packing
-helpers those tests make exact (first-fit-decreasing, the most items that fit) and the
-choice of an equally priced model a GPU's units already run on. No MILP and no HiGHS here.
+helper those tests make exact (the most items that fit) and the choice of an equally
+priced model a GPU's units already run on. No MILP and no HiGHS here.
 """
 
 from __future__ import annotations
@@ -161,24 +161,6 @@ def cheapest_alone(unit: Unit, fit: Fit) -> GpuSpec:
     """The cheapest candidate `unit` may have to itself; ties keep its current model."""
     allowed = [gpu for gpu in unit.candidates if fit.alone(unit, gpu)]
     return min(allowed, key=lambda gpu: (gpu.rent_usd_per_hour, gpu.id != unit.current.id))
-
-
-def first_fit_decreasing(sizes: dict[int, tuple[float, float, float]]) -> list[list[int]]:
-    """Items (memory, compute, bandwidth shares) packed first-fit-decreasing: the GPUs."""
-    loads: list[list[float]] = []
-    gpus: list[list[int]] = []
-    for i in sorted(sizes, key=lambda i: (-max(sizes[i]), i)):
-        size = sizes[i]
-        for load, gpu in zip(loads, gpus, strict=True):
-            if all(within(a + b, 1.0) for a, b in zip(load, size, strict=True)):
-                for k in range(3):
-                    load[k] += size[k]
-                gpu.append(i)
-                break
-        else:
-            loads.append(list(size))
-            gpus.append([i])
-    return gpus
 
 
 def most_items(sizes: list[float], room: float) -> int:

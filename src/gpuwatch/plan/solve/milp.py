@@ -12,24 +12,20 @@ from typing import Any
 
 from gpuwatch.core.install import install_hint
 from gpuwatch.plan.model import Placement, PlacementMode, PlanOptions
-from gpuwatch.plan.solve.clock import Clock
-from gpuwatch.plan.solve.columns import (
-    MigBlock,
-    Model,
-    SharedBlock,
-    add_mig,
-    shared_leaders,
-    shared_options,
-    undominated,
+from gpuwatch.plan.solve.classes import (
+    ClassBlock,
+    add_classes,
+    class_model,
+    largest_first,
 )
-from gpuwatch.plan.solve.ffd import FirstFit, first_fit, first_fit_start
+from gpuwatch.plan.solve.clock import Clock
+from gpuwatch.plan.solve.columns import MigBlock, Model, add_mig
+from gpuwatch.plan.solve.ffd import FirstFit, first_fit_start
 from gpuwatch.plan.solve.fit import (
     PREFER,
     Fit,
     Unit,
     cheapest_alone,
-    first_fit_decreasing,
-    most_items,
     prefer_current,
     smallest_profiles,
 )
@@ -89,7 +85,8 @@ def run_highs(
     lp.a_matrix_.start_ = starts
     lp.a_matrix_.index_ = index
     lp.a_matrix_.value_ = value
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * len(model.cost)
+    kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+    lp.integrality_ = [kinds[integer] for integer in model.integer]
     # highspy.Highs() prints a banner before any option can be set; _Highs does not.
     solver = getattr(highspy, "_Highs", highspy.Highs)()
     solver.setOptionValue("output_flag", False)
@@ -119,6 +116,10 @@ def run_highs(
     return list(solver.getSolution().col_value), bound, timed_out
 
 
+def _order(unit: Unit) -> int:
+    return unit.order
+
+
 @dataclass(slots=True)
 class Result:
     placements: list[tuple[int, Placement]]  # (order of its first unit, placement)
@@ -135,9 +136,30 @@ class Collector:
         self.fit = fit
         self.result = result
         self.shrink = shrink  # off under a MIG quota: the solver's profiles stand
+        self.classes = 0  # time-sliced classes so far (their numbers, from 1, per result)
+
+    def add_class(self, gpu: GpuSpec, members: list[int], replicas: int) -> None:
+        """A time-sliced class: its units `replicas` per GPU, largest first."""
+        hosted = [self.units[i] for i in members]
+        gpu = class_model(gpu, hosted, replicas, self.fit)
+        sizes = {i: self.fit.shared_sizes(self.units[i], gpu) for i in members}
+        ordered = largest_first(members, sizes, self.units)
+        self.classes += 1
+        for start in range(0, len(ordered), replicas):
+            on = sorted((self.units[i] for i in ordered[start : start + replicas]), key=_order)
+            placement = Placement(
+                gpu.id,
+                "shared",
+                gpu.rent_usd_per_hour,
+                tuple(unit.need.key for unit in on),
+                replicas=replicas,
+                share_class=self.classes,
+            )
+            self.result.placements.append((on[0].order, placement))
+            self.result.cost += gpu.rent_usd_per_hour
 
     def add(self, gpu: GpuSpec, members: list[int], profiles: list[int] | None) -> None:
-        """One GPU: `profiles` (indices) per member on MIG, None time-sliced or whole."""
+        """One GPU: `profiles` (indices) per member on MIG, None whole (one member)."""
         order = sorted(range(len(members)), key=lambda n: self.units[members[n]].order)
         hosted = [self.units[members[n]] for n in order]
         if profiles is not None:
@@ -148,7 +170,7 @@ class Collector:
         if profiles is not None and table is not None and self.shrink:
             profiles = smallest_profiles(table, gpu, hosted, profiles, self.fit)
         if profiles is None or table is None:
-            mode: PlacementMode = "whole" if len(members) == 1 else "shared"
+            mode: PlacementMode = "whole"
             names: tuple[str, ...] = ()
         else:
             mode, names = "mig", tuple(table.profiles[k].name for k in profiles)
@@ -204,17 +226,15 @@ def _quota_rows(model: Model, units: list[Unit], mig: list[MigBlock], options: P
             model.row(columns, [1.0] * len(columns), -math.inf, float(limit))
 
 
-def first_fit_result(units: list[Unit], fit: Fit, plan: FirstFit | None = None) -> Result:
+def first_fit_result(units: list[Unit], fit: Fit, plan: FirstFit) -> Result:
     """The pool's first-fit-decreasing plan (`ffd.first_fit`) as placements."""
-    plan = plan or first_fit(units, fit)
     result = Collector(units, fit, Result(placements=[], cost=0.0, bound=0.0))
-    shared = {i for members in plan.bins for i in members}
+    shared = {i for found in plan.classes for i in found.members}
     for i, unit in enumerate(units):
         if i not in shared:
             result.add(cheapest_alone(unit, fit), [i], None)
-    for members in plan.bins:
-        assert plan.gpu is not None  # bins only with a model
-        result.add(plan.gpu, list(members), None)
+    for found in plan.classes:
+        result.add_class(found.gpu, list(found.members), found.replicas)
     return result.result
 
 
@@ -228,64 +248,34 @@ def solve_pool(
     options: PlanOptions,
     clock: Clock,
     highspy: Any,
+    *,
+    ffd: FirstFit | None = None,
 ) -> Result:
-    """One MILP: each unit alone, time-sliced on a GPU, or on a MIG instance."""
+    """One MILP: each unit alone, in a time-sliced class, or on a MIG instance; `ffd`
+    (the pool's first-fit plan, with time-slicing) is offered as a start."""
     model = Model()
     alone = [cheapest_alone(unit, fit) for unit in units]
-    alone_column = [model.column(gpu.rent_usd_per_hour, 1) for gpu in alone]
+    worth = [gpu.rent_usd_per_hour for gpu in alone]
+    alone_column = [model.column(price, 1) for price in worth]
     choices: list[list[int]] = [[column] for column in alone_column]
-
-    # Time-slicing, one GPU per leader: the unit that comes first in the model's order
-    # (largest first) among those on it. No two GPUs of a solution are interchangeable.
-    shared: list[SharedBlock] = []
+    classes: list[ClassBlock] = []
     if options.time_slicing:
-        worth = {i: gpu.rent_usd_per_hour for i, gpu in enumerate(alone)}
-        for option in undominated(shared_options(units, fit)):
-            clock.check()
-            gpu = option.gpu
-            sizes = {i: fit.shared_sizes(units[i], gpu) for i in option.eligible[0]}
-            block = SharedBlock(gpu, sizes, {}, {})
-            eligible = sorted(option.eligible[0])
-            for i, after in shared_leaders(
-                units, eligible, sizes, gpu.rent_usd_per_hour, worth
-            ).items():
-                lead = block.leaders[i] = model.column(gpu.rent_usd_per_hour * (1 + 2 * PREFER), 1)
-                follow = [model.column(0.0, 1) for _ in after]
-                block.members.update(((i, j), c) for j, c in zip(after, follow, strict=True))
-                choices[i].append(lead)
-                for j, c in zip(after, follow, strict=True):
-                    choices[j].append(c)
-                for k in range(3):
-                    loads = [sizes[j][k] for j in after]
-                    model.row([*follow, lead], [*loads, sizes[i][k] - 1.0], -math.inf, 0.0)
-                model.row([*follow, lead], [1.0] * len(follow) + [-1.0], 0.0, math.inf)
-                most = min(
-                    most_items([sizes[j][k] for j in after], 1.0 - sizes[i][k]) for k in range(3)
-                )
-                if most < len(after):
-                    model.row([*follow, lead], [1.0] * len(follow) + [-float(most)], -math.inf, 0.0)
-                for c in follow:
-                    model.row([c, lead], [1.0, -1.0], -math.inf, 0.0)
-            if block.leaders:
-                # An optimum packs the units it puts on this model into as few GPUs as
-                # they need, never more than first-fit-decreasing needs for all of them.
-                most = len(first_fit_decreasing(sizes))
-                if most < len(block.leaders):
-                    leads = list(block.leaders.values())
-                    model.row(leads, [1.0] * len(leads), 0.0, float(most))
-                shared.append(block)
-
+        classes = add_classes(model, units, fit, choices, worth=worth, clock=clock)
     mig = add_mig(model, units, fit, choices, clock) if options.mig else []
     _quota_rows(model, units, mig, options)
-
     for row in choices:
         model.row(row, [1.0] * len(row), 1.0, 1.0)
 
-    start = greedy_start(alone, alone_column, shared, mig, len(model.cost), clock=clock)
-    if options.time_slicing and time.perf_counter() < clock.deadline:  # first-fit's plan
-        ffd = first_fit_start(first_fit(units, fit), units, alone_column, shared, len(model.cost))
-        if ffd is not None and _cost(model, ffd) < _cost(model, start):
-            start = ffd
+    everyone = [0.0] * len(model.cost)
+    for column in alone_column:
+        everyone[column] = 1.0
+    start = greedy_start(worth, alone_column, mig, everyone, clock=clock)
+    if ffd is not None and ffd.classes and time.perf_counter() < clock.deadline:
+        seeded = first_fit_start(ffd, alone_column, classes, len(model.cost))
+        if seeded is not None:
+            seeded = greedy_start(worth, alone_column, mig, seeded, clock=clock)
+            if _cost(model, seeded) < _cost(model, start):
+                start = seeded
     clock.units_built += len(units)
     budget = clock.budget(len(units))
     values, bound, timed_out = run_highs(model, highspy, options, budget, start=start, clock=clock)
@@ -304,11 +294,10 @@ def solve_pool(
     for i, column in enumerate(alone_column):
         if on(column):
             plan.add(alone[i], [i], None)
-    for block in shared:
-        for i, column in block.leaders.items():
-            if on(column):
-                members = [j for (lead, j), c in block.members.items() if lead == i and on(c)]
-                plan.add(block.gpu, [i, *members], None)
+    for block in classes:
+        members = [i for i, column in block.chosen.items() if on(column)]
+        if members:
+            plan.add_class(block.gpu, members, block.replicas)
     for mblock in mig:
         add_mig_gpus(plan, mblock, values)
     return plan.result
