@@ -449,7 +449,9 @@ def test_a_time_sliced_node_is_checked_for_whichever_units_land_together() -> No
 
 def test_two_time_sliced_classes_never_share_a_node() -> None:
     """Two teams, each with four 3 GB notebooks on L4s: the plan makes one class of
-    2+ replicas per team (sharing across namespaces is off). Before, nodes to add were
+    2+ replicas per team (sharing across namespaces is off; at 0.2 kernel-busy plus the
+    5 % allowance a notebook takes 0.28 of an L4's compute, so three to a class and the
+    fourth alone, at the same price as two GPUs of two). Before, nodes to add were
     grouped by (model, replicas) only, so both teams' GPUs went on one node with one
     `gpuwatch/pool` label and the scheduler could put team-a's and team-b's pods on one
     GPU. Now each class has its own nodes and label, its units select that label, and
@@ -477,7 +479,11 @@ def test_two_time_sliced_classes_never_share_a_node() -> None:
     assert all(len(namespaces) == 1 for namespaces in pools.values())
     assert all(LABEL.match(pool) for pool in pools)
     doc: Any = workloads_document(layout, CATALOG, HEADROOM)
-    for entry in doc["workloads"]:
+    moved = [entry for entry in doc["workloads"] if entry["change"] == "move"]
+    assert len(moved) == sum(len(p.units) for p in shared)
+    for entry in moved:
         (pool,) = (p for p, namespaces in pools.items() if entry["namespace"] in namespaces)
         assert entry["node_selector"] == {"gpuwatch/pool": pool}
         assert entry["to"] == {"nvidia.com/gpu.shared": 1}
+    for entry in doc["workloads"]:  # a unit left alone stays on its L4, selecting nothing
+        assert entry in moved or (entry["change"] == "keep" and "node_selector" not in entry)
