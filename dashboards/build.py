@@ -857,6 +857,230 @@ def variables() -> list[Json]:
     ]
 
 
+SLURM = GPU + ', account=~"$account", user=~"$user"'
+"""Slurm job series (gpuwatch_gpu_job_info) filtered by the gpu, account and user variables;
+the account and user counters carry no gpu label (ACCOUNT, USER ignore it)."""
+ACCOUNT = HOST + ', account=~"$account"'
+USER = HOST + ', user=~"$user"'
+
+
+def slurm_panels() -> list[Panel]:
+    """Slurm: cost per account and user, the jobs on GPUs now, and reclaim (docs/slurm.md)."""
+    jobs = f"gpuwatch_gpu_job_info{{{SLURM}}}"
+    per_job = "max by (instance, gpu, job_id, user, account, partition)"
+    price = f"max by (job, instance, uuid) (gpuwatch_gpu_price_usd_per_hour{{{HOST}}})"
+    idle_jobs = (
+        f"(gpuwatch_gpu_job_allocated_idle{{{GPU}}} == 1)\n"
+        f"* on(job, instance, uuid, job_id) group_left(user, account)\n"
+        f"  max by (job, instance, uuid, job_id, user, account) ({jobs})"
+    )
+    return [
+        stat(
+            "GPUs held by jobs",
+            "GPUs that Slurm jobs of the selected accounts and users hold now (distinct "
+            "uuid per agent in gpuwatch_gpu_job_info).",
+            "none",
+            Target(f"count(count by (job, instance, uuid) ({jobs}))", instant=True),
+        ),
+        stat(
+            "Held, running nothing",
+            "GPUs held by a job that runs nothing on them over the analysis window "
+            "(gpuwatch_gpu_job_allocated_idle == 1).",
+            "none",
+            Target(
+                f"count(count by (job, instance, uuid) ({idle_jobs})) or vector(0)", instant=True
+            ),
+        ),
+        stat(
+            "$/h held idle now",
+            "What the GPUs held by allocated-idle jobs cost per hour now "
+            "(gpuwatch_gpu_price_usd_per_hour of each such GPU).",
+            "currencyUSD",
+            Target(
+                f"sum(count by (job, instance, uuid) ({idle_jobs})\n"
+                f"* {ON_UUID} group_left() {price}) or vector(0)",
+                instant=True,
+            ),
+            decimals=2,
+        ),
+        stat(
+            "$ reclaimed in range",
+            "USD reclaimed by cancelling allocated-idle jobs over the dashboard range "
+            "(gpuwatch_slurm_reclaimed_usd_total: their GPUs' $/h times the hours left of "
+            "their time limit, at most 24 h; enforce mode only).",
+            "currencyUSD",
+            Target(
+                f"sum(increase(gpuwatch_slurm_reclaimed_usd_total{{{SLURM}}}[$__range])) "
+                "or vector(0)",
+                instant=True,
+            ),
+            decimals=2,
+        ),
+        stat(
+            "Idle $ in range",
+            "The idle part of the selected accounts' cost over the dashboard range "
+            "(gpuwatch_slurm_account_idle_cost_usd_total).",
+            "currencyUSD",
+            Target(
+                f"sum(increase(gpuwatch_slurm_account_idle_cost_usd_total{{{ACCOUNT}}}[$__range]))",
+                instant=True,
+            ),
+            decimals=2,
+        ),
+        stat(
+            "Cost $ in range",
+            "What the selected accounts' jobs cost over the dashboard range "
+            "(gpuwatch_slurm_account_cost_usd_total).",
+            "currencyUSD",
+            Target(
+                f"sum(increase(gpuwatch_slurm_account_cost_usd_total{{{ACCOUNT}}}[$__range]))",
+                instant=True,
+            ),
+            decimals=2,
+        ),
+        ts(
+            "Cost per hour by account",
+            "USD per hour charged to each selected account's jobs (rate of "
+            "gpuwatch_slurm_account_cost_usd_total times 3600): their processes' share of "
+            "their GPUs' active time plus the idle part of the GPUs they hold.",
+            "currencyUSD",
+            Target(
+                "sum by (account) (rate(gpuwatch_slurm_account_cost_usd_total"
+                f"{{{ACCOUNT}}}[$__rate_interval])) * 3600",
+                legend="{{account}}",
+            ),
+            stack=True,
+        ),
+        ts(
+            "Idle cost per hour by account",
+            "The idle part of each selected account's cost per hour (rate of "
+            "gpuwatch_slurm_account_idle_cost_usd_total times 3600).",
+            "currencyUSD",
+            Target(
+                "sum by (account) (rate(gpuwatch_slurm_account_idle_cost_usd_total"
+                f"{{{ACCOUNT}}}[$__rate_interval])) * 3600",
+                legend="{{account}}",
+            ),
+            stack=True,
+        ),
+        table(
+            "Cost by account",
+            "Per selected account over the dashboard range: cost, idle cost and its share "
+            "(gpuwatch_slurm_account_cost_usd_total, …_idle_cost_usd_total), and the GPUs "
+            "its jobs hold now (gpuwatch_gpu_job_info).",
+            "currencyUSD",
+            instant(
+                "sum by (account) (increase(gpuwatch_slurm_account_cost_usd_total"
+                f"{{{ACCOUNT}}}[$__range]))"
+            ),
+            instant(
+                "sum by (account) (increase(gpuwatch_slurm_account_idle_cost_usd_total"
+                f"{{{ACCOUNT}}}[$__range]))"
+            ),
+            instant(
+                "sum by (account) (increase(gpuwatch_slurm_account_idle_cost_usd_total"
+                f"{{{ACCOUNT}}}[$__range]))\n/ sum by (account) "
+                f"(increase(gpuwatch_slurm_account_cost_usd_total{{{ACCOUNT}}}[$__range]))"
+            ),
+            instant(f"count by (account) (count by (job, instance, uuid, account) ({jobs}))"),
+            columns={
+                "account": "account",
+                "Value #A": "cost $",
+                "Value #B": "idle $",
+                "Value #C": "idle share",
+                "Value #D": "GPUs held",
+            },
+            overrides=(column_unit("idle share", "percentunit"), column_unit("GPUs held", "none")),
+            sort_by="Value #B",
+            width=12,
+        ),
+        table(
+            "Cost by user",
+            "Per selected user over the dashboard range: cost, idle cost and its share "
+            "(gpuwatch_slurm_user_cost_usd_total, …_idle_cost_usd_total).",
+            "currencyUSD",
+            instant(
+                f"sum by (user) (increase(gpuwatch_slurm_user_cost_usd_total{{{USER}}}[$__range]))"
+            ),
+            instant(
+                "sum by (user) (increase(gpuwatch_slurm_user_idle_cost_usd_total"
+                f"{{{USER}}}[$__range]))"
+            ),
+            instant(
+                "sum by (user) (increase(gpuwatch_slurm_user_idle_cost_usd_total"
+                f"{{{USER}}}[$__range]))\n/ sum by (user) "
+                f"(increase(gpuwatch_slurm_user_cost_usd_total{{{USER}}}[$__range]))"
+            ),
+            columns={
+                "user": "user",
+                "Value #A": "cost $",
+                "Value #B": "idle $",
+                "Value #C": "idle share",
+            },
+            overrides=(column_unit("idle share", "percentunit"),),
+            sort_by="Value #B",
+            width=12,
+        ),
+        table(
+            "Jobs on GPUs",
+            "Each job holding a GPU now (gpuwatch_gpu_job_info, the one per-job series), "
+            "whether it runs nothing there over the window (gpuwatch_gpu_job_allocated_idle) "
+            "and the GPU's $/h (gpuwatch_gpu_price_usd_per_hour).",
+            "none",
+            instant(
+                f"{per_job} (gpuwatch_gpu_job_allocated_idle{{{GPU}}}\n"
+                f"* on(job, instance, uuid, job_id) group_left(user, account, partition)\n"
+                f"  max by (job, instance, uuid, job_id, user, account, partition) ({jobs}))"
+            ),
+            instant(f"{per_job} ({jobs}\n* {ON_UUID} group_left() {price})"),
+            columns={
+                "instance": "host",
+                "gpu": "gpu",
+                "job_id": "job",
+                "user": "user",
+                "account": "account",
+                "partition": "partition",
+                "Value #A": "runs nothing",
+                "Value #B": "$/h",
+            },
+            overrides=(
+                {
+                    "matcher": {"id": "byName", "options": "runs nothing"},
+                    "properties": [
+                        {"id": "mappings", "value": list(YES_NO)},
+                        {"id": "custom.cellOptions", "value": {"type": "color-text"}},
+                    ],
+                },
+                column_unit("$/h", "currencyUSD"),
+            ),
+            sort_by="Value #A",
+        ),
+        ts(
+            "Reclaim actions",
+            "Reclaim's warnings and cancellations (gpuwatch_slurm_reclaim_actions_total) by "
+            "action and mode; dry-run counts what enforce would do (docs/slurm.md).",
+            "none",
+            Target(
+                "sum by (action, mode) (increase(gpuwatch_slurm_reclaim_actions_total"
+                f"{{{HOST}}}[$__rate_interval]))",
+                legend="{{action}} ({{mode}})",
+            ),
+            width=24,
+        ),
+    ]
+
+
+def slurm_variables() -> list[Json]:
+    """datasource, job, host and gpu, then the Slurm account and user (from the join
+    series)."""
+    common = [v for v in variables() if v["name"] != "namespace"]
+    return [
+        *common,
+        variable("account", "Account", f"label_values(gpuwatch_gpu_job_info{{{HOST}}}, account)"),
+        variable("user", "User", f"label_values(gpuwatch_gpu_job_info{{{HOST}}}, user)"),
+    ]
+
+
 def panel_json(panel: Panel, panel_id: int, x: int, y: int) -> Json:
     """Grafana JSON of one panel at grid position (x, y)."""
     defaults: Json = {"unit": panel.unit, "custom": dict(panel.custom)}
@@ -897,8 +1121,15 @@ def panel_json(panel: Panel, panel_id: int, x: int, y: int) -> Json:
     return out
 
 
-def dashboard(uid: str, title: str, description: str, panels: list[Panel]) -> Json:
-    """A whole dashboard: panels laid out left to right, rows wrapping at 24 columns."""
+def dashboard(
+    uid: str,
+    title: str,
+    description: str,
+    panels: list[Panel],
+    templating: list[Json] | None = None,
+) -> Json:
+    """A whole dashboard: panels laid out left to right, rows wrapping at 24 columns;
+    `templating`: its variables (default `variables()`)."""
     laid_out = []
     x = y = row_height = 0
     for panel_id, panel in enumerate(panels, 1):
@@ -933,7 +1164,7 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel]) -> Js
                 "keepTime": True,
             }
         ],
-        "templating": {"list": variables()},
+        "templating": {"list": variables() if templating is None else templating},
         "panels": laid_out,
     }
 
@@ -957,6 +1188,14 @@ DASHBOARDS: dict[str, Json] = {
         "Memory, activity, bandwidth, power, temperature, clocks, processes, XIDs and MIG "
         "instances of the selected GPUs.",
         gpu_panels(),
+    ),
+    "gpuwatch-slurm.json": dashboard(
+        "gpuwatch-slurm",
+        "gpuwatch / Slurm accounts, users and jobs",
+        "What each Slurm account and user cost and left idle, which jobs hold GPUs and run "
+        "nothing on them, and what reclaim did (docs/slurm.md).",
+        slurm_panels(),
+        slurm_variables(),
     ),
 }
 

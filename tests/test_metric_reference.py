@@ -38,6 +38,8 @@ from gpuwatch.export.families import ExportOptions
 from gpuwatch.export.slurm_families import slurm_families
 from gpuwatch.history.writer import HistoryWriter
 from gpuwatch.sizing import build_model_catalog
+from gpuwatch.slurm.config import SlurmConfig
+from gpuwatch.slurm.reclaim import Reclaimer
 from gpuwatch.store import SnapshotStore
 from gpuwatch.tokens import TokenCollector, TokenSourceConfig
 from tests.conftest import REPO_ROOT, make_agent
@@ -136,7 +138,8 @@ def slurm_metric_names() -> set[str]:
             slurm_users=(GroupCost("ann", 1.0, 0.5),),
         ),
     )
-    return family_names(slurm_families(snapshot))
+    reclaimer = Reclaimer(SlurmConfig(reclaim_mode="dry-run"), Path("/nonexistent"), {})
+    return family_names(slurm_families(snapshot)) | family_names(reclaimer.families())
 
 
 def alert_metric_names(tmp_path: Path) -> set[str]:

@@ -20,6 +20,7 @@ from gpuwatch.alerts.messages import (
 )
 from gpuwatch.alerts.policy import AlertEvent, decide
 from gpuwatch.core.clock import ManualClock
+from gpuwatch.core.jobs import GpuJobs, JobAllocationSample, JobAttribution, JobRef
 from gpuwatch.core.snapshot import (
     Attribution,
     GpuAttribution,
@@ -172,6 +173,35 @@ def test_pods_holding_the_gpu_are_named_and_escaped() -> None:
         "Pods: `team-a/nb&lt;!channel&gt;`, `team\\nb/eval&amp;&lt;x&gt;` (holds it, runs nothing)"
     )
     assert "(pods `team-a/nb&lt;!channel&gt;`, `team\\nb/eval&amp;&lt;x&gt;`)" in message["text"]
+    assert "<!channel>" not in json.dumps(message)
+
+
+def test_slurm_jobs_holding_the_gpu_are_named_with_user_and_account_escaped() -> None:
+    """An idle GPU held by a Slurm job that runs nothing names the job, its user and
+    account (each as data: no mention, no formatting) beside the GPU's $/h."""
+    clock = ManualClock(START)
+    sample = gpu(1, ())
+    uuid = sample.identity.uuid
+    idle_job = JobRef("4242", "eve<!channel>", "ph*ys*`x`", "gpu")
+    held = (JobAllocationSample(1, uuid, idle_job, 1, (), ()),)
+    snap = snapshot(clock, [verdict(1, "idle", START - 3600)], [sample])
+    snap = dataclasses.replace(snap, jobs=JobAttribution(START, 1, (GpuJobs(1, uuid, held),)))
+    decision = decide(snap, {}, states=("idle",), cooldown_seconds=3600.0)
+    message = build_alert_message(
+        hostname=HOSTNAME,
+        events=list(decision.events),
+        message_id=1,
+        now_seconds=START,
+        costs={uuid: GpuCost(None, 15.0)},
+    )
+    _, section = section_texts(message)
+    jobs_line = next(line for line in section.split("\n") if line.startswith("Slurm: "))
+    assert jobs_line == (
+        "Slurm: job `4242` of `eve&lt;!channel&gt;` (account `ph*ys*\u02cbx\u02cb`)"
+        " (holds it, runs nothing)"
+    )
+    assert "$15.00/h" in section
+    assert "(job `4242` of `eve&lt;!channel&gt;`" in message["text"]
     assert "<!channel>" not in json.dumps(message)
 
 

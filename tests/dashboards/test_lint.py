@@ -30,7 +30,12 @@ from tests.dashboards.lint import (
 )
 
 DASHBOARDS = REPO_ROOT / "dashboards"
-FILES = ("gpuwatch-fleet.json", "gpuwatch-cost.json", "gpuwatch-gpu.json")
+FILES = (
+    "gpuwatch-fleet.json",
+    "gpuwatch-cost.json",
+    "gpuwatch-gpu.json",
+    "gpuwatch-slurm.json",
+)
 COUNTERS = counters_from_readme(REPO_ROOT / "README.md")
 # What a variable expands to when only its syntax matters (parsing): a real-looking value.
 SAMPLE_VALUES = {
@@ -38,6 +43,8 @@ SAMPLE_VALUES = {
     "host": "127\\\\.0\\\\.0\\\\.1:9842",
     "gpu": "(0|1)",
     "namespace": "team-a",
+    "account": "(physics|chem)",
+    "user": "alice",
     "datasource": "prometheus",
 }
 # The panels issue 10 asks for, by dashboard, in order.
@@ -81,6 +88,21 @@ EXPECTED_TITLES = {
         "XID errors",
         "Processes",
         "MIG instances",
+    ],
+    # issue 26: accounts, users and jobs (docs/slurm.md)
+    "gpuwatch-slurm.json": [
+        "GPUs held by jobs",
+        "Held, running nothing",
+        "$/h held idle now",
+        "$ reclaimed in range",
+        "Idle $ in range",
+        "Cost $ in range",
+        "Cost per hour by account",
+        "Idle cost per hour by account",
+        "Cost by account",
+        "Cost by user",
+        "Jobs on GPUs",
+        "Reclaim actions",
     ],
 }
 

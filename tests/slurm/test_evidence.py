@@ -85,6 +85,7 @@ def test_squeue_json_keeps_running_jobs() -> None:
                 "partition": "debug",
                 "job_state": "RUNNING",
                 "gres_detail": ["gpu:2(IDX:0-1)"],
+                "end_time": 1795908153,  # 22.05: a number
             },
             {"job_id": 3, "job_state": "PENDING", "gres_detail": []},
             {
@@ -94,12 +95,20 @@ def test_squeue_json_keeps_running_jobs() -> None:
                 "partition": "gpu",
                 "job_state": ["RUNNING"],  # 23.02 and later: a list of flags
                 "gres_detail": ["gpu:1(IDX:2)"],
+                "end_time": {"set": True, "infinite": False, "number": 1795908200},  # 23.02+
+            },
+            {
+                "job_id": 5,
+                "job_state": "RUNNING",
+                "gres_detail": [],
+                "end_time": {"set": False, "infinite": False, "number": 0},
             },
         ]
     }
     assert parse_squeue_json(json.dumps(doc)) == (
-        SlurmJob("1", "root", "physics", "debug", (0, 1)),
-        SlurmJob("4", "ann", "", "gpu", (2,)),
+        SlurmJob("1", "root", "physics", "debug", (0, 1), 1795908153.0),
+        SlurmJob("4", "ann", "", "gpu", (2,), 1795908200.0),
+        SlurmJob("5", "", "", "", (), None),
     )
     with pytest.raises(SlurmParseError):
         parse_squeue_json("squeue: error: Invalid user")

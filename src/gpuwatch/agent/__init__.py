@@ -173,9 +173,11 @@ class Agent:
             self.attribution.refresh()
 
     def refresh_jobs(self) -> None:
-        """List this node's Slurm jobs (scheduler job; one squeue, never the tick's)."""
+        """List this node's Slurm jobs (scheduler job; one squeue, never the tick's), then
+        let reclaim review the newest snapshot (`[slurm] reclaim_mode`)."""
         if self.slurm is not None:
             self.slurm.refresh()
+            self.slurm.review(self.store.latest())
 
     def evaluate_alerts(self) -> None:
         """Let the alert dispatcher look at the newest snapshot (no network here)."""

@@ -254,6 +254,8 @@ class Pipeline:
             from gpuwatch.history.writer import HistoryWriter  # noqa: PLC0415
 
             yield from HistoryWriter.down_families()
+        if parts.slurm is not None:
+            yield from parts.slurm.reclaim_families()
         reason = "disabled" if parts.attribution is None else parts.attribution.reason
         yield from attribution_health_families(reason)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gpuwatch.alerts.policy import AlertEvent, PodOnGpu
+from gpuwatch.alerts.policy import AlertEvent, JobOnGpu, PodOnGpu
 from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, ProcessSample
 from gpuwatch.core.text import counted, flatten, shorten, usd
 from gpuwatch.core.units import GIB
@@ -40,6 +40,7 @@ hour); either may be None."""
 MAX_GPU_SECTIONS = 20  # Slack allows 50 blocks: header, summary, 2 per GPU, "more", context
 MAX_PROCESSES = 5
 MAX_PODS = 5
+MAX_JOBS = 5
 HEADER_MAX_CHARS = 150
 
 _EMOJI = {
@@ -123,6 +124,27 @@ def _pods_line(pods: Sequence[PodOnGpu]) -> str | None:
     return "Pods: " + ", ".join(parts)
 
 
+def job_name(job: JobOnGpu) -> str:
+    """`` job `id` of `user` (account `account`) ``: each name alone as data (`name_text`)."""
+    ref = job.job
+    user = name_text(ref.user, 60) if ref.user else "an unknown user"
+    account = f" (account {name_text(ref.account, 60)})" if ref.account else ""
+    return f"job {name_text(ref.job_id, 40)} of {user}{account}"
+
+
+def _jobs_line(jobs: Sequence[JobOnGpu]) -> str | None:
+    """The Slurm jobs holding the GPU (None without Slurm attribution)."""
+    if not jobs:
+        return None
+    parts = [
+        job_name(j) + ("" if j.running else " (holds it, runs nothing)") for j in jobs[:MAX_JOBS]
+    ]
+    more = len(jobs) - MAX_JOBS
+    if more > 0:
+        parts.append(f"… and {more} more")
+    return "Slurm: " + ", ".join(parts)
+
+
 def _cost_line(cost: GpuCost | None) -> str | None:
     # Cost so far and $/h come from the (later) pricing hook; absent until it gives them.
     if cost is None:
@@ -163,7 +185,7 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
         lines.append(f"Mean activity over the window: {verdict.activity_mean_ratio:.1%}")
     if verdict.workload:
         lines.append(f"Workload: {name_text(verdict.workload)}")
-    for line in (_pods_line(event.pods), _process_line(event.gpu)):
+    for line in (_pods_line(event.pods), _jobs_line(event.jobs), _process_line(event.gpu)):
         if line:
             lines.append(line)
     rec = verdict.recommendation
@@ -196,6 +218,8 @@ def _fallback_line(event: AlertEvent, now_seconds: float) -> str:
         text = f"{head} {condition} ({state} for {since})"
     if event.pods:
         text += " (pods " + ", ".join(pod_name(p) for p in event.pods[:MAX_PODS]) + ")"
+    if event.jobs:
+        text += " (" + ", ".join(job_name(j) for j in event.jobs[:MAX_JOBS]) + ")"
     rec = verdict.recommendation
     if verdict.overprovisioned and rec is not None:
         text += f", {name_text(rec.gpu_id)} would save {usd(rec.savings_usd_per_hour)}/h"

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwatch.core.jobs import JobRef
 from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, PodRef
 from gpuwatch.core.verdict import GpuVerdict
 
@@ -34,6 +35,14 @@ class PodOnGpu:
 
 
 @dataclass(frozen=True, slots=True)
+class JobOnGpu:
+    """A Slurm job that holds the GPU (its GRES); `running`: a process of it is on the GPU."""
+
+    job: JobRef
+    running: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AlertEvent:
     """One GPU's news in one evaluation."""
 
@@ -43,6 +52,20 @@ class AlertEvent:
     verdict: GpuVerdict
     gpu: GpuSample | None  # None when the snapshot has no sample for the GPU
     pods: tuple[PodOnGpu, ...] = ()  # Kubernetes attribution on: who holds or uses it
+    jobs: tuple[JobOnGpu, ...] = ()  # Slurm attribution on: the jobs holding it
+
+
+def jobs_on_gpu(snapshot: FleetSnapshot, uuid: str) -> tuple[JobOnGpu, ...]:
+    """The Slurm jobs holding one GPU, running ones first, then by job ID."""
+    if snapshot.jobs is None:
+        return ()
+    jobs = {
+        a.job.job_id: JobOnGpu(a.job, bool(a.running_pids))
+        for attributed in snapshot.jobs.gpus
+        if attributed.uuid == uuid
+        for a in attributed.allocations
+    }
+    return tuple(sorted(jobs.values(), key=lambda j: (not j.running, j.job.job_id)))
 
 
 def pods_on_gpu(snapshot: FleetSnapshot, uuid: str, gpu: GpuSample | None) -> tuple[PodOnGpu, ...]:
@@ -132,6 +155,7 @@ def decide(
                             verdict,
                             gpu,
                             pods_on_gpu(snapshot, uuid, gpu),
+                            jobs_on_gpu(snapshot, uuid),
                         )
                     )
             continue
@@ -145,6 +169,7 @@ def decide(
             continue
         previous = last.condition if last is not None and kind == "changed" else None
         pods = pods_on_gpu(snapshot, uuid, gpu)
-        events.append(AlertEvent(kind, condition, previous, verdict, gpu, pods))
+        jobs = jobs_on_gpu(snapshot, uuid)
+        events.append(AlertEvent(kind, condition, previous, verdict, gpu, pods, jobs))
         updates[uuid] = AlertMemory(condition, now)
     return Decision(tuple(events), updates, went_back)

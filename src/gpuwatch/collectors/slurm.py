@@ -23,16 +23,18 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from prometheus_client.metrics_core import Metric
 
 from gpuwatch.analysis.activity import works_alone
 from gpuwatch.collectors.base import timed
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.core.jobs import GpuJobs, JobAllocationSample, JobAttribution, JobRef
-from gpuwatch.core.snapshot import CollectorResult, GpuSample
+from gpuwatch.core.snapshot import CollectorResult, FleetSnapshot, GpuSample
 from gpuwatch.slurm.config import SlurmConfig
 from gpuwatch.slurm.evidence import (
     JobProcess,
@@ -43,6 +45,7 @@ from gpuwatch.slurm.evidence import (
     slurm_conf_path,
 )
 from gpuwatch.slurm.queue import SqueueError, list_node_jobs
+from gpuwatch.slurm.reclaim import Reclaimer
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +102,9 @@ class SlurmCollector:
         self._result = CollectorResult(self.name, False, 0.0)
         self._failure: str | None = None
         self._processes: dict[int, JobProcess | None] = {}  # readable PIDs only
+        self._reclaimer = (
+            None if config.reclaim_mode == "off" else Reclaimer(config, self._conf, self._environ)
+        )
 
     @property
     def node(self) -> str:
@@ -155,6 +161,19 @@ class SlurmCollector:
         except OSError:
             return None
         return parse_gres_conf(text, self._node)
+
+    def review(self, snapshot: FleetSnapshot | None) -> None:
+        """Reclaim's review of the newest snapshot against the newest listing (after
+        `refresh`, on the same job; blocking: scontrol and scancel)."""
+        listing = self.current_listing()
+        if self._reclaimer is not None:
+            jobs = {} if listing is None else {j.job_id: j for j in listing.jobs}
+            self._reclaimer.review(snapshot, jobs)
+
+    def reclaim_families(self) -> Iterator[Metric]:
+        """Reclaim's counters (none while `reclaim_mode` is off)."""
+        if self._reclaimer is not None:
+            yield from self._reclaimer.families()
 
     def current_listing(self) -> JobListing | None:
         """The newest listing (fresh or stale), else None."""

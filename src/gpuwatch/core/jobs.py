@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+WINDOW_IDLE_STATES = frozenset({"idle"})
+"""GPU verdicts (over the analysis window) under which a holding job that runs nothing
+there is allocated-idle (`gpuwatch_gpu_job_allocated_idle`, and reclaim's candidates)."""
+
 
 def hold_allocated_idle(
     running_pids: tuple[int, ...], works_alone: bool, unknown_reason: str | None

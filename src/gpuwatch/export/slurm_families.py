@@ -16,12 +16,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.core.costs import GroupCost
+from gpuwatch.core.jobs import WINDOW_IDLE_STATES
 from gpuwatch.core.snapshot import FleetSnapshot
 
 _GPU = ("gpu", "uuid")
-WINDOW_IDLE_STATES = frozenset({"idle"})
-"""GPU verdicts (over the analysis window) under which a holding job that runs nothing
-there is allocated-idle."""
 
 
 def slurm_families(snapshot: FleetSnapshot) -> Iterator[Metric]:

@@ -53,6 +53,7 @@ class SlurmJob:
     account: str
     partition: str
     gpus: tuple[int, ...]  # global GRES indexes on this node
+    end_time_seconds: float | None = None  # start + time limit (Unix s); None: not given
 
 
 def parse_index_list(text: str) -> tuple[int, ...]:
@@ -132,9 +133,20 @@ def parse_squeue_json(text: str) -> tuple[SlurmJob, ...]:
                 str(job.get("account") or ""),
                 str(job.get("partition") or ""),
                 parse_gres_detail(job.get("gres_detail")),
+                _number(job.get("end_time")),
             )
         )
     return tuple(out)
+
+
+def _number(value: object) -> float | None:
+    """22.05 gives `1795908153`, 23.02+ `{"set": true, "number": 1795908153}`; 0 or unset
+    is None."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return float(value)
 
 
 def _state(value: object) -> str:
