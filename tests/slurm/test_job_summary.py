@@ -1,0 +1,153 @@
+"""A finished Slurm job's summary (`gpuwatch job`), re-derived by hand from the history.
+
+`gpuwatch run --simulate slurm` with the history on (1 s ticks, a write every second)
+against the real cluster; a job given two GPUs whose one process names only the first
+(`exec env SLURM_JOB_GPUS=<first>`): it runs on one and holds the other idle all along.
+It ends by itself; the agent stops (its last write); the summary is then read with
+`gpuwatch job` and every figure recomputed from the stored rows with SQL and arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwatch.cli import main
+from gpuwatch.history.store import HISTORY_FILE
+from tests.agent_process import start_agent
+from tests.conftest import free_port
+from tests.slurm_cluster import SlurmCluster
+
+
+def _rows(path: Path, job_id: str) -> list[dict[str, Any]]:
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [
+            dict(r) for r in conn.execute("SELECT * FROM job_hours WHERE job_id = ?", (job_id,))
+        ]
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def finished(
+    slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path, Path]:
+    """(job ID, the config file, the history file) once the job ended and the agent stopped."""
+    state = tmp_path_factory.mktemp("job-summary")
+    config = state / "gpuwatch.toml"
+    config.write_text(
+        f'[agent]\nstate_dir = "{state}"\ninterval_seconds = 1.0\n\n'
+        "[history]\nenabled = true\nwrite_interval_seconds = 1.0\n\n"
+        "[slurm]\nlist_interval_seconds = 1.0\n"
+    )
+    port = free_port()
+    proc = start_agent(
+        ["--simulate", "slurm", "--config", str(config)],
+        port,
+        prefix=("env", f"SLURM_CONF={slurm.conf}"),
+    )
+    job = ""
+    try:
+        job = slurm.sbatch(
+            "--gres=gpu:2",
+            "--account=astro",
+            wrap='exec env SLURM_JOB_GPUS="${SLURM_JOB_GPUS%%,*}" sleep 8',
+        )
+        slurm.wait_running(job)
+        slurm.wait_ended(job, timeout_s=40.0)
+        time.sleep(3.0)  # a few ticks after the end
+    finally:
+        if job:
+            slurm.run(["scancel", job], check=False)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err.decode()
+    return job, config, state / HISTORY_FILE
+
+
+def _job(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["job", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_summary_is_the_stored_rows_summed_by_hand(
+    finished: tuple[str, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    job, config, history = finished
+    rows = _rows(history, job)
+    assert rows, "the history recorded the job"
+    code, out, err = _job([job, "--config", str(config), "--format", "json"], capsys)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["job_id"], summary["user"], summary["account"], summary["partition"]) == (
+        job,
+        "root",
+        "astro",
+        "debug",
+    )
+    held = sum(float(r["held_seconds"]) for r in rows)
+    idle = sum(float(r["idle_seconds"]) for r in rows)
+    cost = sum(float(r["cost_usd"]) for r in rows)
+    idle_cost = sum(float(r["idle_cost_usd"]) for r in rows)
+    activity = sum(float(r["activity_seconds"]) for r in rows)
+    sampled = sum(float(r["activity_sampled_seconds"]) for r in rows)
+    assert held > 10.0, "two GPUs for about 8 s each"
+    assert summary["gpu_hours"] == pytest.approx(held / 3600, rel=1e-12)
+    assert summary["idle_gpu_hours"] == pytest.approx(idle / 3600, rel=1e-12)
+    assert summary["cost_usd"] == pytest.approx(cost, rel=1e-12)
+    assert summary["idle_cost_usd"] == pytest.approx(idle_cost, rel=1e-12)
+    assert summary["activity_mean_ratio"] == pytest.approx(activity / sampled, rel=1e-12)
+    # the job is each GPU's only holder: it is charged the GPU's rent for the seconds it
+    # held it ($ = rent x hours), and on the GPU it never ran on, all of it idle
+    for row in rows:
+        price = float(row["price_usd_per_hour"])
+        assert price > 0
+        assert float(row["cost_usd"]) == pytest.approx(
+            price * float(row["held_seconds"]) / 3600,
+            rel=1e-9,
+        )
+    gpus = {g["uuid"]: g for g in summary["gpus"]}
+    assert len(gpus) == 2, "the two GPUs Slurm gave it"
+    idle_along = [g for g in gpus.values() if g["idle_all_along"]]
+    (unused,) = idle_along
+    assert unused["busy_seconds"] == 0
+    assert unused["idle_cost_usd"] == pytest.approx(unused["cost_usd"], rel=1e-12)
+    assert unused["cost_usd"] > 0
+    assert summary["advice"]["gpus"] == 1, "request the one GPU it ran on"
+    # p95: the lowest 1 % bin holding 95 % of the sampled seconds of the summed histograms
+    bins: dict[int, float] = {}
+    for row in rows:
+        for key, seconds in json.loads(str(row["activity_histogram"])).items():
+            bins[int(key)] = bins.get(int(key), 0.0) + seconds
+    total, running = sum(bins.values()), 0.0
+    for key in sorted(bins):
+        running += bins[key]
+        if running >= 0.95 * total:
+            assert summary["activity_p95_ratio"] == key / 100
+            break
+    code, text, err = _job([job, "--config", str(config)], capsys)
+    assert code == 0, err
+    assert f"Job {job}: user root, account astro, partition debug" in text
+    assert "(idle all along)" in text
+    assert "request 1 GPU" in text
+
+
+def test_an_unknown_job_is_one_line_and_exit_1_with_names_escaped(
+    finished: tuple[str, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, config, _ = finished
+    code, out, err = _job(["\x1b[2J99999", "--config", str(config)], capsys)
+    assert code == 1
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("gpuwatch: no job ")
+    assert "\x1b" not in line
