@@ -120,15 +120,33 @@ def _gpu(rows: Sequence[JobHourRow]) -> JobGpu:
     )
 
 
+def gpu_hour_figures(
+    rows: Sequence[JobHourRow], gpu_rows: Sequence[GpuHourRow]
+) -> tuple[float | None, float | None]:
+    """(the declared workload's need in bytes, the peak DRAM bandwidth ratio) over the
+    job's GPU-hours, from `gpu_hours` rows (any superset); None where none has one."""
+    hours = {(r["uuid"], r["hour_start"]) for r in rows}
+    mine = [r for r in gpu_rows if (r["uuid"], r["hour_start"]) in hours]
+    needs = [
+        r["need_bytes"]
+        for r in mine
+        if r["need_basis"] == "declared" and r["need_bytes"] is not None
+    ]
+    dram = [r["dram_peak_ratio"] for r in mine if r["dram_peak_ratio"] is not None]
+    return (max(needs) if needs else None, max(dram) if dram else None)
+
+
 def summarize(
     rows: Sequence[JobHourRow],
-    gpu_rows: Sequence[GpuHourRow],
     catalog: GpuCatalog,
     *,
+    need_bytes: float | None,
+    dram_peak_ratio: float | None,
     headroom_ratio: float,
     candidate_gpus: Sequence[str] | None = None,
 ) -> JobSummary:
-    """The summary of one job's rows (non-empty) and its GPUs' hours (any superset)."""
+    """The summary of one job's rows (non-empty); `need_bytes`, `dram_peak_ratio`: its
+    GPUs' figures over its hours (`gpu_hour_figures`)."""
     by_gpu: dict[str, list[JobHourRow]] = {}
     histogram: dict[int, float] = {}
     for row in sorted(rows, key=lambda r: (r["uuid"], r["hour_start"])):
@@ -141,13 +159,6 @@ def summarize(
     who = max(named, key=lambda r: r["last_seconds"]) if named else latest
     sampled = sum(r["activity_sampled_seconds"] for r in rows)
     peaks = [g.memory_peak_bytes for g in gpus if g.memory_peak_bytes is not None]
-    hours = {(r["uuid"], r["hour_start"]) for r in rows}
-    mine = [r for r in gpu_rows if (r["uuid"], r["hour_start"]) in hours]
-    needs = [
-        r["need_bytes"]
-        for r in mine
-        if r["need_basis"] == "declared" and r["need_bytes"] is not None
-    ]
     summary = JobSummary(
         job_id=latest["job_id"],
         user=who["user"],
@@ -166,14 +177,13 @@ def summarize(
         ),
         activity_p95_ratio=p95_of(histogram),
         memory_peak_bytes=max(peaks) if peaks else None,
-        need_bytes=max(needs) if needs else None,
+        need_bytes=need_bytes,
         advice=JobAdvice(len(gpus), None, None, None),
     )
-    dram = [r["dram_peak_ratio"] for r in mine if r["dram_peak_ratio"] is not None]
     advice = advise(
         summary,
         catalog,
-        dram_peak_ratio=max(dram) if dram else None,
+        dram_peak_ratio=dram_peak_ratio,
         headroom_ratio=headroom_ratio,
         candidate_gpus=candidate_gpus,
     )
