@@ -7,7 +7,8 @@ For every GPU a job holds in a snapshot (`FleetSnapshot.jobs`), the snapshot's h
   idle seconds dt when it runs nothing there (True); neither when unknown;
 - activity: the GPU's activity ratio (`activity_of`) x dt, dt, and dt in its 1 % bin;
 - cost and idle cost: the GPU's tick cost (price x dt) split among its jobs by the pods'
-  rule (`gpuwatch.cost.jobs.split_gpu_jobs`), the job's busy + idle part and idle part;
+  rule (`gpuwatch.cost.jobs.split_gpu_jobs`), the job's busy + idle part and idle part,
+  and held cost: the job's part at ticks it ran nothing on the GPU (allocated-idle);
 - memory: the peak of its processes' memory on the GPU, else, when it holds the GPU
   alone, of the GPU's memory used.
 
@@ -40,6 +41,7 @@ _ADDITIVE = (
     "activity_sampled_seconds",
     "cost_usd",
     "idle_cost_usd",
+    "held_cost_usd",
 )
 
 
@@ -134,13 +136,15 @@ class JobRollup:
                 job = allocation.job
                 hour = self._hour((job.job_id, held.uuid, start))
                 hour.latest.update(
-                    host=snapshot.hostname,
-                    gpu_index=gpu.identity.index,
-                    name=gpu.identity.name,
-                    user=job.user,
-                    account=job.account,
-                    partition=job.partition,
+                    host=snapshot.hostname, gpu_index=gpu.identity.index, name=gpu.identity.name
                 )
+                for key, value in (
+                    ("user", job.user),
+                    ("account", job.account),
+                    ("partition", job.partition),
+                ):  # "" (a job seen in its processes' environment only) keeps a name seen
+                    if value or key not in hour.latest:
+                        hour.latest[key] = value
                 if price is not None:
                     hour.latest["price_usd_per_hour"] = price.usd_per_hour
                 hour.steps.update(allocation.steps)
@@ -152,10 +156,12 @@ class JobRollup:
                 busy, idle = shares.get((job.job_id,), (0.0, 0.0))
                 hour.add("cost_usd", busy + idle)
                 hour.add("idle_cost_usd", idle)
+                allocated_idle = allocation.allocated_idle
+                if allocated_idle:
+                    hour.add("held_cost_usd", busy + idle)
                 if dt <= 0:
                     continue
                 hour.add("held_seconds", dt)
-                allocated_idle = allocation.allocated_idle
                 if allocated_idle is not None:
                     hour.add("idle_seconds" if allocated_idle else "busy_seconds", dt)
                 if activity is not None:

@@ -109,6 +109,7 @@ class JobHourRow(TypedDict):
     price_usd_per_hour: float | None  # the GPU's latest price in the hour
     cost_usd: float  # busy and idle cost charged to the job
     idle_cost_usd: float  # the idle part
+    held_cost_usd: float  # what it was charged at ticks it ran nothing on the GPU
 
 
 class GpuStateRow(TypedDict):

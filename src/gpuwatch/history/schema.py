@@ -202,6 +202,7 @@ MIGRATIONS: tuple[str, ...] = (
         price_usd_per_hour REAL,
         cost_usd REAL NOT NULL DEFAULT 0,
         idle_cost_usd REAL NOT NULL DEFAULT 0,
+        held_cost_usd REAL NOT NULL DEFAULT 0,
         PRIMARY KEY (job_id, uuid, hour_start)
     ) WITHOUT ROWID;
     CREATE INDEX job_hours_by_hour ON job_hours (hour_start);
@@ -290,6 +291,7 @@ JOB_COLUMNS = (
     "price_usd_per_hour",
     "cost_usd",
     "idle_cost_usd",
+    "held_cost_usd",
 )
 """Every column of job_hours (schema 10)."""
 

@@ -194,6 +194,7 @@ def load_job(
                     "price_usd_per_hour": None,
                     "cost_usd": cost,
                     "idle_cost_usd": idle_cost,
+                    "held_cost_usd": idle_cost,
                 }
             )
     return PrometheusJob(tuple(rows), max(needs) if needs else None, max(drams) if drams else None)
