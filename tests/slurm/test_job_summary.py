@@ -140,6 +140,9 @@ def test_the_summary_is_the_stored_rows_summed_by_hand(
     assert summary["idle_gpu_hours"] == pytest.approx(idle / 3600, rel=1e-12)
     assert summary["cost_usd"] == pytest.approx(cost, rel=1e-12)
     assert summary["idle_cost_usd"] == pytest.approx(idle_cost, rel=1e-12)
+    held_cost = sum(float(r["held_cost_usd"]) for r in rows)  # the idle GPU-hours' $
+    assert summary["idle_hours_cost_usd"] == pytest.approx(held_cost, rel=1e-12)
+    assert 0 < held_cost <= cost
     assert summary["activity_mean_ratio"] == pytest.approx(activity / sampled, rel=1e-12)
     # the job is each GPU's only holder: it is charged the GPU's rent for the seconds it
     # held it ($ = rent x hours), less the busy part of processes of no job (on this shared
@@ -167,6 +170,7 @@ def test_the_summary_is_the_stored_rows_summed_by_hand(
     assert unused["idle_seconds"] >= 5.0
     if unused["busy_seconds"] == 0:
         assert unused["idle_cost_usd"] == pytest.approx(unused["cost_usd"], rel=1e-12)
+        assert unused["idle_hours_cost_usd"] == pytest.approx(unused["cost_usd"], rel=1e-12)
     assert unused["cost_usd"] > 0
     # p95: the lowest 1 % bin holding 95 % of the sampled seconds of the summed histograms
     bins: dict[int, float] = {}
@@ -231,7 +235,8 @@ def test_from_prometheus_the_same_job_within_a_scrape(
     # step ran; the scrapes see a subset of the ticks: a GPU idle all along in the
     # history is in Prometheus too
     unused = max(fleet["gpus"], key=lambda g: g["idle_seconds"])
-    assert 0 < unused["idle_cost_usd"] <= fleet["idle_cost_usd"] < fleet["cost_usd"]
+    assert 0 < unused["idle_hours_cost_usd"] <= fleet["idle_hours_cost_usd"] < fleet["cost_usd"]
+    assert 0 < fleet["idle_cost_usd"] <= fleet["cost_usd"]
     along = {g["uuid"] for g in fleet["gpus"] if g["idle_all_along"]}
     assert along >= {g["uuid"] for g in local["gpus"] if g["idle_all_along"]}
     assert fleet["advice"]["gpus"] == 2 - len(along)

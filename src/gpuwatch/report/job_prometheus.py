@@ -10,9 +10,9 @@ samples over the job's span of:
   series' `step` label set: the tick's hold verdict, as the history's) / ran nothing there,
   x the interval (`gpuwatch_gpu_job_allocated_idle` is the window's verdict, for alerts);
 - $: each increase of `gpuwatch_gpu_cost_usd_total{uuid}` to a scrape where the job held
-  the GPU, divided by the jobs holding it at that scrape (their info series); idle $: those
-  at scrapes where it ran nothing there (Prometheus has no per-job cost: the history
-  splits by measured use instead);
+  the GPU, divided by the jobs holding it at that scrape (their info series); the idle
+  part: each x (1 - the activity then); the idle GPU-hours' $: those at scrapes where it
+  ran nothing there (Prometheus has no per-job cost: the history splits by measured use);
 - activity: `gpuwatch_gpu_activity_mean_ratio` (the agent's window mean) at those scrapes;
 - memory: the maximum of `gpuwatch_gpu_memory_used_bytes`; DRAM: of
   `gpuwatch_gpu_dram_bandwidth_ratio`; the declared need: of
@@ -127,16 +127,23 @@ class _Gpu:
 
 
 def _costs(
-    costs: Samples, held: set[float], holders: dict[float, int], running: set[float]
-) -> tuple[float, float]:
-    """(the job's $, its idle $): each increase to a held scrape over the holders then."""
-    cost = idle_cost = 0.0
+    costs: Samples,
+    held: set[float],
+    holders: dict[float, int],
+    running: set[float],
+    activity: dict[float, float],
+) -> tuple[float, float, float]:
+    """(the job's $, the GPU's idle part of it, its $ while it ran nothing): each increase
+    to a held scrape over the holders then; the idle part x (1 - activity) then (all of
+    it without an activity figure)."""
+    cost = idle_cost = held_cost = 0.0
     for (_, before), (t, now) in itertools.pairwise(costs):
         if t in held:
             share = (now - before if now >= before else now) / max(holders.get(t, 1), 1)
             cost += share
-            idle_cost += 0.0 if t in running else share
-    return cost, idle_cost
+            idle_cost += share * (1.0 - min(max(activity.get(t, 0.0), 0.0), 1.0))
+            held_cost += 0.0 if t in running else share
+    return cost, idle_cost, held_cost
 
 
 def load_job(
@@ -155,10 +162,15 @@ def load_job(
             times = sorted(held)
             step = _interval(options, times)
             gpu = _Gpu(client, host, uuid, times, step)
-            cost, idle_cost = _costs(
-                gpu.series("gpuwatch_gpu_cost_usd_total"), held, gpu.holders(), running
+            activity_at = dict(gpu.series("gpuwatch_gpu_activity_mean_ratio"))
+            activity = [v for t, v in activity_at.items() if t in held]
+            cost, idle_cost, held_cost = _costs(
+                gpu.series("gpuwatch_gpu_cost_usd_total"),
+                held,
+                gpu.holders(),
+                running,
+                activity_at,
             )
-            activity = [v for t, v in gpu.series("gpuwatch_gpu_activity_mean_ratio") if t in held]
             histogram: dict[str, float] = {}
             for value in activity:
                 histogram[str(activity_bin(value))] = (
@@ -194,7 +206,7 @@ def load_job(
                     "price_usd_per_hour": None,
                     "cost_usd": cost,
                     "idle_cost_usd": idle_cost,
-                    "held_cost_usd": idle_cost,
+                    "held_cost_usd": held_cost,
                 }
             )
     return PrometheusJob(tuple(rows), max(needs) if needs else None, max(drams) if drams else None)

@@ -41,8 +41,9 @@ def render_text(summary: JobSummary) -> str:
         f"{plain_name(s.account) or ABSENT}, partition {plain_name(s.partition) or ABSENT}",
         f"  span        {_when(s.start_seconds)} to {_when(s.end_seconds)} "
         f"({duration(s.end_seconds - s.start_seconds)}); steps {steps}",
-        f"  GPU-hours   {s.gpu_hours:.3f} ({len(s.gpus)} GPUs), idle {s.idle_gpu_hours:.3f}",
-        f"  cost        {usd(s.cost_usd)}, idle {usd(s.idle_cost_usd)}",
+        f"  GPU-hours   {s.gpu_hours:.3f} ({len(s.gpus)} GPUs), idle {s.idle_gpu_hours:.3f} "
+        f"({usd(s.idle_hours_cost_usd)})",
+        f"  cost        {usd(s.cost_usd)}, of it the GPUs' idle part {usd(s.idle_cost_usd)}",
         f"  activity    mean {_ratio(s.activity_mean_ratio)}, p95 {_ratio(s.activity_p95_ratio)}",
         f"  memory      peak {_gib(s.memory_peak_bytes)}"
         + ("" if s.need_bytes is None else f", declared workload needs {_gib(s.need_bytes)}"),

@@ -1,8 +1,9 @@
 """One Slurm job's summary from its stored hours (`job_hours`, and its GPUs' `gpu_hours`).
 
 Every figure is a sum or extreme over the job's rows (docs/slurm.md gives the formulas):
-GPU-hours = sum(held_seconds) / 3600; idle GPU-hours = sum(idle_seconds) / 3600; $ =
-sum(cost_usd), idle $ = sum(idle_cost_usd); mean activity = sum(activity_seconds) /
+GPU-hours = sum(held_seconds) / 3600; idle GPU-hours = sum(idle_seconds) / 3600 and
+their $ = sum(held_cost_usd); $ = sum(cost_usd), of it the GPUs' idle part
+sum(idle_cost_usd); mean activity = sum(activity_seconds) /
 sum(activity_sampled_seconds); p95 activity = the lowest 1 % bin at or under which 95 %
 of the sampled seconds fall (the hours' histograms added); peak memory = the maximum.
 
@@ -46,6 +47,7 @@ class JobGpu:
     memory_peak_bytes: float | None
     cost_usd: float
     idle_cost_usd: float
+    idle_hours_cost_usd: float  # charged while it ran nothing on the GPU
 
     @property
     def idle_all_along(self) -> bool:
@@ -78,7 +80,8 @@ class JobSummary:
     gpu_hours: float
     idle_gpu_hours: float
     cost_usd: float
-    idle_cost_usd: float
+    idle_cost_usd: float  # the idle part of its GPUs' cost (the split rule's)
+    idle_hours_cost_usd: float  # what its idle GPU-hours cost (Σ held_cost_usd)
     activity_mean_ratio: float | None
     activity_p95_ratio: float | None
     memory_peak_bytes: float | None
@@ -117,6 +120,7 @@ def _gpu(rows: Sequence[JobHourRow]) -> JobGpu:
         memory_peak_bytes=max(peaks) if peaks else None,
         cost_usd=sum(r["cost_usd"] for r in rows),
         idle_cost_usd=sum(r["idle_cost_usd"] for r in rows),
+        idle_hours_cost_usd=sum(r["held_cost_usd"] for r in rows),
     )
 
 
@@ -172,6 +176,7 @@ def summarize(
         idle_gpu_hours=sum(g.idle_seconds for g in gpus) / HOUR_SECONDS,
         cost_usd=sum(g.cost_usd for g in gpus),
         idle_cost_usd=sum(g.idle_cost_usd for g in gpus),
+        idle_hours_cost_usd=sum(g.idle_hours_cost_usd for g in gpus),
         activity_mean_ratio=(
             sum(r["activity_seconds"] for r in rows) / sampled if sampled > 0 else None
         ),
