@@ -80,7 +80,7 @@ PLAN_FAMILIES = frozenset({
     "gpuwatch_gpu", "gpuwatch_gpu_up", "gpuwatch_gpu_state", "gpuwatch_gpu_price_usd_per_hour",
     "gpuwatch_gpu_activity_mean_ratio", "gpuwatch_gpu_dram_bandwidth_ratio",
     "gpuwatch_gpu_required_memory_bytes", "gpuwatch_gpu_need_basis_info",
-    "gpuwatch_gpu_pod_info",
+    "gpuwatch_gpu_pod_info", "gpuwatch_gpu_utilization_ratio",
 })  # fmt: skip
 """The families `gpuwatch plan --prometheus` reads (`plan/prometheus.py`), for
 `write_fleet(..., families=PLAN_FAMILIES)` with `plan_series`."""
@@ -343,6 +343,9 @@ def _write_plan_series(
                   settled_stamps)  # fmt: skip
     writer.series("gpuwatch_gpu_dram_bandwidth_ratio", "gauge", base,
                   [repr(dram * scale.get(s.states[i], 0.0)) for i in kept], stamps)  # fmt: skip
+    # kernel-busy time (NVML utilization) as the activity: the least it can be
+    writer.series("gpuwatch_gpu_utilization_ratio", "gauge", base,
+                  [repr(activity * scale.get(s.states[i], 0.0)) for i in kept], stamps)  # fmt: skip
     peak = max((s.memory[i] for i in kept), default=0.0)
     writer.series("gpuwatch_gpu_required_memory_bytes", "gauge", f'{base},source="observed"',
                   repr(peak), stamps)  # fmt: skip
