@@ -41,7 +41,7 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         conn.executescript(V1_FILE)
     store = HistoryStore(path)
     try:
-        assert store.version() == SCHEMA_VERSION == 9
+        assert store.version() == SCHEMA_VERSION == 10
         (row,) = store.gpu_hours(0.0)
         assert row["idle_seconds"] == 3600
         assert row["cost_usd"] == 6.88
@@ -57,11 +57,12 @@ def test_a_version_1_file_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None
         assert row["kernel_busy_seconds"] == row["kernel_busy_sampled_seconds"] == 0  # schema 9
         assert store.token_hours(0.0) == []
         assert store.pod_hours(0.0) == []
+        assert store.job_hours(0.0) == []  # schema 10
     finally:
         store.close()
     reopened = HistoryStore(path)  # a migrated file opens as it is
     try:
-        assert reopened.version() == 9
+        assert reopened.version() == 10
     finally:
         reopened.close()
 

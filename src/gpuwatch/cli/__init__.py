@@ -1,4 +1,4 @@
-"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test, report, plan.
+"""The `gpuwatch` command line: run, status, check-config, size, tco, alert test, report, plan, job.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. Errors a user can fix
 are one line on stderr, never a traceback.
@@ -69,6 +69,11 @@ COMMANDS = (
         "plan",
         "gpuwatch.cli.plan",
         "the cheapest set of GPUs that holds every workload's measured need",
+    ),
+    Command(
+        "job",
+        "gpuwatch.cli.job",
+        "a Slurm job's GPU-hours, activity, memory, cost and what to request next time",
     ),
 )
 """Every subcommand, in the order `gpuwatch --help` lists them."""

@@ -70,7 +70,12 @@ def _open_writer(
     try:
         restored = restore(store, analysis, cost, now, config.analysis.window_seconds)
         since = hour_of(now) - HOUR_SECONDS  # this run can only touch hours from its start
-        rollup = Rollup(store.gpu_hours(since), store.token_hours(since), store.pod_hours(since))
+        rollup = Rollup(
+            store.gpu_hours(since),
+            store.token_hours(since),
+            store.pod_hours(since),
+            store.job_hours(since),
+        )
     except Exception as exc:
         store.close()
         raise store_error(f"cannot read {path}", exc) from exc

@@ -1,4 +1,5 @@
-"""Snapshots in, per GPU-hour, token-source-hour and pod-hour rows out (pure, no I/O).
+"""Snapshots in, per GPU-hour, token-source-hour and pod-hour rows out (pure, no I/O);
+the Slurm jobs' hours in `gpuwatch.history.job_rollup`, folded from here.
 
 Every row is *base + this run*: `base` is the row as stored when this run first touched
 the hour (an agent restarted within an hour continues that hour's figures), and this
@@ -39,7 +40,14 @@ from gpuwatch.core.costs import GpuCost, HourTotals
 from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, PodRef
 from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.core.verdict import GPU_STATES
-from gpuwatch.history.rows import GpuHourRow, GpuStateRow, PodHourRow, TokenHourRow
+from gpuwatch.history.job_rollup import JobRollup
+from gpuwatch.history.rows import (
+    GpuHourRow,
+    GpuStateRow,
+    JobHourRow,
+    PodHourRow,
+    TokenHourRow,
+)
 from gpuwatch.history.schema import GPU_CLASS_COLUMNS, STATE_COLUMNS
 from gpuwatch.kube.dra import NVIDIA_GPU_DRIVER
 
@@ -254,7 +262,9 @@ class Rollup:
         gpu_bases: Sequence[GpuHourRow] = (),
         token_bases: Sequence[TokenHourRow] = (),
         pod_bases: Sequence[PodHourRow] = (),
+        job_bases: Sequence[JobHourRow] = (),
     ) -> None:
+        self.jobs = JobRollup(job_bases)  # the Slurm jobs' hours
         self._gpu_bases = {(r["uuid"], int(r["hour_start"])): dict(r) for r in gpu_bases}
         self._token_bases = {(r["source"], int(r["hour_start"])): dict(r) for r in token_bases}
         self._pod_bases = {
@@ -370,6 +380,7 @@ class Rollup:
                 }
         self._add_tokens(snapshot, readings)
         self._add_pods(snapshot)
+        self.jobs.add(snapshot)
 
     def _add_pods(self, snapshot: FleetSnapshot) -> None:
         """Each pod's cost increase since the last snapshot, into the snapshot's hour."""
@@ -475,6 +486,7 @@ class Rollup:
         self.dirty_gpus.update(self._gpus)
         self.dirty_tokens.update(self._tokens)
         self.dirty_pods.update(self._pods)
+        self.jobs.untake_all()
 
     def forget_final(self) -> None:
         """Drop clean hours no snapshot can change any more (their rows are stored):
@@ -488,8 +500,10 @@ class Rollup:
             del self._tokens[key]
         for pod in [k for k in self._pods if k[2] < hour_start and k not in self.dirty_pods]:
             del self._pods[pod]
+        self.jobs.forget_before(hour_start)
 
     @property
     def pending_rows(self) -> int:
         """Rows changed and not yet written."""
-        return len(self.dirty_gpus) + len(self.dirty_tokens) + len(self.dirty_pods)
+        pending = len(self.dirty_gpus) + len(self.dirty_tokens) + len(self.dirty_pods)
+        return pending + len(self.jobs.dirty)

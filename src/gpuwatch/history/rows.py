@@ -84,6 +84,34 @@ class PodHourRow(TypedDict):
     last_seconds: float
 
 
+class JobHourRow(TypedDict):
+    """One Slurm job's hour on one GPU, `job_hours` (seconds, bytes, USD)."""
+
+    job_id: str
+    uuid: str
+    hour_start: int
+    host: str
+    gpu_index: int | None
+    name: str  # the GPU's model
+    user: str
+    account: str
+    partition: str
+    steps: str  # a JSON list of the steps seen running on the GPU, sorted
+    first_seconds: float  # epoch s of the first snapshot in the hour the job held it
+    last_seconds: float  # and of the last
+    held_seconds: float  # held it (its GRES)
+    busy_seconds: float  # of those, ran a process on it (or held it alone while it worked)
+    idle_seconds: float  # of those, ran nothing on it (allocated-idle); the rest unknown
+    activity_seconds: float  # the GPU's activity ratio x seconds, while held
+    activity_sampled_seconds: float  # the seconds with an activity figure
+    activity_histogram: str  # JSON {"<percent>": seconds}: seconds per 1 % activity bin
+    memory_peak_bytes: float | None  # the job's processes' peak (None: never known)
+    price_usd_per_hour: float | None  # the GPU's latest price in the hour
+    cost_usd: float  # busy and idle cost charged to the job
+    idle_cost_usd: float  # the idle part
+    held_cost_usd: float  # what it was charged at ticks it ran nothing on the GPU
+
+
 class GpuStateRow(TypedDict):
     """One GPU's last analysis state, `gpu_state`."""
 

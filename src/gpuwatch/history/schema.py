@@ -13,7 +13,9 @@ version 6 the start of each GPU-hour's sampled time, and per token source hour t
 tokens and cost of the spans its GPUs were charged for in full; version 7 the rule of the
 hour's recommendation; version 8 the hour's memory need (maximum and p95, without
 headroom, and its basis) and the pods that held or used the GPU in it; version 9 the
-hour's kernel-busy seconds (NVML utilization x seconds) and the seconds with that figure.
+hour's kernel-busy seconds (NVML utilization x seconds) and the seconds with that figure;
+version 10 the per Slurm job and GPU-hour rows (`job_hours`: held, busy and idle seconds,
+activity, peak memory, cost and idle cost charged to the job).
 """
 
 from __future__ import annotations
@@ -171,6 +173,40 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE gpu_hours ADD COLUMN kernel_busy_seconds REAL NOT NULL DEFAULT 0;
     ALTER TABLE gpu_hours ADD COLUMN kernel_busy_sampled_seconds REAL NOT NULL DEFAULT 0;
     """,
+    # 10: each Slurm job's hours on each GPU (gpuwatch.history.job_rollup): who ran it, the
+    # seconds it held the GPU (and of those, ran on it or held it idle), the GPU's activity
+    # while it held it (x seconds, the seconds known, and seconds per 1 % activity bin, a
+    # JSON object, for a p95), its peak memory, and the cost and idle cost charged to it
+    # by the pods' split rule (gpuwatch.cost.jobs)
+    """
+    CREATE TABLE job_hours (
+        job_id TEXT NOT NULL,
+        uuid TEXT NOT NULL,
+        hour_start INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        gpu_index INTEGER,
+        name TEXT NOT NULL,
+        user TEXT NOT NULL,
+        account TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        steps TEXT NOT NULL,
+        first_seconds REAL NOT NULL,
+        last_seconds REAL NOT NULL,
+        held_seconds REAL NOT NULL DEFAULT 0,
+        busy_seconds REAL NOT NULL DEFAULT 0,
+        idle_seconds REAL NOT NULL DEFAULT 0,
+        activity_seconds REAL NOT NULL DEFAULT 0,
+        activity_sampled_seconds REAL NOT NULL DEFAULT 0,
+        activity_histogram TEXT NOT NULL,
+        memory_peak_bytes REAL,
+        price_usd_per_hour REAL,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        idle_cost_usd REAL NOT NULL DEFAULT 0,
+        held_cost_usd REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (job_id, uuid, hour_start)
+    ) WITHOUT ROWID;
+    CREATE INDEX job_hours_by_hour ON job_hours (hour_start);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -231,6 +267,35 @@ POD_COLUMNS = (
     "idle_cost_usd",
     "last_seconds",
 )
+
+JOB_COLUMNS = (
+    "job_id",
+    "uuid",
+    "hour_start",
+    "host",
+    "gpu_index",
+    "name",
+    "user",
+    "account",
+    "partition",
+    "steps",
+    "first_seconds",
+    "last_seconds",
+    "held_seconds",
+    "busy_seconds",
+    "idle_seconds",
+    "activity_seconds",
+    "activity_sampled_seconds",
+    "activity_histogram",
+    "memory_peak_bytes",
+    "price_usd_per_hour",
+    "cost_usd",
+    "idle_cost_usd",
+    "held_cost_usd",
+)
+"""Every column of job_hours (schema 10)."""
+
+JOB_KEY = ("job_id", "uuid", "hour_start")
 
 STATE_TABLE_COLUMNS = (
     "uuid",

@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from gpuwatch.history.rows import GpuHourRow, GpuStateRow, PodHourRow, TokenHourRow
+from gpuwatch.history.rows import GpuHourRow, GpuStateRow, JobHourRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import (
     GPU_COLUMNS,
+    JOB_COLUMNS,
+    JOB_KEY,
     MIGRATIONS,
     POD_COLUMNS,
     SCHEMA_VERSION,
@@ -214,7 +216,7 @@ class HistoryStore:
                 for column in self._conn.execute(f"PRAGMA table_info({table})")  # fixed names
                 if column["notnull"] or column["pk"]
             )
-            for table in ("gpu_hours", "token_hours", "pod_hours", "gpu_state")
+            for table in ("gpu_hours", "token_hours", "pod_hours", "job_hours", "gpu_state")
         }
         """Each table's columns that cannot be NULL (NOT NULL or in the key)."""
 
@@ -259,8 +261,10 @@ class HistoryStore:
         gpu_rows: Sequence[GpuHourRow],
         token_rows: Sequence[TokenHourRow] = (),
         states: Sequence[GpuStateRow] = (),
+        *,
         prune_before: float | None = None,
         pod_rows: Sequence[PodHourRow] = (),
+        job_rows: Sequence[JobHourRow] = (),
     ) -> None:
         """Upsert every row (absolute values) in one transaction; sqlite3.Error (or any
         other exception) on failure, nothing written then. Rows must be storable
@@ -280,6 +284,7 @@ class HistoryStore:
                     ("namespace", "pod", "hour_start"),
                     pod_rows,
                 )
+                _upsert(self._conn, "job_hours", JOB_COLUMNS, JOB_KEY, job_rows)
                 if prune_before is not None:
                     self._conn.execute(
                         "DELETE FROM gpu_hours WHERE hour_start < ?", (prune_before,)
@@ -289,6 +294,9 @@ class HistoryStore:
                     )
                     self._conn.execute(
                         "DELETE FROM pod_hours WHERE hour_start < ?", (prune_before,)
+                    )
+                    self._conn.execute(
+                        "DELETE FROM job_hours WHERE hour_start < ?", (prune_before,)
                     )
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -314,6 +322,18 @@ class HistoryStore:
         rows = self._select("pod_hours", "namespace, pod", since, until)
         return cast("list[PodHourRow]", rows)
 
+    def job_hours(self, since: float, until: float = float("inf")) -> list[JobHourRow]:
+        """Rows of job_hours with since <= hour_start < until, by job, GPU, hour."""
+        rows = self._select("job_hours", "job_id, uuid", since, until)
+        return cast("list[JobHourRow]", rows)
+
+    def job_rows(self, job_id: str) -> list[JobHourRow]:
+        """Every stored row of one job, by GPU then hour."""
+        rows = self._read(
+            "SELECT * FROM job_hours WHERE job_id = ? ORDER BY uuid, hour_start", (job_id,)
+        )
+        return cast("list[JobHourRow]", rows)
+
     def states(self) -> list[GpuStateRow]:
         """Every GPU's last stored analysis state."""
         return cast("list[GpuStateRow]", self._read("SELECT * FROM gpu_state ORDER BY uuid", ()))
@@ -326,7 +346,7 @@ class HistoryStore:
             (since, upper),
         )
 
-    def _read(self, sql: str, parameters: tuple[float, ...]) -> list[dict[str, Any]]:
+    def _read(self, sql: str, parameters: tuple[float | str, ...]) -> list[dict[str, Any]]:
         """The rows of a query; HistoryCorruptError or HistoryStoreError when SQLite fails
         (a damaged page may only show when read). Untyped: the readers above cast them to
         their table's row (`gpuwatch.history.rows`)."""

@@ -29,7 +29,14 @@ from prometheus_client.metrics_core import Metric
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.history.rollup import Rollup, TokenReadingTotals, hour_of
-from gpuwatch.history.schema import GPU_COLUMNS, POD_COLUMNS, STATE_TABLE_COLUMNS, TOKEN_COLUMNS
+from gpuwatch.history.schema import (
+    GPU_COLUMNS,
+    JOB_COLUMNS,
+    JOB_KEY,
+    POD_COLUMNS,
+    STATE_TABLE_COLUMNS,
+    TOKEN_COLUMNS,
+)
 from gpuwatch.history.store import (
     HistoryCorruptError,
     HistoryStore,
@@ -118,6 +125,7 @@ class HistoryWriter:
             prune = float(hour_of(now - self._retention_seconds))
         gpu_rows, token_rows, states = self._rollup.take_dirty()
         pod_rows = self._rollup.take_dirty_pods()
+        job_rows = self._rollup.jobs.take_dirty()
         refused: list[str] = []
         required = self.store.required
         gpu_rows = _storable(
@@ -131,6 +139,7 @@ class HistoryWriter:
             refused,
         )
         pod_rows = _storable(pod_rows, POD_COLUMNS, POD_KEY, required["pod_hours"], refused)
+        job_rows = _storable(job_rows, JOB_COLUMNS, JOB_KEY, required["job_hours"], refused)
         states = _storable(states, STATE_TABLE_COLUMNS, ("uuid",), required["gpu_state"], refused)
         self._note_refused(refused)
         write = functools.partial(
@@ -140,6 +149,7 @@ class HistoryWriter:
             states,
             prune_before=prune,
             pod_rows=pod_rows,
+            job_rows=job_rows,
         )
         error = _attempt(write)
         if error is not None and replace_damaged and self._replace_damaged(error, now):
@@ -148,6 +158,7 @@ class HistoryWriter:
         if error is not None:
             self._rollup.untake(gpu_rows, token_rows)
             self._rollup.untake_pods(pod_rows)
+            self._rollup.jobs.untake(job_rows)
             self.failures += 1
             if self.up:
                 log.error(

@@ -34,6 +34,7 @@ from gpuwatch.report.result import (
     NamespaceLine,
     Report,
     Savings,
+    SlurmLine,
     TokenLine,
     Totals,
     WasteItem,
@@ -211,6 +212,28 @@ def _token_lines(data: ReportData) -> tuple[TokenLine, tuple[TokenLine, ...]]:
     return line("", "", total), per_source
 
 
+def _slurm_lines(
+    data: ReportData, total_cost_usd: float, *, by_user: bool
+) -> tuple[SlurmLine, ...]:
+    """Jobs' days summed per Slurm account (or user); the share is of all GPU cost in the
+    period (the rest is the GPUs' cost charged to no job)."""
+    sums: dict[str, list[float]] = {}
+    jobs: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for row in data.job_days:
+        name = row.user if by_user else row.account
+        line = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+        line[0] += row.held_seconds / HOUR_SECONDS
+        line[1] += row.cost_usd
+        line[2] += row.idle_cost_usd
+        line[3] += row.held_cost_usd
+        jobs[name].add((row.host, row.job_id))
+    lines = [
+        SlurmLine(name, len(jobs[name]), hours, cost, idle, held, _ratio(cost, total_cost_usd))
+        for name, (hours, cost, idle, held) in sums.items()
+    ]
+    return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))
+
+
 def _namespace_lines(data: ReportData, total_cost_usd: float) -> tuple[NamespaceLine, ...]:
     """Pods' days summed per namespace; the share is of all GPU cost in the period (the
     rest is the GPUs' cost charged to no pod)."""
@@ -323,6 +346,8 @@ def build_report(data: ReportData, previous: ReportData | None = None) -> Report
         gpus=gpus,
         top_waste=actions[:TOP_WASTE],
         namespaces=_namespace_lines(data, totals.cost_usd),
+        slurm_accounts=_slurm_lines(data, totals.cost_usd, by_user=False),
+        slurm_users=_slurm_lines(data, totals.cost_usd, by_user=True),
         changes=(),
         previous_label=None,
         price_sources=dict(sorted(price_sources.items())),

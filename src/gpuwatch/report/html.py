@@ -308,6 +308,11 @@ def _sections(report: Report) -> list[str]:
     if report.namespaces:
         out.append("<h2>Namespaces</h2>")
         out.append(_shared(tables.namespaces(report)))
+    if report.slurm_accounts:
+        out.append("<h2>Slurm accounts</h2>")
+        out.append(_shared(tables.slurm(report, by_user=False)))
+        out.append("<h2>Slurm users</h2>")
+        out.append(_shared(tables.slurm(report, by_user=True)))
     if report.fleet_plan is not None:
         out.append(html_section(report.fleet_plan))
     out.extend(_appendix(report))

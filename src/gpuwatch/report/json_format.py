@@ -172,6 +172,25 @@ def report_document(report: Report, generated: str = "") -> dict[str, Any]:
             }
             for n in report.namespaces
         ],
+        **{
+            key: [
+                {
+                    "name": n.name,
+                    "jobs": n.jobs,
+                    "gpu_hours": n.gpu_hours,
+                    "cost_usd": n.cost_usd,
+                    "idle_cost_usd": n.idle_cost_usd,
+                    "held_cost_usd": n.held_cost_usd,
+                    "share_ratio": n.share_ratio,
+                    "reclaimed_usd": n.reclaimed_usd,
+                }
+                for n in lines
+            ]
+            for key, lines in (
+                ("slurm_accounts", report.slurm_accounts),
+                ("slurm_users", report.slurm_users),
+            )
+        },
         "previous_period": report.previous_label,
         "changes": [
             {

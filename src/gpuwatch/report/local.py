@@ -30,13 +30,14 @@ from gpuwatch.core.costs import RentVsBuyPosition
 from gpuwatch.core.text import counted
 from gpuwatch.cost.engine import RENT_VS_BUY_WINDOW, rent_vs_buy_position
 from gpuwatch.cost.ledger import WINDOWS
-from gpuwatch.history.rows import GpuHourRow, PodHourRow, TokenHourRow
+from gpuwatch.history.rows import GpuHourRow, JobHourRow, PodHourRow, TokenHourRow
 from gpuwatch.history.schema import STATE_COLUMNS
 from gpuwatch.history.store import HISTORY_FILE, open_reader
 from gpuwatch.report.model import (
     GPU_STATES,
     TIME_CLASSES,
     GpuDay,
+    JobDay,
     OwnedInputs,
     Period,
     PodDay,
@@ -62,6 +63,7 @@ def load(config: Config, period: Period) -> ReportData:
         gpu_rows = store.gpu_hours(start, end)
         token_rows = store.token_hours(start, end)
         pod_rows = store.pod_hours(start, end)
+        job_rows = store.job_hours(start, end)
         first_hours = {r["uuid"]: _first_sample(r) for r in store.gpu_hours(0.0, end)[::-1]}
         after = store.gpu_hours(end, end + 1.0)  # the hour starting at the end, if any
         window_rows = store.gpu_hours(end - RENT_VS_BUY_WINDOW_SECONDS, end)
@@ -95,6 +97,7 @@ def load(config: Config, period: Period) -> ReportData:
         gpu_days=tuple(_gpu_days(gpu_rows)),
         token_days=tuple(_token_days(token_rows)),
         pod_days=tuple(_pod_days(pod_rows)),
+        job_days=tuple(_job_days(job_rows)),
         expected_gpu_seconds=expected if first_hours else None,
         rent_vs_buy_monthly_delta_usd=_host_delta(positions, "busy"),
         rent_vs_buy_activity_monthly_delta_usd=_host_delta(positions, "activity"),
@@ -288,6 +291,30 @@ def _pod_days(rows: Iterable[PodHourRow]) -> list[PodDay]:
         )
         for (namespace, pod, day), hours in sorted(days.items(), key=lambda i: (i[0][2], i[0][:2]))
     ]
+
+
+def _job_days(rows: Iterable[JobHourRow]) -> list[JobDay]:
+    days: dict[tuple[str, str, date], list[JobHourRow]] = {}
+    for row in rows:
+        days.setdefault((row["host"], row["job_id"], _day(row["hour_start"])), []).append(row)
+    out = []
+    for (host, job_id, day), hours in sorted(days.items(), key=lambda i: (i[0][2], i[0][:2])):
+        named = [h for h in hours if h["account"] or h["user"]] or hours
+        latest = max(named, key=lambda h: h["last_seconds"])
+        out.append(
+            JobDay(
+                host=host,
+                job_id=job_id,
+                account=latest["account"],
+                user=latest["user"],
+                day=day,
+                held_seconds=_sum(hours, "held_seconds"),
+                cost_usd=_sum(hours, "cost_usd"),
+                idle_cost_usd=_sum(hours, "idle_cost_usd"),
+                held_cost_usd=_sum(hours, "held_cost_usd"),
+            )
+        )
+    return out
 
 
 def _sum(rows: Iterable[Mapping[str, Any]], column: str) -> float:  # rows of one table

@@ -136,6 +136,11 @@ def render_markdown(report: Report, generated: str = "") -> str:
     if report.namespaces:
         out += ["", "## Namespaces", ""]
         out += _shared(tables.namespaces(report))
+    if report.slurm_accounts:
+        out += ["", "## Slurm accounts", ""]
+        out += _shared(tables.slurm(report, by_user=False))
+        out += ["", "## Slurm users", ""]
+        out += _shared(tables.slurm(report, by_user=True))
     if report.fleet_plan is not None:
         out += ["", *markdown_lines(report.fleet_plan, level=2)]
     sources = ", ".join(f"{n} ({counted(d, 'GPU-day')})" for n, d in report.price_sources.items())

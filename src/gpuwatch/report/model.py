@@ -117,6 +117,22 @@ class PodDay:
 
 
 @dataclass(frozen=True, slots=True)
+class JobDay:
+    """One Slurm job on one UTC day, on one host: its GPU time and what the jobs' cost
+    split charged it (`job_hours`), in seconds and USD."""
+
+    host: str
+    job_id: str
+    account: str
+    user: str
+    day: date
+    held_seconds: float  # GPU-seconds it held
+    cost_usd: float  # busy and idle
+    idle_cost_usd: float  # the idle part of the GPUs it held
+    held_cost_usd: float  # charged while it held a GPU and ran nothing on it
+
+
+@dataclass(frozen=True, slots=True)
 class OwnedInputs:
     """What a GPU's owned $/year is computed from (docs/tco.md), as the agent resolved
     them (`RentVsBuyConfig.owned_inputs_for`, exported as `gpuwatch_rent_vs_buy_inputs_info`)."""
@@ -163,6 +179,7 @@ class ReportData:
     gpu_days: tuple[GpuDay, ...]
     token_days: tuple[TokenDay, ...] = ()
     pod_days: tuple[PodDay, ...] = ()  # empty without Kubernetes attribution
+    job_days: tuple[JobDay, ...] = ()  # empty without Slurm attribution
     expected_gpu_seconds: float | None = None
     rent_vs_buy_monthly_delta_usd: float | None = None
     rent_vs_buy_activity_monthly_delta_usd: float | None = None  # at mean activity

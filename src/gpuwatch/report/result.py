@@ -288,6 +288,20 @@ class NamespaceLine:
 
 
 @dataclass(frozen=True, slots=True)
+class SlurmLine:
+    """One Slurm account's or user's GPU time and cost over the period (GPU-hours, USD)."""
+
+    name: str
+    jobs: int  # distinct jobs charged in the period
+    gpu_hours: float  # held
+    cost_usd: float  # busy and idle charged to its jobs
+    idle_cost_usd: float  # part of cost_usd: the idle part of the GPUs its jobs held
+    held_cost_usd: float  # part of cost_usd: charged while its jobs held GPUs running nothing
+    share_ratio: float | None  # of the period's GPU cost; None when that is 0
+    reclaimed_usd: float | None = None  # the reclaim policy's (Prometheus source); None: n/a
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """Every figure of one report; formats only render these."""
 
@@ -314,6 +328,8 @@ class Report:
     price_sources: Mapping[str, int]  # price source -> GPU-days priced by it
     notes: tuple[str, ...]
     fleet_plan: PlanReport | None = None  # "What the fleet should be" (gpuwatch.plan)
+    slurm_accounts: tuple[SlurmLine, ...] = ()  # by cost, largest first; () without jobs
+    slurm_users: tuple[SlurmLine, ...] = ()
 
     def usd_per_million_tokens(self, kind: str) -> float | None:
         """Realized $/1M tokens of `kind` (TOKEN_FIGURES) over all sources."""

@@ -306,6 +306,37 @@ def tokens(report: Report) -> Table:
     )
 
 
+def slurm(report: Report, *, by_user: bool) -> Table:
+    """Slurm chargeback: one row per account (or user), largest cost first."""
+    lines = report.slurm_users if by_user else report.slurm_accounts
+    reclaimed = any(n.reclaimed_usd is not None for n in lines)
+    return Table(
+        (
+            "user" if by_user else "account",
+            "jobs",
+            "GPU-hours",
+            "cost",
+            "idle",
+            "held",
+            "share of GPU cost",
+            *(("$ reclaimed",) if reclaimed else ()),
+        ),
+        tuple(
+            (
+                Name(n.name),
+                str(n.jobs),
+                f"{n.gpu_hours:,.2f}",
+                f.usd(n.cost_usd),
+                f.usd(n.idle_cost_usd),
+                f.usd(n.held_cost_usd),
+                f.percent(n.share_ratio),
+                *((f.usd(n.reclaimed_usd),) if reclaimed else ()),
+            )
+            for n in lines
+        ),
+    )
+
+
 def namespaces(report: Report) -> Table:
     """Chargeback: one row per Kubernetes namespace, largest cost first."""
     return Table(

@@ -1,0 +1,286 @@
+"""A finished Slurm job's summary (`gpuwatch job`), re-derived by hand from the history.
+
+`gpuwatch run --simulate slurm` with the history on (1 s ticks, a write every second)
+against the real cluster; a job given two GPUs whose one process names only the first
+(`exec env SLURM_JOB_GPUS=<first>`): it runs on one and holds the other idle all along.
+It ends by itself; the agent stops (its last write); the summary is then read with
+`gpuwatch job` and every figure recomputed from the stored rows with SQL and arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwatch.cli import main
+from gpuwatch.history.store import HISTORY_FILE
+from tests.agent_process import start_agent
+from tests.conftest import free_port
+from tests.prometheus_process import running_prometheus, scrape_config
+from tests.slurm_cluster import SlurmCluster
+
+
+def _rows(path: Path, job_id: str) -> list[dict[str, Any]]:
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [
+            dict(r) for r in conn.execute("SELECT * FROM job_hours WHERE job_id = ?", (job_id,))
+        ]
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class Finished:
+    job: str
+    config: Path
+    history: Path
+    prometheus: str  # the URL of the real Prometheus that scraped the agent every second
+
+
+def _ready(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail("prometheus never became ready")
+        time.sleep(0.2)
+
+
+def _promql(url: str, query: str) -> list[dict[str, Any]]:
+    address = f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(address, timeout=10) as answer:
+        result: list[dict[str, Any]] = json.load(answer)["data"]["result"]
+    return result
+
+
+@pytest.fixture(scope="module")
+def finished(slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
+    """The job ended, the agent stopped (after Prometheus scraped it every second)."""
+    state = tmp_path_factory.mktemp("job-summary")
+    config = state / "gpuwatch.toml"
+    config.write_text(
+        f'[agent]\nstate_dir = "{state}"\ninterval_seconds = 1.0\n\n'
+        "[history]\nenabled = true\nwrite_interval_seconds = 1.0\n\n"
+        "[slurm]\nlist_interval_seconds = 1.0\n"
+    )
+    port = free_port()
+    with running_prometheus(state, scrape_config([port])) as url:
+        _ready(url)
+        proc = start_agent(
+            ["--simulate", "slurm", "--config", str(config)],
+            port,
+            prefix=("env", f"SLURM_CONF={slurm.conf}"),
+        )
+        job = ""
+        try:
+            job = slurm.sbatch(
+                "--gres=gpu:2",
+                "--account=astro",
+                wrap='exec env SLURM_JOB_GPUS="${SLURM_JOB_GPUS%%,*}" sleep 8',
+            )
+            slurm.wait_running(job)
+            slurm.wait_ended(job, timeout_s=40.0)
+            time.sleep(3.0)  # a few ticks and scrapes after the end
+        finally:
+            if job:
+                slurm.run(["scancel", job], check=False)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err.decode()
+        yield Finished(job, config, state / HISTORY_FILE, url)
+
+
+def _job(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["job", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_summary_is_the_stored_rows_summed_by_hand(
+    finished: Finished, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job, config, history = finished.job, finished.config, finished.history
+    rows = _rows(history, job)
+    assert rows, "the history recorded the job"
+    code, out, err = _job([job, "--config", str(config), "--format", "json"], capsys)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["job_id"], summary["user"], summary["account"], summary["partition"]) == (
+        job,
+        "root",
+        "astro",
+        "debug",
+    )
+    held = sum(float(r["held_seconds"]) for r in rows)
+    idle = sum(float(r["idle_seconds"]) for r in rows)
+    cost = sum(float(r["cost_usd"]) for r in rows)
+    idle_cost = sum(float(r["idle_cost_usd"]) for r in rows)
+    activity = sum(float(r["activity_seconds"]) for r in rows)
+    sampled = sum(float(r["activity_sampled_seconds"]) for r in rows)
+    assert held > 10.0, "two GPUs for about 8 s each"
+    assert summary["gpu_hours"] == pytest.approx(held / 3600, rel=1e-12)
+    assert summary["idle_gpu_hours"] == pytest.approx(idle / 3600, rel=1e-12)
+    assert summary["cost_usd"] == pytest.approx(cost, rel=1e-12)
+    assert summary["idle_cost_usd"] == pytest.approx(idle_cost, rel=1e-12)
+    held_cost = sum(float(r["held_cost_usd"]) for r in rows)  # the idle GPU-hours' $
+    assert summary["idle_hours_cost_usd"] == pytest.approx(held_cost, rel=1e-12)
+    assert 0 < held_cost <= cost
+    assert summary["activity_mean_ratio"] == pytest.approx(activity / sampled, rel=1e-12)
+    # the job is each GPU's only holder: it is charged the GPU's rent for the seconds it
+    # held it ($ = rent x hours), less the busy part of processes of no job (on this shared
+    # machine, another session's Slurm jobs' processes also name GPUs to the stand-in), and
+    # on the GPU it never ran on, all of it idle
+    for row in rows:
+        price = float(row["price_usd_per_hour"])
+        assert price > 0
+        assert 0 < float(row["cost_usd"]) <= price * float(row["held_seconds"]) / 3600 * (1 + 1e-9)
+    gpus = {g["uuid"]: g for g in summary["gpus"]}
+    assert len(gpus) == 2, "the two GPUs Slurm gave it"
+    # idle all along, by hand: no busy second, some idle ones. The GPU its process does
+    # not name is, but for a tick that may catch the batch shell before its exec (its
+    # environment then names both GPUs, as Slurm set it): a real start-up, kept as busy
+    busy_by_gpu: dict[str, float] = {}
+    idle_by_gpu: dict[str, float] = {}
+    for row in rows:
+        busy_by_gpu[row["uuid"]] = busy_by_gpu.get(row["uuid"], 0.0) + row["busy_seconds"]
+        idle_by_gpu[row["uuid"]] = idle_by_gpu.get(row["uuid"], 0.0) + row["idle_seconds"]
+    along = {u for u in gpus if busy_by_gpu[u] == 0 and idle_by_gpu[u] > 0}
+    assert {u for u, g in gpus.items() if g["idle_all_along"]} == along
+    assert summary["advice"]["gpus"] == 2 - len(along), "request the GPUs it ran on"
+    unused = max(gpus.values(), key=lambda g: g["idle_seconds"])
+    assert unused["busy_seconds"] <= 2.0, "the GPU it never named: at most a start-up tick"
+    assert unused["idle_seconds"] >= 5.0
+    if unused["busy_seconds"] == 0:
+        assert unused["idle_cost_usd"] == pytest.approx(unused["cost_usd"], rel=1e-12)
+        assert unused["idle_hours_cost_usd"] == pytest.approx(unused["cost_usd"], rel=1e-12)
+    assert unused["cost_usd"] > 0
+    # p95: the lowest 1 % bin holding 95 % of the sampled seconds of the summed histograms
+    bins: dict[int, float] = {}
+    for row in rows:
+        for key, seconds in json.loads(str(row["activity_histogram"])).items():
+            bins[int(key)] = bins.get(int(key), 0.0) + seconds
+    total, running = sum(bins.values()), 0.0
+    for key in sorted(bins):
+        running += bins[key]
+        if running >= 0.95 * total:
+            assert summary["activity_p95_ratio"] == key / 100
+            break
+    code, text, err = _job([job, "--config", str(config)], capsys)
+    assert code == 0, err
+    assert f"Job {job}: user root, account astro, partition debug" in text
+    assert "(idle all along)" in text
+    assert "request 1 GPU" in text
+
+
+def test_an_unknown_job_is_one_line_and_exit_1_with_names_escaped(
+    finished: Finished, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = finished.config
+    code, out, err = _job(["\x1b[2J99999", "--config", str(config)], capsys)
+    assert code == 1
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("gpuwatch: no job ")
+    assert "\x1b" not in line
+
+
+def test_from_prometheus_the_same_job_within_a_scrape(
+    finished: Finished, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet path reads the real Prometheus that scraped the agent every second."""
+    job, config = finished.job, str(finished.config)
+    code, out, err = _job([job, "--config", config, "--format", "json"], capsys)
+    assert code == 0, err
+    local = json.loads(out)
+    flags = ["--prometheus", finished.prometheus, "--prometheus-scrape-interval", "1"]
+    code, out, err = _job([job, "--config", config, "--format", "json", *flags], capsys)
+    assert code == 0, err
+    fleet = json.loads(out)
+    assert (fleet["user"], fleet["account"], fleet["partition"]) == ("root", "astro", "debug")
+    assert {g["uuid"] for g in fleet["gpus"]} == {g["uuid"] for g in local["gpus"]}
+    assert {g["model"] for g in fleet["gpus"]} == {g["model"] for g in local["gpus"]}
+    # held seconds: the info series' samples x the 1 s scrape interval, counted here apart
+    counted = _promql(
+        finished.prometheus, f'count_over_time(gpuwatch_gpu_job_info{{job_id="{job}"}}[1h])'
+    )
+    samples = sum(float(r["value"][1]) for r in counted)
+    assert fleet["gpu_hours"] == pytest.approx(samples / 3600, rel=1e-12)
+    # the same job as the history's ticks saw it, give or take the scrapes a loaded
+    # 2-core machine misses (1 s scrapes of a 1 s agent)
+    assert fleet["gpu_hours"] == pytest.approx(local["gpu_hours"], rel=0.5)
+    assert fleet["idle_gpu_hours"] == pytest.approx(local["idle_gpu_hours"], rel=0.5)
+    # the fleet's $: the GPUs' cost counters' increases at the job's scrapes (it held each
+    # GPU alone): rent x the held scrapes' seconds, within the scrapes' jitter
+    (price,) = {float(r["price_usd_per_hour"]) for r in _rows(finished.history, job)}
+    assert fleet["cost_usd"] == pytest.approx(price * fleet["gpu_hours"], rel=0.5)
+    # idle $: the unused GPU's scrapes without a step, and the busy one's before its
+    # step ran; the scrapes see a subset of the ticks: a GPU idle all along in the
+    # history is in Prometheus too
+    unused = max(fleet["gpus"], key=lambda g: g["idle_seconds"])
+    assert 0 < unused["idle_hours_cost_usd"] <= fleet["idle_hours_cost_usd"] < fleet["cost_usd"]
+    assert 0 < fleet["idle_cost_usd"] <= fleet["cost_usd"]
+    along = {g["uuid"] for g in fleet["gpus"] if g["idle_all_along"]}
+    assert along >= {g["uuid"] for g in local["gpus"] if g["idle_all_along"]}
+    assert fleet["advice"]["gpus"] == 2 - len(along)
+    code, out, err = _job(["no-such-job", "--config", config, *flags], capsys)
+    assert code == 1
+    (line,) = err.splitlines()
+    assert line.startswith("gpuwatch: no job no-such-job in the last 30 days at http://")
+
+
+def test_the_monthly_report_groups_the_jobs_by_account_and_user(
+    finished: Finished, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rows = _rows(finished.history, finished.job)
+    day = datetime.fromtimestamp(rows[0]["hour_start"], UTC).strftime("%Y-%m-%d")
+    period = ["--from", day, "--to", day, "--config", str(finished.config)]
+    assert main(["report", *period, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    by_hand = {
+        "name": "astro",
+        "jobs": 1,
+        "gpu_hours": pytest.approx(sum(r["held_seconds"] for r in rows) / 3600, rel=1e-12),
+        "cost_usd": pytest.approx(sum(r["cost_usd"] for r in rows), rel=1e-12),
+        "idle_cost_usd": pytest.approx(sum(r["idle_cost_usd"] for r in rows), rel=1e-12),
+        "held_cost_usd": pytest.approx(sum(r["held_cost_usd"] for r in rows), rel=1e-12),
+        "share_ratio": pytest.approx(
+            sum(r["cost_usd"] for r in rows) / report["total_cost_usd"], rel=1e-9
+        ),
+        "reclaimed_usd": None,
+    }
+    # by name: on this shared machine another session's Slurm job may show up through its
+    # processes' environment alone (account and user "", never listed by this cluster)
+    (account,) = [a for a in report["slurm_accounts"] if a["name"] == "astro"]
+    assert account == by_hand
+    (user,) = [u for u in report["slurm_users"] if u["name"] == "root"]
+    assert user == {**by_hand, "name": "root"}
+    assert {a["name"] for a in report["slurm_accounts"]} <= {"astro", ""}
+    # held $: what the job was charged while it ran nothing on a GPU: at least all of the
+    # GPU it never ran on
+    assert 0 < account["held_cost_usd"] <= account["cost_usd"]
+    out = tmp_path / "reports"
+    assert main(["report", *period, "--format", "md", "--out", str(out)]) == 0
+    capsys.readouterr()
+    (markdown,) = out.glob("*.md")
+    text = markdown.read_text()
+    assert "## Slurm accounts" in text
+    assert "## Slurm users" in text
+    assert "| astro |" in text
