@@ -138,8 +138,14 @@ def slurm_metric_names() -> set[str]:
             slurm_users=(GroupCost("ann", 1.0, 0.5),),
         ),
     )
+    return family_names(slurm_families(snapshot)) | reclaim_metric_names()
+
+
+def reclaim_metric_names() -> set[str]:
+    """Families of Slurm reclaim: the Slurm collector publishes them from its `Reclaimer`
+    (live counters), not from the tick's snapshot."""
     reclaimer = Reclaimer(SlurmConfig(reclaim_mode="dry-run"), Path("/nonexistent"), {})
-    return family_names(slurm_families(snapshot)) | family_names(reclaimer.families())
+    return family_names(reclaimer.families())
 
 
 def alert_metric_names(tmp_path: Path) -> set[str]:
