@@ -219,6 +219,7 @@ def _slurm_lines(
     period (the rest is the GPUs' cost charged to no job)."""
     sums: dict[str, list[float]] = {}
     jobs: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    reclaimed: dict[str, float] = {}  # only where the source knows it
     for row in data.job_days:
         name = row.user if by_user else row.account
         line = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
@@ -227,8 +228,19 @@ def _slurm_lines(
         line[2] += row.idle_cost_usd
         line[3] += row.held_cost_usd
         jobs[name].add((row.host, row.job_id))
+        if row.reclaimed_usd is not None:
+            reclaimed[name] = reclaimed.get(name, 0.0) + row.reclaimed_usd
     lines = [
-        SlurmLine(name, len(jobs[name]), hours, cost, idle, held, _ratio(cost, total_cost_usd))
+        SlurmLine(
+            name,
+            len(jobs[name]),
+            hours,
+            cost,
+            idle,
+            held,
+            _ratio(cost, total_cost_usd),
+            reclaimed.get(name),
+        )
         for name, (hours, cost, idle, held) in sums.items()
     ]
     return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))

@@ -130,6 +130,7 @@ class JobDay:
     cost_usd: float  # busy and idle
     idle_cost_usd: float  # the idle part of the GPUs it held
     held_cost_usd: float  # charged while it held a GPU and ran nothing on it
+    reclaimed_usd: float | None = None  # reclaim's credit for cancelling it; None: n/a
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,7 +298,7 @@ class SlurmLine:
     idle_cost_usd: float  # part of cost_usd: the idle part of the GPUs its jobs held
     held_cost_usd: float  # part of cost_usd: charged while its jobs held GPUs running nothing
     share_ratio: float | None  # of the period's GPU cost; None when that is 0
-    reclaimed_usd: float | None = None  # the reclaim policy's (Prometheus source); None: n/a
+    reclaimed_usd: float | None = None  # reclaim's credit for its cancelled jobs; None: n/a
 
 
 @dataclass(frozen=True, slots=True)
