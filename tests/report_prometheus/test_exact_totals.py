@@ -195,3 +195,8 @@ def test_slurm_tables(report: ReportData, month: Month) -> None:
     assert accounts.keys() == namespaces.keys() == {"ml-train", "ml-serve"}
     for name, line in accounts.items():
         assert abs(line.cost_usd - namespaces[name].cost_usd) < CENT
+    total = build_report(report).slurm_reclaimed_usd
+    assert total is not None
+    truths = month.truth.slurm_days.items()
+    by_account = [t.reclaimed_usd for (kind, *_), t in truths if kind == "account"]
+    assert abs(total - math.fsum(by_account)) < CENT

@@ -207,6 +207,7 @@ def test_enforce_warns_then_cancels_the_idle_job_and_never_the_busy_one(
     assert accounts["physics"] == 0.0
     users = {u["name"]: u["reclaimed_usd"] for u in report["slurm_users"]}
     assert users["root"] == pytest.approx(usd, rel=1e-12)
+    assert report["slurm_reclaimed_usd"] == pytest.approx(usd, rel=1e-12)
     out = tmp_path / "reports"
     assert main(["report", *period, "--format", "md", "--out", str(out)]) == 0
     capsys.readouterr()
@@ -215,3 +216,4 @@ def test_enforce_warns_then_cancels_the_idle_job_and_never_the_busy_one(
     assert "$ reclaimed" in text
     chem = next(line for line in text.splitlines() if line.startswith("| chem |"))
     assert chem.rstrip(" |").endswith(f"${usd:,.2f}")
+    assert f"$ reclaimed in the period: ${usd:,.2f}" in text

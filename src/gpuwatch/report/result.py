@@ -332,6 +332,12 @@ class Report:
     slurm_accounts: tuple[SlurmLine, ...] = ()  # by cost, largest first; () without jobs
     slurm_users: tuple[SlurmLine, ...] = ()
 
+    @property
+    def slurm_reclaimed_usd(self) -> float | None:
+        """Reclaim's $ for the period's cancelled jobs, over all accounts; None: n/a."""
+        known = [n.reclaimed_usd for n in self.slurm_accounts if n.reclaimed_usd is not None]
+        return sum(known) if known else None
+
     def usd_per_million_tokens(self, kind: str) -> float | None:
         """Realized $/1M tokens of `kind` (TOKEN_FIGURES) over all sources."""
         return self.tokens.usd_per_million(kind)
