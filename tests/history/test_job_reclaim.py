@@ -44,6 +44,9 @@ def test_a_credit_is_set_once_on_the_cancels_hour_however_often_it_is_repeated()
     assert set(row) == set(JOB_COLUMNS)
     rollup.add(snapshot(HOUR + 3710.0, credits))
     assert rollup.take_dirty() == []  # unchanged: nothing to write again
+    rollup.forget_before(HOUR + 3600)  # the hour is written and forgotten
+    rollup.add(snapshot(HOUR + 3720.0, credits))
+    assert rollup.take_dirty() == [], "no blank row over the stored one"
 
 
 def test_a_stored_rows_credit_is_the_base_of_this_runs() -> None:

@@ -117,6 +117,7 @@ class JobRollup:
         self._bases = {(r["job_id"], r["uuid"], int(r["hour_start"])): dict(r) for r in bases}
         self._hours: dict[JobHourKey, _JobHour] = {}
         self.dirty: set[JobHourKey] = set()
+        self._credited: dict[JobHourKey, float] = {}  # reclaim credits set, by row
 
     def add(self, snapshot: FleetSnapshot) -> None:
         """Fold one snapshot's job holds and reclaim credits into the hours."""
@@ -186,10 +187,13 @@ class JobRollup:
             key = (credit.job.job_id, credit.uuid, start)
             sums[key] = (credit, sums.get(key, (credit, 0.0))[1] + credit.usd)
         gpus = {g.identity.uuid: g for g in snapshot.gpus}
+        # the credits still carried, as last set: a repeated one changes nothing (its hour
+        # may be written and forgotten since, and must not come back as a blank row)
+        self._credited = {k: v for k, v in self._credited.items() if k in sums}
         for key, (credit, usd) in sums.items():
-            known = self._hours.get(key)
-            if known is not None and known.reclaimed == usd:
+            if self._credited.get(key) == usd:
                 continue
+            self._credited[key] = usd
             hour = self._hour(key)
             hour.reclaimed = usd
             job = credit.job
