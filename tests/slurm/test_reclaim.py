@@ -35,7 +35,7 @@ from gpuwatch.history.store import HISTORY_FILE
 from gpuwatch.slurm.config import SlurmConfig
 from gpuwatch.slurm.reclaim import RECLAIM_CREDIT_CAP_HOURS
 from tests.conftest import scenario_agent, simulated
-from tests.slurm.agent_helpers import series, tick
+from tests.slurm.agent_helpers import holds, series, tick
 from tests.slurm_cluster import SlurmCluster
 
 WARN_S = 60.0
@@ -159,10 +159,13 @@ def test_enforce_warns_then_cancels_the_idle_job_and_never_the_busy_one(
         )
         end_time = end_time["number"] if isinstance(end_time, dict) else end_time
         (idle_gpu,) = slurm.gres_indexes(jobs.idle)
+        (idle_hold,) = holds(snapshot, jobs.idle)
+        assert idle_hold.gres_index == idle_gpu
+        idle_uuid = idle_hold.uuid
         price = next(
             g.price.usd_per_hour
             for g in snapshot.cost.gpus
-            if g.gpu_index == idle_gpu and g.price is not None
+            if g.uuid == idle_uuid and g.price is not None
         )
         before = time.time()
         run_until(agent, clock, CANCEL_S - WARN_S + 10.0)
@@ -190,7 +193,7 @@ def test_enforce_warns_then_cancels_the_idle_job_and_never_the_busy_one(
     credited = [r for r in rows if r["reclaimed_usd"] != 0]
     (row,) = credited
     assert row["reclaimed_usd"] == pytest.approx(usd, rel=1e-12)
-    assert row["gpu_index"] == idle_gpu
+    assert row["uuid"] == idle_uuid  # the GPU of the GRES index Slurm gave it
     assert (row["account"], row["user"]) == ("chem", "root")
     assert int(cancelled_at // 3600) * 3600 <= row["hour_start"] <= clock.time()
     assert all(r["reclaimed_usd"] == 0 for r in job_rows(tmp_path / HISTORY_FILE, jobs.busy))
