@@ -141,3 +141,62 @@ def test_namespaces_table(report: ReportData, month: Month) -> None:
     assert (lines["ml-serve"].pods, lines["ml-train"].pods) == (2, 1)
     for namespace, cost in want.items():
         assert abs(lines[namespace].cost_usd - cost) < CENT, namespace
+
+
+def test_every_slurm_day_exact(report: ReportData, month: Month) -> None:
+    """The pods again as Slurm jobs (account = namespace, user = pod): per host, account
+    or user and day, the cost counters' growth is the pod's, the reclaim counter's growth
+    RECLAIM_STEP_USD per sample after each reset, and the GPU-seconds the job-info samples
+    x the 60 s interval, exactly (both counted from the same samples)."""
+    rows = {(r.kind, r.host, r.name, r.day): r for r in report.slurm_days}
+    assert rows.keys() == month.truth.slurm_days.keys()
+    pods = month.truth.pod_days
+    for (kind, host, name, day), want in month.truth.slurm_days.items():
+        got = rows[kind, host, name, day]
+        (pod,) = [
+            p
+            for (h, namespace, pod_name, d), p in pods.items()
+            if (h, d) == (host, day) and name == (namespace if kind == "account" else pod_name)
+        ]
+        assert abs(got.cost_usd - pod.cost_usd) < CENT
+        assert abs(got.idle_cost_usd - pod.idle_cost_usd) < CENT
+        assert abs(got.reclaimed_usd - want.reclaimed_usd) < CENT
+        assert got.gpu_seconds == want.gpu_seconds
+        assert set(got.job_ids) == want.job_ids
+
+
+def test_slurm_tables(report: ReportData, month: Month) -> None:
+    """The report's Slurm account and user tables from the fleet: jobs, GPU-hours, cost,
+    idle, $ reclaimed summed by hand; no held $ (Prometheus has no such counter)."""
+    for kind, lines in (
+        ("account", build_report(report).slurm_accounts),
+        ("user", build_report(report).slurm_users),
+    ):
+        want: dict[str, list[float]] = {}
+        jobs: dict[str, set[tuple[str, str]]] = {}
+        for (k, host, name, _), truth in month.truth.slurm_days.items():
+            if k != kind:
+                continue
+            sums = want.setdefault(name, [0.0, 0.0])
+            sums[0] += truth.gpu_seconds / 3600
+            sums[1] += truth.reclaimed_usd
+            jobs.setdefault(name, set()).update((host, j) for j in truth.job_ids)
+        got = {n.name: n for n in lines}
+        assert got.keys() == want.keys()
+        for name, (hours, reclaimed) in want.items():
+            line = got[name]
+            assert line.jobs == len(jobs[name])
+            assert line.gpu_hours == pytest.approx(hours, rel=1e-12)
+            assert line.reclaimed_usd is not None
+            assert abs(line.reclaimed_usd - reclaimed) < CENT
+            assert line.held_cost_usd is None
+    accounts = {n.name: n for n in build_report(report).slurm_accounts}
+    namespaces = {n.namespace: n for n in build_report(report).namespaces}
+    assert accounts.keys() == namespaces.keys() == {"ml-train", "ml-serve"}
+    for name, line in accounts.items():
+        assert abs(line.cost_usd - namespaces[name].cost_usd) < CENT
+    total = build_report(report).slurm_reclaimed_usd
+    assert total is not None
+    truths = month.truth.slurm_days.items()
+    by_account = [t.reclaimed_usd for (kind, *_), t in truths if kind == "account"]
+    assert abs(total - math.fsum(by_account)) < CENT

@@ -42,6 +42,11 @@ def _rows(path: Path, job_id: str) -> list[dict[str, Any]]:
         conn.close()
 
 
+TOLERANCE_SCRAPES = 3
+"""How many 1 s scrapes shorter a GPU's held span in Prometheus may be than the history's
+1 s ticks' (measured 1.5-2.5 on the quiet machine: see the test)."""
+
+
 @dataclass(frozen=True)
 class Finished:
     job: str
@@ -144,14 +149,13 @@ def test_the_summary_is_the_stored_rows_summed_by_hand(
     assert summary["idle_hours_cost_usd"] == pytest.approx(held_cost, rel=1e-12)
     assert 0 < held_cost <= cost
     assert summary["activity_mean_ratio"] == pytest.approx(activity / sampled, rel=1e-12)
-    # the job is each GPU's only holder: it is charged the GPU's rent for the seconds it
-    # held it ($ = rent x hours), less the busy part of processes of no job (on this shared
-    # machine, another session's Slurm jobs' processes also name GPUs to the stand-in), and
-    # on the GPU it never ran on, all of it idle
+    # the job is each GPU's only holder and no other process names its GPUs: it is charged
+    # the GPU's rent for the seconds it held it, $ = rent x hours (float sums only)
     for row in rows:
         price = float(row["price_usd_per_hour"])
         assert price > 0
-        assert 0 < float(row["cost_usd"]) <= price * float(row["held_seconds"]) / 3600 * (1 + 1e-9)
+        rent = price * float(row["held_seconds"]) / 3600
+        assert float(row["cost_usd"]) == pytest.approx(rent, rel=1e-9)
     gpus = {g["uuid"]: g for g in summary["gpus"]}
     assert len(gpus) == 2, "the two GPUs Slurm gave it"
     # idle all along, by hand: no busy second, some idle ones. The GPU its process does
@@ -223,14 +227,21 @@ def test_from_prometheus_the_same_job_within_a_scrape(
     )
     samples = sum(float(r["value"][1]) for r in counted)
     assert fleet["gpu_hours"] == pytest.approx(samples / 3600, rel=1e-12)
-    # the same job as the history's ticks saw it, give or take the scrapes a loaded
-    # 2-core machine misses (1 s scrapes of a 1 s agent)
-    assert fleet["gpu_hours"] == pytest.approx(local["gpu_hours"], rel=0.5)
-    assert fleet["idle_gpu_hours"] == pytest.approx(local["idle_gpu_hours"], rel=0.5)
-    # the fleet's $: the GPUs' cost counters' increases at the job's scrapes (it held each
-    # GPU alone): rent x the held scrapes' seconds, within the scrapes' jitter
+    # the same job as the history's ticks saw it, less what the scrapes did not see: a
+    # GPU's held span in Prometheus runs from the first to the last 1 s scrape that found
+    # the hold in /metrics, inside the ticks' span (the first and last ticks of a hold are
+    # often between scrapes). Measured on the quiet machine (5 runs): 1.5-2.5 scrapes per
+    # GPU fewer (12-14 GPU-seconds against 17); at most TOLERANCE_SCRAPES per GPU here
+    slack = TOLERANCE_SCRAPES * len(local["gpus"]) / 3600
+    assert local["gpu_hours"] - slack <= fleet["gpu_hours"] <= local["gpu_hours"]
+    assert local["idle_gpu_hours"] - slack <= fleet["idle_gpu_hours"] <= local["idle_gpu_hours"]
+    # the fleet's $: the GPUs' cost counters' increases to the job's scrapes (it held each
+    # GPU alone) telescope over each GPU's held span, whose first scrape has no scrape
+    # before it in that span: rent x (the samples - one per GPU) x 1 s. Measured within
+    # 0.1 % (5 runs); 5 % leaves a quarter second of tick jitter at the spans' ends
     (price,) = {float(r["price_usd_per_hour"]) for r in _rows(finished.history, job)}
-    assert fleet["cost_usd"] == pytest.approx(price * fleet["gpu_hours"], rel=0.5)
+    priced = (samples - len(fleet["gpus"])) / 3600
+    assert fleet["cost_usd"] == pytest.approx(price * priced, rel=0.05)
     # idle $: the unused GPU's scrapes without a step, and the busy one's before its
     # step ran; the scrapes see a subset of the ticks: a GPU idle all along in the
     # history is in Prometheus too
@@ -264,15 +275,13 @@ def test_the_monthly_report_groups_the_jobs_by_account_and_user(
         "share_ratio": pytest.approx(
             sum(r["cost_usd"] for r in rows) / report["total_cost_usd"], rel=1e-9
         ),
-        "reclaimed_usd": None,
+        "reclaimed_usd": 0.0,  # the local history knows it: no job was cancelled
     }
-    # by name: on this shared machine another session's Slurm job may show up through its
-    # processes' environment alone (account and user "", never listed by this cluster)
-    (account,) = [a for a in report["slurm_accounts"] if a["name"] == "astro"]
+    # the only job on the quiet cluster: one account, one user
+    (account,) = report["slurm_accounts"]
     assert account == by_hand
-    (user,) = [u for u in report["slurm_users"] if u["name"] == "root"]
+    (user,) = report["slurm_users"]
     assert user == {**by_hand, "name": "root"}
-    assert {a["name"] for a in report["slurm_accounts"]} <= {"astro", ""}
     # held $: what the job was charged while it ran nothing on a GPU: at least all of the
     # GPU it never ran on
     assert 0 < account["held_cost_usd"] <= account["cost_usd"]

@@ -11,7 +11,7 @@ from gpuwatch.core.snapshot import DriverInfo, FleetSnapshot
 from gpuwatch.core.verdict import GpuVerdict
 from gpuwatch.slurm.config import SlurmConfig
 from gpuwatch.slurm.evidence import SlurmJob
-from gpuwatch.slurm.reclaim import Reclaimer, idle_jobs
+from gpuwatch.slurm.reclaim import RECLAIM_KEEP_SECONDS, Reclaimer, idle_jobs
 
 Holds = dict[str, list[tuple[JobRef, tuple[int, ...], str | None]]]
 """GPUs by uuid -> (job, its running PIDs there, unknown reason)."""
@@ -101,3 +101,35 @@ def test_a_failing_scancel_is_counted_and_reclaims_nothing() -> None:
     counts = {s.labels["action"]: s.value for s in samples if "action" in s.labels}
     assert counts == {"warn": 1.0, "cancel": 0.0, "warn_failed": 0.0, "cancel_failed": 1.0}
     assert not [s for s in samples if "account" in s.labels]
+
+
+def test_a_cancel_credits_each_gpu_its_share_for_the_history() -> None:
+    """Enforce (`true` as scancel): the counter's $ split per GPU by its $/h share, at the
+    reviewed snapshot's time, in `recent()` until RECLAIM_KEEP_SECONDS later."""
+    config = SlurmConfig(
+        reclaim_mode="enforce",
+        reclaim_warn_after_seconds=60.0,
+        reclaim_cancel_after_seconds=120.0,
+        scontrol_command="true",
+        scancel_command="true",
+    )
+    now = 1_800_000_000.0
+    reclaimer = Reclaimer(
+        config, Path("/nonexistent"), {"PATH": "/usr/bin:/bin"}, wall_time=lambda: now
+    )
+    listing = {"7": SlurmJob("7", "ann", "physics", "gpu", (0, 1), now + 1800.0)}
+    holds: Holds = {"G0": [(ANN, (), None), (BOB, (), None)], "G1": [(ANN, (), None)]}
+    for at in (0.0, 60.0, 120.0):
+        reclaimer.review(snapshot(at, holds), listing)
+    credits = reclaimer.recent(120.0)
+    # G0 $10/h shared with bob: $5/h for ann; G1 $10/h; 0.5 h left of the time limit
+    assert {(c.uuid, c.job.job_id, c.at_seconds, c.usd) for c in credits} == {
+        ("G0", "7", 120.0, 2.5),
+        ("G1", "7", 120.0, 5.0),
+    }
+    (usd,) = [
+        s.value for f in reclaimer.families() for s in f.samples if s.labels.get("user") == "ann"
+    ]
+    assert usd == sum(c.usd for c in credits) == 7.5
+    assert reclaimer.recent(120.0 + RECLAIM_KEEP_SECONDS) == credits
+    assert reclaimer.recent(120.0 + RECLAIM_KEEP_SECONDS + 1.0) == ()

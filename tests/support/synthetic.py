@@ -148,12 +148,24 @@ class PodTruth:
 
 
 @dataclass(slots=True)
+class SlurmTruth:
+    """One Slurm account (or user) on one host and day: its reclaim counter's growth
+    (USD), its jobs' GPU-seconds and job IDs (its cost is its pod's: `pod_days`)."""
+
+    reclaimed_usd: float = 0.0
+    gpu_seconds: float = 0.0
+    job_ids: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
 class Truth:
     """Exact figures of the generated period, keyed like the report's rows."""
 
     gpu_days: dict[tuple[str, str, date], DayTruth] = field(default_factory=dict)
     token_days: dict[tuple[str, str, date], TokenTruth] = field(default_factory=dict)
     pod_days: dict[tuple[str, str, str, date], PodTruth] = field(default_factory=dict)
+    # (kind: account or user, host, name, day); the pods again, as Slurm jobs
+    slurm_days: dict[tuple[str, str, str, date], SlurmTruth] = field(default_factory=dict)
     expected_gpu_seconds: float = 0.0
     samples: int = 0
 
@@ -463,6 +475,63 @@ def _write_pods(
         stamps = writer.stamps(times[i] for i in kept)
         writer.series("gpuwatch_pod_cost_usd", "counter", labels, cost_values, stamps)
         writer.series("gpuwatch_pod_idle_cost_usd", "counter", labels, idle_values, stamps)
+        values = (cost_values, idle_values)
+        _write_slurm(fleet, host, (namespace, pod, shares), [times[i] for i in kept], values,
+                     writer=writer, truth=truth)  # fmt: skip
+
+
+RECLAIM_STEP_USD = 0.25
+"""What the synthetic reclaim counter gains per sample of each job (reset like the rest)."""
+
+
+def _write_slurm(
+    fleet: SyntheticFleet,
+    host: int,
+    pod: tuple[str, str, dict[int, float]],
+    times: list[int],
+    values: tuple[list[str], list[str]],
+    *,
+    writer: _Writer,
+    truth: Truth,
+) -> None:
+    """The pod again as Slurm job `pod` of account `namespace` and user `pod`: the
+    account's and the user's cost counters are the pod's (`values`, at `times`), a reclaim
+    counter {account, user} gains RECLAIM_STEP_USD a sample (reset with each agent run),
+    and a `gpuwatch_gpu_job_info` series per GPU it holds at the same samples."""
+    namespace, name, shares = pod
+    instance = host_name(host)
+    target = f'instance="{instance}",job="gpuwatch"'
+    stamps = writer.stamps(times)
+    groups = {"account": namespace, "user": name}
+    for kind, group in groups.items():
+        labels = f'{target},{kind}="{group}"'
+        writer.series(f"gpuwatch_slurm_{kind}_cost_usd", "counter", labels, values[0], stamps)
+        writer.series(f"gpuwatch_slurm_{kind}_idle_cost_usd", "counter", labels, values[1],
+                      stamps)  # fmt: skip
+    starts = {run.first for run in _runs(fleet, host)}
+    reclaimed = 0.0
+    reclaims: list[str] = []
+    for n, t in enumerate(times):
+        day = _day_of(fleet, t)
+        if n == 0 or t in starts:
+            reclaimed = 0.0
+        else:
+            reclaimed += RECLAIM_STEP_USD
+        for kind, group in groups.items():
+            if day is None:
+                continue
+            st = truth.slurm_days.setdefault((kind, instance, group, day), SlurmTruth())
+            st.gpu_seconds += fleet.interval_seconds * len(shares)
+            st.job_ids.add(name)
+            if n and t not in starts:
+                st.reclaimed_usd += RECLAIM_STEP_USD
+        reclaims.append(repr(reclaimed))
+    writer.series("gpuwatch_slurm_reclaimed_usd", "counter",
+                  f'{target},account="{namespace}",user="{name}"', reclaims, stamps)  # fmt: skip
+    for gpu in shares:
+        labels = (f'gpu="{gpu}",{target},uuid="{gpu_uuid(host, gpu)}",job_id="{name}",'
+                  f'user="{name}",account="{namespace}",partition="gpu",step="0"')  # fmt: skip
+        writer.series("gpuwatch_gpu_job_info", "gauge", labels, "1.0", stamps)
 
 
 def _simulate(fleet: SyntheticFleet, host: int, gpu: int, truth: Truth) -> _Samples:

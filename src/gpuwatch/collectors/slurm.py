@@ -208,6 +208,7 @@ class SlurmCollector:
             tuple(out),
             stale=listing is not None
             and self._clock.time() - listing.taken_at_seconds > STALE_LISTINGS * self._interval,
+            reclaimed=() if self._reclaimer is None else self._reclaimer.recent(self._clock.time()),
         )
         return attribution, self._result
 

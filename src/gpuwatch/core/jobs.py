@@ -67,10 +67,25 @@ class GpuJobs:
 
 
 @dataclass(frozen=True, slots=True)
+class JobReclaim:
+    """Reclaim's credit for cancelling a job (enforce), one GPU's part: the GPU's $/h share
+    times the hours left of the job's time limit (USD), at the snapshot time that decided
+    the cancel (epoch s)."""
+
+    job: JobRef
+    uuid: str
+    at_seconds: float
+    usd: float
+
+
+@dataclass(frozen=True, slots=True)
 class JobAttribution:
-    """One tick's view of the Slurm jobs on this node's GPUs."""
+    """One tick's view of the Slurm jobs on this node's GPUs. `reclaimed`: reclaim's
+    credits of recent cancels (repeated in every snapshot for a while, so the history
+    misses none; it sets them, never adds them)."""
 
     listed_at_seconds: float | None  # epoch s of the squeue listing used; None: none yet
     jobs_listed: int
     gpus: tuple[GpuJobs, ...] = ()
     stale: bool = False
+    reclaimed: tuple[JobReclaim, ...] = ()

@@ -12,8 +12,11 @@ For every GPU a job holds in a snapshot (`FleetSnapshot.jobs`), the snapshot's h
 - memory: the peak of its processes' memory on the GPU, else, when it holds the GPU
   alone, of the GPU's memory used.
 
-A snapshot whose job listing is stale is skipped, as the account ledger skips it. A row
-is base (as stored when this run first touched the hour) + this run's sums, written whole.
+A snapshot whose job listing is stale is skipped, as the account ledger skips it (but
+not its reclaim credits). A row is base (as stored when this run first touched the hour)
++ this run's sums, written whole. Reclaim's credits (`JobAttribution.reclaimed`, this
+run's cancels, repeated in snapshots for a while) are set, never added, on the row of
+the job, GPU and hour of the cancel: `reclaimed_usd` is base + this run's credit there.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gpuwatch.analysis.activity import activity_of
-from gpuwatch.core.jobs import GpuJobs, JobAllocationSample
+from gpuwatch.core.jobs import GpuJobs, JobAllocationSample, JobReclaim
 from gpuwatch.core.snapshot import FleetSnapshot, GpuSample
 from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.cost.jobs import split_gpu_jobs
@@ -58,6 +61,7 @@ class _JobHour:
     histogram: dict[int, float] = field(default_factory=dict)
     steps: set[str] = field(default_factory=set)
     peak: float | None = None
+    reclaimed: float = 0.0  # this run's credit (set, not summed)
     first: float | None = None
     last: float = 0.0
 
@@ -71,6 +75,7 @@ class _JobHour:
                 row[key] = value
         for column in _ADDITIVE:
             row[column] = (row.get(column) or 0.0) + self.run.get(column, 0.0)
+        row["reclaimed_usd"] = (row.get("reclaimed_usd") or 0.0) + self.reclaimed
         stored: dict[str, float] = json.loads(row.get("activity_histogram") or "{}")
         for bin_, seconds in self.histogram.items():
             stored[str(bin_)] = stored.get(str(bin_), 0.0) + seconds
@@ -112,11 +117,15 @@ class JobRollup:
         self._bases = {(r["job_id"], r["uuid"], int(r["hour_start"])): dict(r) for r in bases}
         self._hours: dict[JobHourKey, _JobHour] = {}
         self.dirty: set[JobHourKey] = set()
+        self._credited: dict[JobHourKey, float] = {}  # reclaim credits set, by row
 
     def add(self, snapshot: FleetSnapshot) -> None:
-        """Fold one snapshot's job holds into the hours."""
+        """Fold one snapshot's job holds and reclaim credits into the hours."""
         jobs = snapshot.jobs
-        if jobs is None or jobs.stale:
+        if jobs is None:
+            return
+        self._reclaims(snapshot, jobs.reclaimed)
+        if jobs.stale:
             return
         t = snapshot.timestamp_seconds
         start = int(t // HOUR_SECONDS) * HOUR_SECONDS
@@ -169,6 +178,41 @@ class JobRollup:
                     hour.add("activity_sampled_seconds", dt)
                     bin_ = activity_bin(activity)
                     hour.histogram[bin_] = hour.histogram.get(bin_, 0.0) + dt
+
+    def _reclaims(self, snapshot: FleetSnapshot, credits: Sequence[JobReclaim]) -> None:
+        """Set each (job, GPU, hour)'s credit: the sum of its cancels' credits this run."""
+        sums: dict[JobHourKey, tuple[JobReclaim, float]] = {}
+        for credit in credits:
+            start = int(credit.at_seconds // HOUR_SECONDS) * HOUR_SECONDS
+            key = (credit.job.job_id, credit.uuid, start)
+            sums[key] = (credit, sums.get(key, (credit, 0.0))[1] + credit.usd)
+        gpus = {g.identity.uuid: g for g in snapshot.gpus}
+        # the credits still carried, as last set: a repeated one changes nothing (its hour
+        # may be written and forgotten since, and must not come back as a blank row)
+        self._credited = {k: v for k, v in self._credited.items() if k in sums}
+        for key, (credit, usd) in sums.items():
+            if self._credited.get(key) == usd:
+                continue
+            self._credited[key] = usd
+            hour = self._hour(key)
+            hour.reclaimed = usd
+            job = credit.job
+            for column, value in (
+                ("user", job.user),
+                ("account", job.account),
+                ("partition", job.partition),
+                ("host", snapshot.hostname),
+            ):
+                if not hour.base.get(column) and (value or column not in hour.latest):
+                    hour.latest[column] = value
+            gpu = gpus.get(credit.uuid)
+            if "name" not in hour.base and "name" not in hour.latest:
+                hour.latest.update(
+                    gpu_index=None if gpu is None else gpu.identity.index,
+                    name="" if gpu is None else gpu.identity.name,
+                )
+            if hour.first is None and "first_seconds" not in hour.base:
+                hour.first = hour.last = credit.at_seconds
 
     def _hour(self, key: JobHourKey) -> _JobHour:
         hour = self._hours.get(key)

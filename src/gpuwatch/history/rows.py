@@ -110,6 +110,7 @@ class JobHourRow(TypedDict):
     cost_usd: float  # busy and idle cost charged to the job
     idle_cost_usd: float  # the idle part
     held_cost_usd: float  # what it was charged at ticks it ran nothing on the GPU
+    reclaimed_usd: float  # reclaim's credit for cancelling it (this GPU's part), else 0
 
 
 class GpuStateRow(TypedDict):

@@ -15,7 +15,7 @@ hour's recommendation; version 8 the hour's memory need (maximum and p95, withou
 headroom, and its basis) and the pods that held or used the GPU in it; version 9 the
 hour's kernel-busy seconds (NVML utilization x seconds) and the seconds with that figure;
 version 10 the per Slurm job and GPU-hour rows (`job_hours`: held, busy and idle seconds,
-activity, peak memory, cost and idle cost charged to the job).
+activity, peak memory, cost and idle cost charged to the job, $ reclaimed).
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ MIGRATIONS: tuple[str, ...] = (
     # seconds it held the GPU (and of those, ran on it or held it idle), the GPU's activity
     # while it held it (x seconds, the seconds known, and seconds per 1 % activity bin, a
     # JSON object, for a p95), its peak memory, and the cost and idle cost charged to it
-    # by the pods' split rule (gpuwatch.cost.jobs)
+    # by the pods' split rule (gpuwatch.cost.jobs), and the $ reclaim credited when it
+    # cancelled the job (gpuwatch.slurm.reclaim; its GPU's part, on the hour of the cancel)
     """
     CREATE TABLE job_hours (
         job_id TEXT NOT NULL,
@@ -203,6 +204,7 @@ MIGRATIONS: tuple[str, ...] = (
         cost_usd REAL NOT NULL DEFAULT 0,
         idle_cost_usd REAL NOT NULL DEFAULT 0,
         held_cost_usd REAL NOT NULL DEFAULT 0,
+        reclaimed_usd REAL NOT NULL DEFAULT 0,
         PRIMARY KEY (job_id, uuid, hour_start)
     ) WITHOUT ROWID;
     CREATE INDEX job_hours_by_hour ON job_hours (hour_start);
@@ -292,6 +294,7 @@ JOB_COLUMNS = (
     "cost_usd",
     "idle_cost_usd",
     "held_cost_usd",
+    "reclaimed_usd",
 )
 """Every column of job_hours (schema 10)."""
 

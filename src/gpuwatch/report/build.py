@@ -217,8 +217,11 @@ def _slurm_lines(
 ) -> tuple[SlurmLine, ...]:
     """Jobs' days summed per Slurm account (or user); the share is of all GPU cost in the
     period (the rest is the GPUs' cost charged to no job)."""
+    if not data.job_days:
+        return _slurm_group_lines(data, total_cost_usd, by_user=by_user)
     sums: dict[str, list[float]] = {}
     jobs: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    reclaimed: dict[str, float] = {}  # only where the source knows it
     for row in data.job_days:
         name = row.user if by_user else row.account
         line = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
@@ -227,9 +230,52 @@ def _slurm_lines(
         line[2] += row.idle_cost_usd
         line[3] += row.held_cost_usd
         jobs[name].add((row.host, row.job_id))
+        if row.reclaimed_usd is not None:
+            reclaimed[name] = reclaimed.get(name, 0.0) + row.reclaimed_usd
     lines = [
-        SlurmLine(name, len(jobs[name]), hours, cost, idle, held, _ratio(cost, total_cost_usd))
+        SlurmLine(
+            name,
+            len(jobs[name]),
+            hours,
+            cost,
+            idle,
+            held,
+            _ratio(cost, total_cost_usd),
+            reclaimed.get(name),
+        )
         for name, (hours, cost, idle, held) in sums.items()
+    ]
+    return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))
+
+
+def _slurm_group_lines(
+    data: ReportData, total_cost_usd: float, *, by_user: bool
+) -> tuple[SlurmLine, ...]:
+    """Prometheus's account (or user) days summed; no held $ (no such counter)."""
+    kind = "user" if by_user else "account"
+    sums: dict[str, list[float]] = {}
+    jobs: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for row in data.slurm_days:
+        if row.kind != kind:
+            continue
+        line = sums.setdefault(row.name, [0.0, 0.0, 0.0, 0.0])
+        line[0] += row.gpu_seconds / HOUR_SECONDS
+        line[1] += row.cost_usd
+        line[2] += row.idle_cost_usd
+        line[3] += row.reclaimed_usd
+        jobs[row.name].update((row.host, job_id) for job_id in row.job_ids)
+    lines = [
+        SlurmLine(
+            name,
+            len(jobs[name]),
+            hours,
+            cost,
+            idle,
+            None,
+            _ratio(cost, total_cost_usd),
+            reclaimed,
+        )
+        for name, (hours, cost, idle, reclaimed) in sums.items()
     ]
     return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))
 

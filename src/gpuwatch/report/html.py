@@ -311,6 +311,8 @@ def _sections(report: Report) -> list[str]:
     if report.slurm_accounts:
         out.append("<h2>Slurm accounts</h2>")
         out.append(_shared(tables.slurm(report, by_user=False)))
+        if report.slurm_reclaimed_usd is not None:
+            out.append(f"<p>$ reclaimed in the period: {_e(f.usd(report.slurm_reclaimed_usd))}</p>")
         out.append("<h2>Slurm users</h2>")
         out.append(_shared(tables.slurm(report, by_user=True)))
     if report.fleet_plan is not None:

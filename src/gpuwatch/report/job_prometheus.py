@@ -207,6 +207,7 @@ def load_job(
                     "cost_usd": cost,
                     "idle_cost_usd": idle_cost,
                     "held_cost_usd": held_cost,
+                    "reclaimed_usd": 0.0,  # per account and user only in Prometheus
                 }
             )
     return PrometheusJob(tuple(rows), max(needs) if needs else None, max(drams) if drams else None)

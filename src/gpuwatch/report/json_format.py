@@ -191,6 +191,7 @@ def report_document(report: Report, generated: str = "") -> dict[str, Any]:
                 ("slurm_users", report.slurm_users),
             )
         },
+        "slurm_reclaimed_usd": report.slurm_reclaimed_usd,
         "previous_period": report.previous_label,
         "changes": [
             {

@@ -312,6 +312,7 @@ def _job_days(rows: Iterable[JobHourRow]) -> list[JobDay]:
                 cost_usd=_sum(hours, "cost_usd"),
                 idle_cost_usd=_sum(hours, "idle_cost_usd"),
                 held_cost_usd=_sum(hours, "held_cost_usd"),
+                reclaimed_usd=_sum(hours, "reclaimed_usd"),
             )
         )
     return out

@@ -139,6 +139,8 @@ def render_markdown(report: Report, generated: str = "") -> str:
     if report.slurm_accounts:
         out += ["", "## Slurm accounts", ""]
         out += _shared(tables.slurm(report, by_user=False))
+        if report.slurm_reclaimed_usd is not None:
+            out += ["", f"$ reclaimed in the period: {f.usd(report.slurm_reclaimed_usd)}"]
         out += ["", "## Slurm users", ""]
         out += _shared(tables.slurm(report, by_user=True))
     if report.fleet_plan is not None:

@@ -130,6 +130,24 @@ class JobDay:
     cost_usd: float  # busy and idle
     idle_cost_usd: float  # the idle part of the GPUs it held
     held_cost_usd: float  # charged while it held a GPU and ran nothing on it
+    reclaimed_usd: float | None = None  # reclaim's credit for cancelling it; None: n/a
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmDay:
+    """One Slurm account's (or user's) day on one host from Prometheus: its counters'
+    growth (USD) and its jobs' GPU time (`gpuwatch_gpu_job_info` samples x the scrape
+    interval, seconds)."""
+
+    kind: str  # "account" or "user"
+    host: str
+    name: str
+    day: date
+    cost_usd: float
+    idle_cost_usd: float
+    reclaimed_usd: float
+    gpu_seconds: float
+    job_ids: tuple[str, ...]  # the jobs seen holding a GPU that day, sorted
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +198,7 @@ class ReportData:
     token_days: tuple[TokenDay, ...] = ()
     pod_days: tuple[PodDay, ...] = ()  # empty without Kubernetes attribution
     job_days: tuple[JobDay, ...] = ()  # empty without Slurm attribution
+    slurm_days: tuple[SlurmDay, ...] = ()  # Prometheus's per account/user figures
     expected_gpu_seconds: float | None = None
     rent_vs_buy_monthly_delta_usd: float | None = None
     rent_vs_buy_activity_monthly_delta_usd: float | None = None  # at mean activity

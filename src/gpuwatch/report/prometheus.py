@@ -5,7 +5,8 @@ Prometheus, VictoriaMetrics, Thanos Query, Mimir ...) through `/api/v1/query` an
 `ReportData`: one `GpuDay` per GPU (host = the `node` label, which the Helm chart's
 monitors add, else `host`, else `hostname`, else `instance`) per UTC day, one `TokenDay`
 per host and token source per day, one `PodDay` per host and Kubernetes pod
-(`namespace`, `pod` labels) per day.
+(`namespace`, `pod` labels) per day, one `SlurmDay` per host and Slurm account or user
+per day (`prometheus_slurm.py`).
 
 Every query is an instant query pinned with the `@` modifier to a day boundary, so a
 report of a past period is the same whenever it runs. Counters are read exactly, not
@@ -72,6 +73,7 @@ from gpuwatch.report.prometheus_queries import (
     _Planner,
     _scrape_intervals,
 )
+from gpuwatch.report.prometheus_slurm import slurm_rows
 from gpuwatch.sizing.units import HOURS_PER_YEAR
 from gpuwatch.tco.model import monthly_delta_usd
 
@@ -149,6 +151,7 @@ def _load(
             "and cost are used, tokens served while such an agent stalled included"
         )
     pod_days = _pod_rows(days, deltas)
+    slurm_days = slurm_rows(days, results, deltas, intervals)
     delta = client.vector(
         "sum(last_over_time(gpuwatch_rent_vs_buy_host_monthly_delta_usd[1d] @ "
         f"{_at(period.end_epoch)}))",
@@ -167,6 +170,7 @@ def _load(
         gpu_days=tuple(gpu_days),
         token_days=tuple(token_days),
         pod_days=tuple(pod_days),
+        slurm_days=tuple(slurm_days),
         expected_gpu_seconds=float(expected) if first_seen else None,
         rent_vs_buy_monthly_delta_usd=next(iter(delta.values()), None),
         rent_vs_buy_activity_monthly_delta_usd=activity_delta,

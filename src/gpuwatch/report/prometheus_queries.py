@@ -41,10 +41,24 @@ COUNTERS = {
     "charged_token_cost": "gpuwatch_token_source_charged_cost_usd_total",
     "pod_cost": "gpuwatch_pod_cost_usd_total",
     "pod_idle_cost": "gpuwatch_pod_idle_cost_usd_total",
+    "slurm_account_cost": "gpuwatch_slurm_account_cost_usd_total",
+    "slurm_account_idle_cost": "gpuwatch_slurm_account_idle_cost_usd_total",
+    "slurm_user_cost": "gpuwatch_slurm_user_cost_usd_total",
+    "slurm_user_idle_cost": "gpuwatch_slurm_user_idle_cost_usd_total",
+    "slurm_reclaimed": "gpuwatch_slurm_reclaimed_usd_total",
 }
 """The counters a report reads, by role."""
 
-RAW_RESET_ROLES = frozenset({"charged_tokens", "charged_token_cost"})
+SLURM_ROLES = (
+    "slurm_account_cost",
+    "slurm_account_idle_cost",
+    "slurm_user_cost",
+    "slurm_user_idle_cost",
+    "slurm_reclaimed",
+)
+"""The Slurm counters of `COUNTERS` (per account, per user, reclaim's per both)."""
+
+RAW_RESET_ROLES = frozenset({"charged_tokens", "charged_token_cost", *SLURM_ROLES})
 """Counters whose resets are always read raw: the recording rules (version 2) predate
 them and record no `resets` for them."""
 
@@ -75,10 +89,12 @@ RAW_DAY_FIGURES = {
     "activity_sum": ("sum_over_time", "gpuwatch_gpu_activity_mean_ratio"),
     "activity_count": ("count_over_time", "gpuwatch_gpu_activity_mean_ratio"),
     "need_basis": ("last_over_time", "gpuwatch_gpu_need_basis_info"),
+    "job_info": ("count_over_time", "gpuwatch_gpu_job_info"),
 }
 """Per-day figures always read raw (the recording rules do not record them): the busy and
-underutilized state samples, the activity gauge's samples (sum and count), and what the
-memory need was (declared, measured, observed)."""
+underutilized state samples, the activity gauge's samples (sum and count), what the
+memory need was (declared, measured, observed), and the Slurm jobs' holds (samples per
+job and GPU)."""
 
 LABEL_FIGURES = frozenset({"info", "price", "recommendation", "need_basis"})
 """Figures the report reads the labels of only (name, index, price source, recommendation,

@@ -296,9 +296,10 @@ class SlurmLine:
     gpu_hours: float  # held
     cost_usd: float  # busy and idle charged to its jobs
     idle_cost_usd: float  # part of cost_usd: the idle part of the GPUs its jobs held
-    held_cost_usd: float  # part of cost_usd: charged while its jobs held GPUs running nothing
+    held_cost_usd: float | None  # part of cost_usd: charged while its jobs held GPUs running
+    # nothing; None from Prometheus (no such counter)
     share_ratio: float | None  # of the period's GPU cost; None when that is 0
-    reclaimed_usd: float | None = None  # the reclaim policy's (Prometheus source); None: n/a
+    reclaimed_usd: float | None = None  # reclaim's credit for its cancelled jobs; None: n/a
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +331,12 @@ class Report:
     fleet_plan: PlanReport | None = None  # "What the fleet should be" (gpuwatch.plan)
     slurm_accounts: tuple[SlurmLine, ...] = ()  # by cost, largest first; () without jobs
     slurm_users: tuple[SlurmLine, ...] = ()
+
+    @property
+    def slurm_reclaimed_usd(self) -> float | None:
+        """Reclaim's $ for the period's cancelled jobs, over all accounts; None: n/a."""
+        known = [n.reclaimed_usd for n in self.slurm_accounts if n.reclaimed_usd is not None]
+        return sum(known) if known else None
 
     def usd_per_million_tokens(self, kind: str) -> float | None:
         """Realized $/1M tokens of `kind` (TOKEN_FIGURES) over all sources."""

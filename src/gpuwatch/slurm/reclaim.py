@@ -19,7 +19,9 @@ Commands run as argv lists (never a shell) with `SLURM_CONF` set and a timeout. 
 cancelled job's "$ reclaimed" is its GPUs' $/h (each GPU's price split among its
 holders) times the hours left of its time limit (squeue's `end_time` minus the wall
 clock), at most `RECLAIM_CREDIT_CAP_HOURS`; counted on
-`gpuwatch_slurm_reclaimed_usd_total{account, user}` in enforce mode only.
+`gpuwatch_slurm_reclaimed_usd_total{account, user}` in enforce mode only, and, per GPU
+(its $/h share times those hours), in `recent()` for the snapshots, which carry it to
+the history (`job_hours.reclaimed_usd`) on the hour of the snapshot that decided it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from gpuwatch.core.jobs import WINDOW_IDLE_STATES, JobRef
+from gpuwatch.core.jobs import WINDOW_IDLE_STATES, JobReclaim, JobRef
 from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.core.units import HOUR_SECONDS
 from gpuwatch.slurm.config import SlurmConfig
@@ -48,6 +50,9 @@ log = logging.getLogger(__name__)
 RECLAIM_CREDIT_CAP_HOURS = 24.0
 """At most this many hours of a cancelled job's time left count as reclaimed (a job
 without a time limit ends a year after it starts in squeue's answer)."""
+
+RECLAIM_KEEP_SECONDS = 2 * HOUR_SECONDS
+"""How long (snapshot time) a cancel's credit rides in the snapshots after it (`recent`)."""
 
 ACTIONS = ("warn", "cancel", "warn_failed", "cancel_failed")
 _JOB_ID = re.compile(r"^[0-9]+$")
@@ -60,6 +65,7 @@ class IdleJob:
     ref: JobRef
     gpus: int
     usd_per_hour: float  # its GPUs' prices, each split among the GPU's holders
+    shares: tuple[tuple[str, float], ...] = ()  # (uuid, $/h share) of each GPU it holds
 
 
 def idle_jobs(snapshot: FleetSnapshot) -> dict[str, IdleJob]:
@@ -68,15 +74,15 @@ def idle_jobs(snapshot: FleetSnapshot) -> dict[str, IdleJob]:
         return {}
     states = {v.uuid: v.state for v in snapshot.verdicts}
     prices = {g.uuid: g.price.usd_per_hour for g in snapshot.cost.gpus if g.price is not None}
-    idle: dict[str, tuple[JobRef, int, float]] = {}
+    idle: dict[str, tuple[JobRef, int, float, tuple[tuple[str, float], ...]]] = {}
     busy: set[str] = set()
     for gpu in snapshot.jobs.gpus:
         share = prices.get(gpu.uuid, 0.0) / max(len(gpu.allocations), 1)
         for hold in gpu.allocations:
             job_id = hold.job.job_id
             if hold.allocated_idle is True and states.get(gpu.uuid) in WINDOW_IDLE_STATES:
-                ref, count, usd = idle.get(job_id, (hold.job, 0, 0.0))
-                idle[job_id] = (ref, count + 1, usd + share)
+                ref, count, usd, shares = idle.get(job_id, (hold.job, 0, 0.0, ()))
+                idle[job_id] = (ref, count + 1, usd + share, (*shares, (gpu.uuid, share)))
             else:
                 busy.add(job_id)
     return {j: IdleJob(*v) for j, v in idle.items() if j not in busy}
@@ -104,6 +110,7 @@ class Reclaimer:
         self._cancelled: set[str] = set()
         self._actions = dict.fromkeys(ACTIONS, 0)
         self._reclaimed: dict[tuple[str, str], float] = {}
+        self._credits: list[JobReclaim] = []  # per GPU, newest last
 
     def review(self, snapshot: FleetSnapshot | None, listing: Mapping[str, SlurmJob]) -> None:
         """One review: start, keep or restart each job's idle clock; act where due."""
@@ -134,7 +141,7 @@ class Reclaimer:
                 and job_id not in self._cancelled
             ):
                 self._cancelled.add(job_id)
-                self._cancel(job, idle_for, listing[job_id])
+                self._cancel(job, idle_for, listing[job_id], now)
 
     def _warn(self, job: IdleJob, idle_for: float) -> None:
         ref = job.ref
@@ -168,12 +175,13 @@ class Reclaimer:
                 return
         self._count("warn")
 
-    def _cancel(self, job: IdleJob, idle_for: float, listed: SlurmJob) -> None:
+    def _cancel(self, job: IdleJob, idle_for: float, listed: SlurmJob, now: float) -> None:
         ref = job.ref
         hours = 0.0
         if listed.end_time_seconds is not None:
             hours = max(listed.end_time_seconds - self._wall_time(), 0.0) / HOUR_SECONDS
-        usd = job.usd_per_hour * min(hours, RECLAIM_CREDIT_CAP_HOURS)
+        credited = min(hours, RECLAIM_CREDIT_CAP_HOURS)
+        usd = job.usd_per_hour * credited
         log.warning(
             "reclaim (%s): %s job %s of user %r, account %r: allocated-idle on %d GPU(s) "
             "for %.0f min; reclaims $%.2f ($%.2f/h for the %.2f h left of its time limit)",
@@ -195,6 +203,9 @@ class Reclaimer:
             with self._lock:
                 key = (ref.account, ref.user)
                 self._reclaimed[key] = self._reclaimed.get(key, 0.0) + usd
+                self._credits.extend(
+                    JobReclaim(ref, uuid, now, share * credited) for uuid, share in job.shares
+                )
         self._count("cancel")
 
     def _run(self, argv: list[str], action: str) -> bool:
@@ -223,6 +234,13 @@ class Reclaimer:
     def _count(self, action: str) -> None:
         with self._lock:
             self._actions[action] += 1
+
+    def recent(self, now: float) -> tuple[JobReclaim, ...]:
+        """The per-GPU credits of cancels in the last `RECLAIM_KEEP_SECONDS` before `now`
+        (snapshot time), for the snapshots; older ones are dropped."""
+        with self._lock:
+            self._credits = [c for c in self._credits if c.at_seconds >= now - RECLAIM_KEEP_SECONDS]
+            return tuple(self._credits)
 
     def families(self) -> Iterator[Metric]:
         """`gpuwatch_slurm_reclaim_actions_total{action, mode}` and
