@@ -42,11 +42,6 @@ def _rows(path: Path, job_id: str) -> list[dict[str, Any]]:
         conn.close()
 
 
-TOLERANCE_SCRAPES = 3
-"""How many 1 s scrapes shorter a GPU's held span in Prometheus may be than the history's
-1 s ticks' (measured 1.5-2.5 on the quiet machine: see the test)."""
-
-
 @dataclass(frozen=True)
 class Finished:
     job: str
@@ -231,10 +226,12 @@ def test_from_prometheus_the_same_job_within_a_scrape(
     # GPU's held span in Prometheus runs from the first to the last 1 s scrape that found
     # the hold in /metrics, inside the ticks' span (the first and last ticks of a hold are
     # often between scrapes). Measured on the quiet machine (5 runs): 1.5-2.5 scrapes per
-    # GPU fewer (12-14 GPU-seconds against 17); at most TOLERANCE_SCRAPES per GPU here
-    slack = TOLERANCE_SCRAPES * len(local["gpus"]) / 3600
-    assert local["gpu_hours"] - slack <= fleet["gpu_hours"] <= local["gpu_hours"]
-    assert local["idle_gpu_hours"] - slack <= fleet["idle_gpu_hours"] <= local["idle_gpu_hours"]
+    # GPU fewer (12-14 GPU-seconds against 17). Under the full suite's load Prometheus
+    # also misses 1 s scrapes (CI: 10 GPU-seconds against 17), so the lower bound is half
+    # the history's; the exact check of the fleet path is the count_over_time equality
+    # above, and the upper bound catches a hold counted twice
+    assert local["gpu_hours"] / 2 <= fleet["gpu_hours"] <= local["gpu_hours"]
+    assert local["idle_gpu_hours"] / 2 <= fleet["idle_gpu_hours"] <= local["idle_gpu_hours"]
     # the fleet's $: the GPUs' cost counters' increases to the job's scrapes (it held each
     # GPU alone) telescope over each GPU's held span, whose first scrape has no scrape
     # before it in that span: rent x (the samples - one per GPU) x 1 s. Measured within
