@@ -134,8 +134,8 @@ def slurm_metric_names() -> set[str]:
         verdicts=(GpuVerdict(0, "GPU-x", "idle", 0.0, 0.0, 0.0, 0.0),),
         jobs=JobAttribution(1.0, 1, (gpu,)),
         cost=CostSummary(
-            slurm_accounts=(GroupCost("physics", 1.0, 0.5),),
-            slurm_users=(GroupCost("ann", 1.0, 0.5),),
+            slurm_accounts=(GroupCost("physics", 1.0, 0.5, 0.25),),
+            slurm_users=(GroupCost("ann", 1.0, 0.5, 0.25),),
         ),
     )
     return family_names(slurm_families(snapshot)) | reclaim_metric_names()

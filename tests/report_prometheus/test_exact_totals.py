@@ -160,6 +160,8 @@ def test_every_slurm_day_exact(report: ReportData, month: Month) -> None:
         ]
         assert abs(got.cost_usd - pod.cost_usd) < CENT
         assert abs(got.idle_cost_usd - pod.idle_cost_usd) < CENT
+        assert got.held_cost_usd is not None
+        assert abs(got.held_cost_usd - pod.idle_cost_usd / 2) < CENT
         assert abs(got.reclaimed_usd - want.reclaimed_usd) < CENT
         assert got.gpu_seconds == want.gpu_seconds
         assert set(got.job_ids) == want.job_ids
@@ -167,29 +169,36 @@ def test_every_slurm_day_exact(report: ReportData, month: Month) -> None:
 
 def test_slurm_tables(report: ReportData, month: Month) -> None:
     """The report's Slurm account and user tables from the fleet: jobs, GPU-hours, cost,
-    idle, $ reclaimed summed by hand; no held $ (Prometheus has no such counter)."""
+    idle, held $ and $ reclaimed summed by hand."""
     for kind, lines in (
         ("account", build_report(report).slurm_accounts),
         ("user", build_report(report).slurm_users),
     ):
         want: dict[str, list[float]] = {}
         jobs: dict[str, set[tuple[str, str]]] = {}
-        for (k, host, name, _), truth in month.truth.slurm_days.items():
+        for (k, host, name, _day), truth in month.truth.slurm_days.items():
             if k != kind:
                 continue
-            sums = want.setdefault(name, [0.0, 0.0])
+            sums = want.setdefault(name, [0.0, 0.0, 0.0])
             sums[0] += truth.gpu_seconds / 3600
             sums[1] += truth.reclaimed_usd
+            (pod,) = [
+                p
+                for (h, namespace, pod_name, d), p in month.truth.pod_days.items()
+                if (h, d) == (host, _day) and name == (namespace if kind == "account" else pod_name)
+            ]
+            sums[2] += pod.idle_cost_usd / 2
             jobs.setdefault(name, set()).update((host, j) for j in truth.job_ids)
         got = {n.name: n for n in lines}
         assert got.keys() == want.keys()
-        for name, (hours, reclaimed) in want.items():
+        for name, (hours, reclaimed, held) in want.items():
             line = got[name]
             assert line.jobs == len(jobs[name])
             assert line.gpu_hours == pytest.approx(hours, rel=1e-12)
             assert line.reclaimed_usd is not None
             assert abs(line.reclaimed_usd - reclaimed) < CENT
-            assert line.held_cost_usd is None
+            assert line.held_cost_usd is not None
+            assert abs(line.held_cost_usd - held) < CENT
     accounts = {n.name: n for n in build_report(report).slurm_accounts}
     namespaces = {n.namespace: n for n in build_report(report).namespaces}
     assert accounts.keys() == namespaces.keys() == {"ml-train", "ml-serve"}

@@ -290,3 +290,37 @@ def test_the_monthly_report_groups_the_jobs_by_account_and_user(
     assert "## Slurm accounts" in text
     assert "## Slurm users" in text
     assert "| astro |" in text
+
+
+def test_the_agents_account_and_user_counters_are_the_historys_sums(finished: Finished) -> None:
+    """The agent's per-account and per-user counters charge the same ticks as the
+    history's rows: after the job, their last values in Prometheus are the rows' sums
+    (cost, idle and held $), the job being the only one on the cluster."""
+    rows = _rows(finished.history, finished.job)
+    want = {role: sum(float(r[f"{role}cost_usd"]) for r in rows) for role in ("", "idle_", "held_")}
+    assert 0 < want["held_"] < want[""], "one GPU busy, one held all along"
+    for kind, name in (("account", "astro"), ("user", "root")):
+        for role, total in want.items():
+            metric = f"gpuwatch_slurm_{kind}_{role}cost_usd_total"
+            query = f'max_over_time({metric}{{{kind}="{name}"}}[1h])'
+            (last,) = _promql(finished.prometheus, query)
+            assert float(last["value"][1]) == pytest.approx(total, rel=1e-9), metric
+
+
+def test_the_monthly_report_from_prometheus_has_the_held_cost(
+    finished: Finished, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet report's account and user lines read the held counter: held $ is the
+    history's (the counter's whole growth: it started at 0 with the agent), not n/a."""
+    rows = _rows(finished.history, finished.job)
+    day = datetime.fromtimestamp(rows[0]["hour_start"], UTC).strftime("%Y-%m-%d")
+    flags = ["--prometheus", finished.prometheus, "--prometheus-scrape-interval", "1"]
+    period = ["--from", day, "--to", day, "--config", str(finished.config)]
+    assert main(["report", *period, *flags, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    held = sum(float(r["held_cost_usd"]) for r in rows)
+    for lines, name in ((report["slurm_accounts"], "astro"), (report["slurm_users"], "root")):
+        (line,) = lines
+        assert line["name"] == name
+        assert line["held_cost_usd"] == pytest.approx(held, rel=1e-9)
+        assert 0 < line["held_cost_usd"] < line["cost_usd"]

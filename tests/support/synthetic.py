@@ -495,7 +495,8 @@ def _write_slurm(
     truth: Truth,
 ) -> None:
     """The pod again as Slurm job `pod` of account `namespace` and user `pod`: the
-    account's and the user's cost counters are the pod's (`values`, at `times`), a reclaim
+    account's and the user's cost counters are the pod's (`values`, at `times`), their held
+    counters half the idle one (exact in binary, so the held growth is half the idle), a reclaim
     counter {account, user} gains RECLAIM_STEP_USD a sample (reset with each agent run),
     and a `gpuwatch_gpu_job_info` series per GPU it holds at the same samples."""
     namespace, name, shares = pod
@@ -508,6 +509,8 @@ def _write_slurm(
         writer.series(f"gpuwatch_slurm_{kind}_cost_usd", "counter", labels, values[0], stamps)
         writer.series(f"gpuwatch_slurm_{kind}_idle_cost_usd", "counter", labels, values[1],
                       stamps)  # fmt: skip
+        held = [repr(float(v) / 2) for v in values[1]]
+        writer.series(f"gpuwatch_slurm_{kind}_held_cost_usd", "counter", labels, held, stamps)
     starts = {run.first for run in _runs(fleet, host)}
     reclaimed = 0.0
     reclaims: list[str] = []

@@ -193,6 +193,7 @@ class GroupCost:
     name: str
     cost_usd_total: float  # busy and idle
     idle_cost_usd_total: float  # the idle part of the GPUs its jobs hold
+    held_cost_usd_total: float  # charged at ticks its jobs held a GPU and ran nothing on it
 
 
 @dataclass(frozen=True, slots=True)

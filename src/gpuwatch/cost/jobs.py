@@ -2,7 +2,9 @@
 
 The pods' rule (`gpuwatch.cost.pods.split_among`): the busy part goes to the jobs whose
 processes run on the GPU, by their processes' SM utilization (else memory, else count);
-the idle part to the jobs holding the GPU (its GRES), one share each. Totals are kept per
+the idle part to the jobs holding the GPU (its GRES), one share each. A job's whole share
+of a tick at which it holds the GPU and runs nothing on it (allocated-idle at that tick) is
+also its held cost, as the history's `job_hours.held_cost_usd`. Totals are kept per
 account and per user, never per job, so a year of jobs adds no series; they live as long as
 the agent (a counter per account and user that ever ran here). A tick without a fresh job
 view (squeue failing for 3 intervals) is charged to nobody. A job seen only in its
@@ -31,7 +33,8 @@ def split_gpu_jobs(gpu: GpuSample, jobs: GpuJobs | None, tick_cost: float) -> Ho
 
 
 class JobLedger:
-    """Cost and idle cost per Slurm account and per user since the agent started."""
+    """Cost, idle cost and held cost per Slurm account and per user since the agent
+    started (USD)."""
 
     def __init__(self) -> None:
         self._accounts: dict[str, list[float]] = {}
@@ -56,14 +59,17 @@ class JobLedger:
                 continue
             cost = tick_cost_usd(prices.get(verdict.uuid), verdict.tick_seconds)
             refs = {a.job.job_id: a.job for a in held.allocations}
+            holding_idle = {a.job.job_id for a in held.allocations if a.allocated_idle}
             for (job_id,), (busy, idle) in split_gpu_jobs(gpu, held, cost).shares.items():
                 ref = refs.get(job_id, JobRef(job_id, "", "", ""))
                 for totals in (
-                    self._accounts.setdefault(ref.account, [0.0, 0.0]),
-                    self._users.setdefault(ref.user, [0.0, 0.0]),
+                    self._accounts.setdefault(ref.account, [0.0, 0.0, 0.0]),
+                    self._users.setdefault(ref.user, [0.0, 0.0, 0.0]),
                 ):
                     totals[0] += busy + idle
                     totals[1] += idle
+                    if job_id in holding_idle:
+                        totals[2] += busy + idle
 
     def accounts(self) -> tuple[GroupCost, ...]:
         """Every account charged so far, by name."""

@@ -98,12 +98,20 @@ def _group_costs(label: str, groups: tuple[GroupCost, ...]) -> Iterator[Metric]:
         "GPUs its jobs hold, split among their holders.",
         labels=(label,),
     )
+    held = CounterMetricFamily(
+        f"gpuwatch_slurm_{label}_held_cost_usd",
+        f"The held part of the Slurm {label}'s cost, in USD: its jobs' whole share of "
+        "each tick at which they held a GPU and ran nothing on it.",
+        labels=(label,),
+    )
     for group in groups:
         cost.add_metric([group.name], group.cost_usd_total)
         idle.add_metric([group.name], group.idle_cost_usd_total)
+        held.add_metric([group.name], group.held_cost_usd_total)
     if cost.samples:
         yield cost
         yield idle
+        yield held
 
 
 SLURM_FAMILIES: tuple[tuple[str, str], ...] = (
@@ -114,7 +122,9 @@ SLURM_FAMILIES: tuple[tuple[str, str], ...] = (
     ("gpuwatch_gpu_job_allocated_idle", "gauge"),
     ("gpuwatch_slurm_account_cost_usd", "counter"),
     ("gpuwatch_slurm_account_idle_cost_usd", "counter"),
+    ("gpuwatch_slurm_account_held_cost_usd", "counter"),
     ("gpuwatch_slurm_user_cost_usd", "counter"),
     ("gpuwatch_slurm_user_idle_cost_usd", "counter"),
+    ("gpuwatch_slurm_user_held_cost_usd", "counter"),
 )
 """Every family `slurm_families` may yield (name, type)."""

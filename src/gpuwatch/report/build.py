@@ -251,18 +251,24 @@ def _slurm_lines(
 def _slurm_group_lines(
     data: ReportData, total_cost_usd: float, *, by_user: bool
 ) -> tuple[SlurmLine, ...]:
-    """Prometheus's account (or user) days summed; no held $ (no such counter)."""
+    """Prometheus's account (or user) days summed; held $ is unknown (None) for a name
+    with any day whose held counter is unknown (an older agent)."""
     kind = "user" if by_user else "account"
     sums: dict[str, list[float]] = {}
     jobs: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    held_unknown: set[str] = set()
     for row in data.slurm_days:
         if row.kind != kind:
             continue
-        line = sums.setdefault(row.name, [0.0, 0.0, 0.0, 0.0])
+        line = sums.setdefault(row.name, [0.0, 0.0, 0.0, 0.0, 0.0])
         line[0] += row.gpu_seconds / HOUR_SECONDS
         line[1] += row.cost_usd
         line[2] += row.idle_cost_usd
         line[3] += row.reclaimed_usd
+        if row.held_cost_usd is None:
+            held_unknown.add(row.name)
+        else:
+            line[4] += row.held_cost_usd
         jobs[row.name].update((row.host, job_id) for job_id in row.job_ids)
     lines = [
         SlurmLine(
@@ -271,11 +277,11 @@ def _slurm_group_lines(
             hours,
             cost,
             idle,
-            None,
+            None if name in held_unknown else held,
             _ratio(cost, total_cost_usd),
             reclaimed,
         )
-        for name, (hours, cost, idle, reclaimed) in sums.items()
+        for name, (hours, cost, idle, reclaimed, held) in sums.items()
     ]
     return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))
 

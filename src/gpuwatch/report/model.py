@@ -145,6 +145,8 @@ class SlurmDay:
     day: date
     cost_usd: float
     idle_cost_usd: float
+    held_cost_usd: float | None  # None: its cost counter grew with no held counter beside
+    # it (an agent older than `gpuwatch_slurm_*_held_cost_usd_total`)
     reclaimed_usd: float
     gpu_seconds: float
     job_ids: tuple[str, ...]  # the jobs seen holding a GPU that day, sorted

@@ -43,8 +43,10 @@ COUNTERS = {
     "pod_idle_cost": "gpuwatch_pod_idle_cost_usd_total",
     "slurm_account_cost": "gpuwatch_slurm_account_cost_usd_total",
     "slurm_account_idle_cost": "gpuwatch_slurm_account_idle_cost_usd_total",
+    "slurm_account_held_cost": "gpuwatch_slurm_account_held_cost_usd_total",
     "slurm_user_cost": "gpuwatch_slurm_user_cost_usd_total",
     "slurm_user_idle_cost": "gpuwatch_slurm_user_idle_cost_usd_total",
+    "slurm_user_held_cost": "gpuwatch_slurm_user_held_cost_usd_total",
     "slurm_reclaimed": "gpuwatch_slurm_reclaimed_usd_total",
 }
 """The counters a report reads, by role."""
@@ -52,8 +54,10 @@ COUNTERS = {
 SLURM_ROLES = (
     "slurm_account_cost",
     "slurm_account_idle_cost",
+    "slurm_account_held_cost",
     "slurm_user_cost",
     "slurm_user_idle_cost",
+    "slurm_user_held_cost",
     "slurm_reclaimed",
 )
 """The Slurm counters of `COUNTERS` (per account, per user, reclaim's per both)."""

@@ -297,7 +297,7 @@ class SlurmLine:
     cost_usd: float  # busy and idle charged to its jobs
     idle_cost_usd: float  # part of cost_usd: the idle part of the GPUs its jobs held
     held_cost_usd: float | None  # part of cost_usd: charged while its jobs held GPUs running
-    # nothing; None from Prometheus (no such counter)
+    # nothing; None from Prometheus when an agent older than the held counter reported it
     share_ratio: float | None  # of the period's GPU cost; None when that is 0
     reclaimed_usd: float | None = None  # reclaim's credit for its cancelled jobs; None: n/a
 
