@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from gpuwatch.alerts.policy import AlertEvent, JobOnGpu, PodOnGpu
 from gpuwatch.core.snapshot import FleetSnapshot, GpuSample, ProcessSample
@@ -111,19 +111,6 @@ def pod_name(pod: PodOnGpu) -> str:
     return name_text(f"{shorten(flatten(pod.pod.namespace), 60)}/{flatten(pod.pod.pod)}", 170)
 
 
-def _pods_line(pods: Sequence[PodOnGpu]) -> str | None:
-    """The Kubernetes pods holding or using the GPU (None without attribution)."""
-    if not pods:
-        return None
-    parts = [
-        pod_name(p) + ("" if p.running else " (holds it, runs nothing)") for p in pods[:MAX_PODS]
-    ]
-    more = len(pods) - MAX_PODS
-    if more > 0:
-        parts.append(f"… and {more} more")
-    return "Pods: " + ", ".join(parts)
-
-
 def job_name(job: JobOnGpu) -> str:
     """`` job `id` of `user` (account `account`) ``: each name alone as data (`name_text`)."""
     ref = job.job
@@ -132,17 +119,28 @@ def job_name(job: JobOnGpu) -> str:
     return f"job {name_text(ref.job_id, 40)} of {user}{account}"
 
 
-def _jobs_line(jobs: Sequence[JobOnGpu]) -> str | None:
-    """The Slurm jobs holding the GPU (None without Slurm attribution)."""
-    if not jobs:
+class _Holder(Protocol):
+    """A pod or Slurm job on a GPU: `running` is False when it holds the GPU, runs nothing."""
+
+    @property
+    def running(self) -> bool: ...
+
+
+_H = TypeVar("_H", bound=_Holder)
+
+
+def _holders_line(
+    label: str, holders: Sequence[_H], name: Callable[[_H], str], limit: int
+) -> str | None:
+    """`label: ` then the first `limit` holders by `name` (flagged when they hold the GPU
+    and run nothing) and how many more; None without holders (no attribution)."""
+    if not holders:
         return None
-    parts = [
-        job_name(j) + ("" if j.running else " (holds it, runs nothing)") for j in jobs[:MAX_JOBS]
-    ]
-    more = len(jobs) - MAX_JOBS
+    parts = [name(h) + ("" if h.running else " (holds it, runs nothing)") for h in holders[:limit]]
+    more = len(holders) - limit
     if more > 0:
         parts.append(f"… and {more} more")
-    return "Slurm: " + ", ".join(parts)
+    return f"{label}: " + ", ".join(parts)
 
 
 def _cost_line(cost: GpuCost | None) -> str | None:
@@ -185,7 +183,11 @@ def gpu_section_text(event: AlertEvent, now_seconds: float, cost: GpuCost | None
         lines.append(f"Mean activity over the window: {verdict.activity_mean_ratio:.1%}")
     if verdict.workload:
         lines.append(f"Workload: {name_text(verdict.workload)}")
-    for line in (_pods_line(event.pods), _jobs_line(event.jobs), _process_line(event.gpu)):
+    holders = (
+        _holders_line("Pods", event.pods, pod_name, MAX_PODS),
+        _holders_line("Slurm", event.jobs, job_name, MAX_JOBS),
+    )
+    for line in (*holders, _process_line(event.gpu)):
         if line:
             lines.append(line)
     rec = verdict.recommendation
