@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import helm_python
 import pytest
 import yaml
 
@@ -128,3 +129,12 @@ def test_the_idle_spend_threshold_value_overrides_the_rule_files_default(
         capture_output=True, text=True, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_packaged_chart_ships_the_dashboards_json_not_their_builder() -> None:
+    """Real Helm loads the repository's chart through its symlinks: `.helmignore` keeps
+    the dashboards' Python builder (and any bytecode) out, and every JSON is in."""
+    repo = Path(__file__).resolve().parents[2]
+    names = {f["name"] for f in helm_python.Chart.load(repo / "deploy/helm/gpuwatch").files}
+    shipped = {n for n in names if n.startswith("files/dashboards/")}
+    assert shipped == {f"files/dashboards/{p.name}" for p in (repo / "dashboards").glob("*.json")}
