@@ -10,11 +10,11 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent, AgentOptions
+from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.conftest import make_agent, simulated
+from tests.support.kube_node import kube_node, listed_tick
 
 NEW_FIELDS = (
     "DCGM_FI_DEV_MEMORY_TEMP",
@@ -154,19 +154,12 @@ def shared(tmp_path: Path) -> Iterator[tuple[Agent, ManualClock]]:
     scenario = tmp_path / "shared.toml"
     scenario.write_text(SHARED, encoding="utf-8")
     nv, clock = simulated(str(scenario))
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(
         agent=AgentConfig(hostname="test-host"),
         exporter=ExporterConfig(dcgm_compat=True),
     )
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    yield agent, clock
-    agent.stop()
-    cluster.stop()
+    with kube_node(config, nv, clock, scenario_extras=False) as (agent, _):
+        yield agent, clock
 
 
 def test_a_shared_gpu_is_split_by_its_processes_activity(
@@ -174,9 +167,7 @@ def test_a_shared_gpu_is_split_by_its_processes_activity(
 ) -> None:
     agent, clock = shared
     for _ in range(5):
-        agent.refresh_attribution()
-        clock.advance(1.0)
-        snapshot = agent.tick()
+        snapshot = listed_tick(agent, clock)
     processes = {p.pid: p for p in snapshot.gpus[0].processes or ()}
     sm = {pid: p.sm_utilization_ratio or 0.0 for pid, p in processes.items()}
     assert processes[103].pod is None  # the host tool is in no pod
@@ -275,25 +266,14 @@ def test_pods_on_mig_get_nothing_from_opencosts_two_families(tmp_path: Path) -> 
     scenario = tmp_path / "mig-pods.toml"
     scenario.write_text(MIG_PODS, encoding="utf-8")
     nv, clock = simulated(str(scenario))
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(
         agent=AgentConfig(hostname="test-host"), exporter=ExporterConfig(dcgm_compat=True)
     )
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    try:
+    with kube_node(config, nv, clock, scenario_extras=False) as (agent, _):
         for _ in range(5):
-            agent.refresh_attribution()
-            clock.advance(1.0)
-            agent.tick()
+            listed_tick(agent, clock)
         text = generate_latest(agent.registry).decode()
         families = _dcgm(agent)
-    finally:
-        agent.stop()
-        cluster.stop()
     holders = {
         s.labels["pod"]: s.labels["mig_uuid"]
         for f in text_string_to_metric_families(text)

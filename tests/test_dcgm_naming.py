@@ -18,12 +18,11 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.cli import main
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.export.dcgm import DRIVER_LABEL, FIELDS, DcgmNaming
-from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.conftest import make_agent, simulated
+from tests.support.kube_node import kube_node, listed_tick
 from tests.test_dcgm_default_counters import CLASSIC_CSV, NOT_EXPORTED, SHARED, _csv_rows
 
 FIELD_IDS = Path(__file__).parent / "data" / "dcgm" / "field-ids.csv"
@@ -180,25 +179,14 @@ def _shared(tmp_path: Path, naming: DcgmNaming) -> dict[str, list[dict[str, str]
     scenario = tmp_path / f"shared-{naming}.toml"
     scenario.write_text(SHARED, encoding="utf-8")
     nv, clock = simulated(str(scenario))
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(
         agent=AgentConfig(hostname="test-host"),
         exporter=ExporterConfig(dcgm_compat=True, dcgm_naming=naming),
     )
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    try:
+    with kube_node(config, nv, clock, scenario_extras=False) as (agent, _):
         for _ in range(5):
-            agent.refresh_attribution()
-            clock.advance(1.0)
-            agent.tick()
+            listed_tick(agent, clock)
         text = generate_latest(agent.registry).decode()
-    finally:
-        agent.stop()
-        cluster.stop()
     return {
         f.name: [{**s.labels, "value": repr(s.value)} for s in f.samples]
         for f in text_string_to_metric_families(text)

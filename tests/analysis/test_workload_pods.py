@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.snapshot import GpuIdentity, GpuSample, PodRef, ProcessSample
-from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.workloads import WorkloadDeclaration
 from tests.conftest import simulated
+from tests.support.kube_node import kube_node
 
 IDENTITY = GpuIdentity(0, "GPU-0", "NVIDIA H100 80GB HBM3", None, "0", None, None, False)
 
@@ -51,22 +50,13 @@ def test_every_key_set_must_match() -> None:
 
 def test_demo_declaration_by_pod_reaches_the_shared_gpu() -> None:
     nv, clock = simulated("demo")
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     declaration = WorkloadDeclaration(namespace="team-b", pod="vllm-llama-*", model="qwen2.5-7b")
     config = Config(agent=AgentConfig(hostname="h"), workloads=[declaration])
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    try:
+    with kube_node(config, nv, clock, scenario_extras=False) as (agent, _):
         agent.refresh_attribution()
         for _ in range(3):
             clock.advance(1.0)
             snapshot = agent.tick()
-    finally:
-        agent.stop()
-        cluster.stop()
     workloads = {v.gpu_index: v.workload for v in snapshot.verdicts}
     assert workloads[3] == "qwen2.5-7b"  # vLLM's pod runs on the time-sliced GPU 3
     assert {i for i, w in workloads.items() if w == "qwen2.5-7b"} == {3}

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent, AgentOptions
+from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import (
@@ -24,8 +24,8 @@ from gpuwatch.core.snapshot import (
     ProcessSample,
 )
 from gpuwatch.cost.pods import PodLedger, split_gpu_cost
-from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.conftest import simulated
+from tests.support.kube_node import kube_node
 
 A = PodRef("team-a", "train", "c")
 B = PodRef("team-b", "serve", "c")
@@ -129,16 +129,10 @@ def test_a_pod_that_leaves_keeps_no_totals() -> None:
 @pytest.fixture
 def demo() -> Iterator[tuple[Agent, ManualClock]]:
     nv, clock = simulated("demo")
-    cluster = SimulatedCluster(nv)
-    cluster.start()
-    config = Config(agent=AgentConfig(hostname="test-host"))
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    yield agent, clock
-    agent.stop()
-    cluster.stop()
+    with kube_node(
+        Config(agent=AgentConfig(hostname="test-host")), nv, clock, scenario_extras=False
+    ) as (agent, _):
+        yield agent, clock
 
 
 def test_demo_every_tick_splits_each_gpus_cost_exactly(demo: tuple[Agent, ManualClock]) -> None:

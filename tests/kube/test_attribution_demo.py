@@ -12,12 +12,13 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuwatch.agent import Agent, AgentOptions
+from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.core.snapshot import FleetSnapshot, PodRef
+from gpuwatch.core.snapshot import PodRef
 from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.conftest import REPO_ROOT, require_binary, simulated
+from tests.support.kube_node import kube_node, listed_tick
 
 DEMO_TOML = REPO_ROOT / "src" / "gpuwatch" / "simulate" / "scenarios" / "demo.toml"
 
@@ -25,25 +26,12 @@ DEMO_TOML = REPO_ROOT / "src" / "gpuwatch" / "simulate" / "scenarios" / "demo.to
 @pytest.fixture
 def demo() -> Iterator[tuple[Agent, ManualClock, SimulatedCluster]]:
     nv, clock = simulated("demo")
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(
         agent=AgentConfig(hostname="test-host", per_process_metrics=True),
         exporter=ExporterConfig(dcgm_compat=True),
     )
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    yield agent, clock, cluster
-    agent.stop()
-    cluster.stop()
-
-
-def _tick(agent: Agent, clock: ManualClock) -> FleetSnapshot:
-    agent.refresh_attribution()
-    clock.advance(1.0)
-    return agent.tick()
+    with kube_node(config, nv, clock, scenario_extras=False) as (agent, cluster):
+        yield agent, clock, cluster
 
 
 def _samples(agent: Agent, name: str) -> list[dict[str, str]]:
@@ -60,7 +48,7 @@ def test_demo_pods_on_gpus_and_processes(
     demo: tuple[Agent, ManualClock, SimulatedCluster],
 ) -> None:
     agent, clock, _ = demo
-    snapshot = _tick(agent, clock)
+    snapshot = listed_tick(agent, clock)
     by_index = {g.identity.index: g for g in snapshot.gpus}
     # one holder of a whole GPU: the GPU carries it; a shared GPU carries none
     assert by_index[0].pod == PodRef("team-a", "llama3-sft-0", "trainer")
@@ -89,7 +77,7 @@ def test_exported_without_double_counting(
     demo: tuple[Agent, ManualClock, SimulatedCluster],
 ) -> None:
     agent, clock, _ = demo
-    _tick(agent, clock)
+    listed_tick(agent, clock)
     info = _samples(agent, "gpuwatch_gpu_pod_info")
     assert sorted((s["gpu"], s["namespace"], s["pod"]) for s in info) == [
         ("0", "team-a", "llama3-sft-0"),
@@ -125,9 +113,9 @@ def test_pod_gone_is_gone_and_kubelet_down_is_a_metric(
     demo: tuple[Agent, ManualClock, SimulatedCluster],
 ) -> None:
     agent, clock, cluster = demo
-    _tick(agent, clock)
+    listed_tick(agent, clock)
     cluster.kubelet.set_pods([])
-    snapshot = _tick(agent, clock)
+    snapshot = listed_tick(agent, clock)
     assert all(g.pod is None for g in snapshot.gpus)
     assert _samples(agent, "gpuwatch_gpu_pod_info") == []
     cluster.kubelet.stop()
@@ -145,7 +133,7 @@ def test_a_listing_too_old_is_kept_marked_stale(
     """The kubelet restarting keeps the holds (and the alerts on them) until it answers
     with a listing that drops them."""
     agent, clock, cluster = demo
-    fresh = _tick(agent, clock)
+    fresh = listed_tick(agent, clock)
     holders = _samples(agent, "gpuwatch_gpu_pod_info")
     assert fresh.attribution is not None
     assert fresh.attribution.fresh
@@ -163,7 +151,7 @@ def test_a_listing_too_old_is_kept_marked_stale(
     assert _samples(agent, "gpuwatch_attribution_stale")[0]["value"] == "1.0"
     cluster.kubelet.set_pods([])
     cluster.kubelet.start()
-    _tick(agent, clock)
+    listed_tick(agent, clock)
     assert _samples(agent, "gpuwatch_gpu_pod_info") == []
     assert _samples(agent, "gpuwatch_attribution_stale")[0]["value"] == "0.0"
 
@@ -182,16 +170,10 @@ def test_without_the_host_proc_no_busy_pod_is_allocated_idle(tmp_path: Path) -> 
     that holds GPU 0 alone and keeps it busy is not idle; GPU 1, with no process at all,
     is allocated-idle for sure."""
     nv, clock = simulated(str(_demo_without_host_proc(tmp_path)))
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(agent=AgentConfig(hostname="test-host", per_process_metrics=True))
-    agent = Agent(
-        config, nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    try:
+    with kube_node(config, nv, clock, scenario_extras=False) as (agent, _):
         for _ in range(3):
-            snapshot = _tick(agent, clock)
+            snapshot = listed_tick(agent, clock)
         idle = {s["pod"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_pod_allocated_idle")}
         unknown = {
             s["pod"]: s["reason"]
@@ -200,9 +182,6 @@ def test_without_the_host_proc_no_busy_pod_is_allocated_idle(tmp_path: Path) -> 
         unmapped = {
             s["gpu"]: s["value"] for s in _samples(agent, "gpuwatch_gpu_unmapped_processes")
         }
-    finally:
-        agent.stop()
-        cluster.stop()
     assert all(p.pod is None for g in snapshot.gpus for p in g.processes or ())
     busy = {g.identity.index for g in snapshot.gpus if (g.sm_active_ratio or 0.0) > 0.01}
     assert busy == {0, 3}
@@ -219,7 +198,7 @@ def test_attribution_families_pass_promtool(
     demo: tuple[Agent, ManualClock, SimulatedCluster],
 ) -> None:
     agent, clock, _ = demo
-    _tick(agent, clock)
+    listed_tick(agent, clock)
     text = generate_latest(agent.registry).decode()
     text = text[: text.index("# HELP DCGM_")]
     result = subprocess.run(
@@ -295,18 +274,9 @@ def test_mig_devices_without_the_host_proc(tmp_path: Path) -> None:
     scenario = tmp_path / "mig.toml"
     scenario.write_text(MIG_NO_HOST_PROC, encoding="utf-8")
     nv, clock = simulated(str(scenario))
-    cluster = SimulatedCluster(nv)
-    cluster.start()
-    agent = Agent(
-        Config(), nv, clock, AgentOptions(environ={}, kubernetes=cluster.kubernetes_config())
-    )
-    agent.open()
-    try:
+    with kube_node(Config(), nv, clock, scenario_extras=False) as (agent, _):
         for _ in range(3):
-            snapshot = _tick(agent, clock)
-    finally:
-        agent.stop()
-        cluster.stop()
+            snapshot = listed_tick(agent, clock)
     assert snapshot.attribution is not None
     holds = {
         a.pod.pod: (a.allocated_idle, a.unknown_reason)
@@ -326,7 +296,7 @@ def test_a_gpu_without_a_process_list_leaves_its_holders_unknown(
     """NVML lists no processes (NotSupported, a failed call): no holder is allocated-idle
     on a guess; the trainer, alone on its busy GPU, is still not idle."""
     agent, clock, _ = demo
-    _tick(agent, clock)
+    listed_tick(agent, clock)
     assert agent.attribution is not None
     gpus, _ = agent.nvml.collect()
     _, attribution, _ = agent.attribution.attribute(tuple(replace(g, processes=None) for g in gpus))

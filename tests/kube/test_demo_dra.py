@@ -17,7 +17,8 @@ from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.simulate.scenario import load_scenario
-from tests.conftest import scenario_agent, simulated
+from tests.conftest import simulated
+from tests.support.kube_node import kube_node
 
 SECONDS = 2100  # past the 30-minute window: idle, held and allocated-idle verdicts
 LIST_EVERY = 5  # the kubelet is listed every 5 s (list_interval_seconds)
@@ -27,23 +28,17 @@ Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 def _run(scenario: str) -> Iterator[tuple[Agent, SimulatedCluster]]:
     nv, clock = simulated(scenario)
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(
         agent=AgentConfig(hostname="test-host", per_process_metrics=True),
         exporter=ExporterConfig(dcgm_compat=True),
     )
-    agent = scenario_agent(config, nv, clock, kubernetes=cluster.kubernetes_config())
-    try:
+    with kube_node(config, nv, clock) as (agent, cluster):
         for second in range(SECONDS):
             if second % LIST_EVERY == 0:
                 agent.refresh_attribution()
             clock.advance(1.0)
             agent.tick()
         yield agent, cluster
-    finally:
-        agent.stop()
-        cluster.stop()
 
 
 def _series(agent: Agent) -> Series:

@@ -16,10 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpuwatch.agent import Agent
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
-from gpuwatch.simulate.cluster import SimulatedCluster
 from gpuwatch.simulate.scenario import load_scenario
 from gpuwatch.simulate.stand_in import SimulatedNvml
-from tests.conftest import scenario_agent
+from tests.support.kube_node import kube_node, listed_tick
 
 SCENARIO = """
 name = "dra-mig"
@@ -78,13 +77,8 @@ def node(tmp_path: Path) -> Iterator[tuple[Agent, ManualClock, SimulatedNvml]]:
     path.write_text(SCENARIO, "utf-8")
     clock = ManualClock()
     nv = SimulatedNvml(load_scenario(path), clock=clock, sleep=lambda _s: None)
-    cluster = SimulatedCluster(nv)
-    cluster.start()
-    config = Config(agent=AgentConfig(hostname="test-host"))
-    agent = scenario_agent(config, nv, clock, kubernetes=cluster.kubernetes_config())
-    yield agent, clock, nv
-    agent.stop()
-    cluster.stop()
+    with kube_node(Config(agent=AgentConfig(hostname="test-host")), nv, clock) as (agent, _):
+        yield agent, clock, nv
 
 
 def test_the_stand_in_answers_the_gpu_instances_info(
@@ -123,9 +117,7 @@ def _pod_info(agent: Agent) -> list[tuple[str, str, str]]:
 
 def test_mig_devices_held_through_claims(node: tuple[Agent, ManualClock, SimulatedNvml]) -> None:
     agent, clock, _ = node
-    agent.refresh_attribution()
-    clock.advance(1.0)
-    snapshot = agent.tick()
+    snapshot = listed_tick(agent, clock)
     assert snapshot.attribution is not None
     assert snapshot.attribution.dra_unresolved == ()
     migs = {m.gpu_instance_id: m for g in snapshot.gpus for m in g.mig_instances}

@@ -15,7 +15,8 @@ from gpuwatch.core.snapshot import FleetSnapshot, PodRef
 from gpuwatch.kube.podresources import ContainerAllocation, ContainerDevices, PodAllocation
 from gpuwatch.simulate.cluster import SimulatedCluster, device_id
 from gpuwatch.simulate.stand_in import SimulatedNvml
-from tests.conftest import scenario_agent, simulated
+from tests.conftest import simulated
+from tests.support.kube_node import kube_node, listed_tick
 
 
 def index_form_pods(nv: SimulatedNvml) -> list[PodAllocation]:
@@ -37,19 +38,9 @@ def index_form_pods(nv: SimulatedNvml) -> list[PodAllocation]:
 @pytest.fixture
 def demo() -> Iterator[tuple[Agent, ManualClock, SimulatedCluster, SimulatedNvml]]:
     nv, clock = simulated("demo")
-    cluster = SimulatedCluster(nv)
-    cluster.start()
     config = Config(agent=AgentConfig(hostname="test-host", per_process_metrics=True))
-    agent = scenario_agent(config, nv, clock, kubernetes=cluster.kubernetes_config())
-    yield agent, clock, cluster, nv
-    agent.stop()
-    cluster.stop()
-
-
-def _tick(agent: Agent, clock: ManualClock) -> FleetSnapshot:
-    agent.refresh_attribution()
-    clock.advance(1.0)
-    return agent.tick()
+    with kube_node(config, nv, clock) as (agent, cluster):
+        yield agent, clock, cluster, nv
 
 
 def _holders(snapshot: FleetSnapshot) -> set[tuple[int, str, tuple[str, ...]]]:
@@ -68,9 +59,9 @@ def test_index_ids_resolve_to_the_same_pods(
     pods = index_form_pods(nv)
     listed = {i for p in pods for c in p.containers for d in c.devices for i in d.device_ids}
     assert listed == {"0", "1", "2", "3::0", "3::1"}
-    by_uuid = _tick(agent, clock)
+    by_uuid = listed_tick(agent, clock)
     cluster.kubelet.set_pods(pods)
-    by_index = _tick(agent, clock)
+    by_index = listed_tick(agent, clock)
     assert by_index.attribution is not None
     assert by_index.attribution.unresolved_device_ids == ()
     assert {(g, p) for g, p, _ in _holders(by_index)} == {(g, p) for g, p, _ in _holders(by_uuid)}
@@ -90,7 +81,7 @@ def test_an_index_past_the_gpus_is_unresolved(
         "ns", "ghost", (ContainerAllocation("c", (ContainerDevices("nvidia.com/gpu", ("9",)),)),)
     )
     cluster.kubelet.set_pods([ghost])
-    snapshot = _tick(agent, clock)
+    snapshot = listed_tick(agent, clock)
     assert snapshot.attribution is not None
     assert snapshot.attribution.unresolved_device_ids == ("9",)
     assert _holders(snapshot) == set()

@@ -27,9 +27,10 @@ from gpuwatch.config import AgentConfig, Config, ExporterConfig
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.simulate.cluster import SimulatedCluster
 from tests.agent_process import fetch
-from tests.conftest import free_port, require_binary, scenario_agent, simulated
+from tests.conftest import free_port, require_binary, simulated
 from tests.prometheus_process import running_prometheus, scrape_config
 from tests.rules.rulefiles import ALERTS_FILE, RECORDING_FILE
+from tests.support.kube_node import kube_node
 from tests.test_opencost_queries import (
     CLUSTER_FILTER,
     CLUSTER_LABEL,
@@ -50,17 +51,8 @@ IDLE_DEMO_PODS = ("batch-eval-7f9c", "vllm-llama-8b-canary")  # hold a GPU, run 
 @pytest.fixture
 def demo() -> Iterator[tuple[Agent, ManualClock, SimulatedCluster]]:
     nv, clock = simulated("demo")
-    cluster = SimulatedCluster(nv)
-    cluster.start()
-    agent = scenario_agent(
-        Config(agent=AgentConfig(hostname="test-host")),
-        nv,
-        clock,
-        kubernetes=cluster.kubernetes_config(),
-    )
-    yield agent, clock, cluster
-    agent.stop()
-    cluster.stop()
+    with kube_node(Config(agent=AgentConfig(hostname="test-host")), nv, clock) as (agent, cluster):
+        yield agent, clock, cluster
 
 
 def scrape(agent: Agent) -> dict[Series, float]:
@@ -244,17 +236,12 @@ def test_allocated_idle_alert_and_opencost_hold_through_a_kubelet_outage(
     5 minutes with it down, 2 minutes up again. The alert stays firing and OpenCost keeps
     all five pods at every minute of the outage."""
     nv, clock = simulated("demo")
-    cluster = SimulatedCluster(nv)
-    cluster.start()
-    agent = scenario_agent(
-        Config(agent=AgentConfig(hostname="test-host"), exporter=ExporterConfig(dcgm_compat=True)),
-        nv,
-        clock,
-        kubernetes=cluster.kubernetes_config(),
+    config = Config(
+        agent=AgentConfig(hostname="test-host"), exporter=ExporterConfig(dcgm_compat=True)
     )
     scrapes: list[dict[Series, float]] = []
-    start = clock.time()
-    try:
+    with kube_node(config, nv, clock) as (agent, cluster):
+        start = clock.time()
         while clock.time() - start < END * 60:
             elapsed = clock.time() - start
             if elapsed == OUTAGE[0] * 60:
@@ -266,9 +253,6 @@ def test_allocated_idle_alert_and_opencost_hold_through_a_kubelet_outage(
             agent.refresh_attribution()
             clock.advance(TICK)
             agent.tick()
-    finally:
-        agent.stop()
-        cluster.stop()
     minutes = range(FIRING_AT, END)
     firing = 'ALERTS{alertname="GpuwatchGpuAllocatedIdle",alertstate="firing"}'
     idle_pods = [{"labels": f'{{pod="{p}"}}', "value": 1} for p in IDLE_DEMO_PODS]

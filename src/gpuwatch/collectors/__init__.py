@@ -1,5 +1,6 @@
 """Data sources, one per module (and `attribution_join`, the attribution collector's pure
-join of kubelet holds with NVML processes), run on the agent's scheduler; `registry.SOURCES` is
+join of kubelet holds with NVML processes; `listing`, the off-tick refresh the attribution
+and Slurm sources share), run on the agent's scheduler; `registry.SOURCES` is
 their table (name, class, on by default, what turns it on), which the agent's wiring
 reads. What must not live here: analysis, cost or rendering (the engines and
 `gpuwatch.export` do that), and any import of the kubelet client outside `attribution`.

@@ -27,12 +27,11 @@ holding the GPU, else its only container). Nothing is ever copied to several pod
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwatch.collectors.attribution_join import Processes, join_gpu, resolve_holds
-from gpuwatch.collectors.base import timed
+from gpuwatch.collectors.listing import FailureReason, Listings
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.core.health import Outage
@@ -106,12 +105,10 @@ class AttributionCollector:
         self._client = PodResourcesClient(
             config.pod_resources_socket, timeout_seconds=config.timeout_seconds
         )
-        self._lock = threading.Lock()
-        self._listing: Listing | None = None
-        self._result = CollectorResult(self.name, False, 0.0)
-        self._failure: tuple[str, str] | None = None  # (reason, gRPC code) being logged
+        self._listings = Listings(self.name, clock, self._list)
+        self._failure: FailureReason[tuple[str, str]] = FailureReason()  # (reason, gRPC code)
         self._reason: str | None = None
-        self._allocatable_failure: str | None = None  # the kubelet's message, logged once
+        self._allocatable_failure: FailureReason[str] = FailureReason()  # the kubelet's message
         self._names_outage = Outage(settle=1)  # one WARNING per outage, no recovery line
         self._cgroups: dict[int, PodCgroup | None] = {}
         self._unmapped_outage = Outage(settle=1)
@@ -119,7 +116,7 @@ class AttributionCollector:
     @property
     def result(self) -> CollectorResult:
         """How the last refresh went (success 0 before the first)."""
-        return self._result
+        return self._listings.result
 
     @property
     def reason(self) -> str | None:
@@ -129,18 +126,14 @@ class AttributionCollector:
 
     def refresh(self) -> None:
         """Ask the kubelet and scan the pod-log folder (blocking I/O: the scheduler's)."""
-        listing, result = timed(self.name, self._clock, self._list, failed=lambda: None)
-        with self._lock:
-            if listing is not None:
-                self._listing = listing
-            self._result = result
+        self._listings.refresh()
 
     def _list(self) -> Listing:
         try:
             pods = self._client.list()
         except PodResourcesError as exc:
             reason, probed = failure_reason(exc, self._config.pod_resources_socket)
-            if (reason, exc.code) != self._failure:
+            if self._failure.fail((reason, exc.code)):
                 log.warning(
                     "kubelet pod-resources at %s: %s (%s; %s): %s; pod holds are kept, "
                     "marked stale after %d intervals, pod counters hold",
@@ -151,12 +144,10 @@ class AttributionCollector:
                     _HINTS.get(reason, "see the gRPC status"),
                     STALE_LISTINGS,
                 )
-            self._failure = (reason, exc.code)
             self._reason = reason
             raise CollectorFailedError(f"{reason}: {exc}") from exc
-        if self._failure is not None:
+        if self._failure.succeed():
             log.info("kubelet pod-resources answers again")
-        self._failure = None
         self._reason = "ok"
         return Listing(self._clock.time(), pods, self._allocatable(), self._pod_names())
 
@@ -167,18 +158,16 @@ class AttributionCollector:
             devices = self._client.allocatable()
         except PodResourcesError as exc:
             message = f"{exc.code}: {exc.detail}" if exc.detail else exc.code
-            if message != self._allocatable_failure:
+            if self._allocatable_failure.fail(message):
                 log.warning(
                     "kubelet GetAllocatableResources at %s failed (%s): attribution goes "
                     "on from List alone",
                     self._config.pod_resources_socket,
                     message,
                 )
-            self._allocatable_failure = message
             return None
-        if self._allocatable_failure is not None:
+        if self._allocatable_failure.succeed():
             log.info("kubelet GetAllocatableResources answers again")
-        self._allocatable_failure = None
         return devices
 
     def _pod_names(self) -> dict[str, PodName]:
@@ -202,8 +191,7 @@ class AttributionCollector:
 
     def current_listing(self) -> Listing | None:
         """The newest listing the kubelet gave (fresh or stale), else None."""
-        with self._lock:
-            return self._listing
+        return self._listings.current()
 
     def is_stale(self, listing: Listing) -> bool:
         """The listing is older than `STALE_LISTINGS` list intervals."""
@@ -217,7 +205,7 @@ class AttributionCollector:
         listing = self.current_listing()
         if listing is None:
             self._cgroups.clear()
-            return gpus, Attribution(None, 0), self._result
+            return gpus, Attribution(None, 0), self._listings.result
         resolved = resolve_holds(listing.pods, gpus, self._config.resource_names)
         holds = resolved.holds
         pids = {p.pid for g in gpus for p in g.processes or ()}
@@ -246,7 +234,7 @@ class AttributionCollector:
             dra_unresolved=tuple(resolved.dra_unresolved),
             dra_ignored=tuple(resolved.dra_ignored),
         )
-        return tuple(out_gpus), attribution, self._result
+        return tuple(out_gpus), attribution, self._listings.result
 
     def _cgroup(self, pid: int) -> PodCgroup | str | None:
         """The PID's pod (None: in no pod), or `_UNREADABLE` (retried every tick)."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 from prometheus_client.metrics_core import Metric
 
 from gpuwatch.analysis.activity import works_alone
-from gpuwatch.collectors.base import timed
+from gpuwatch.collectors.listing import FailureReason, Listings
 from gpuwatch.core.clock import Clock
 from gpuwatch.core.failures import CollectorFailedError
 from gpuwatch.core.jobs import GpuJobs, JobAllocationSample, JobAttribution, JobRef
@@ -97,10 +96,8 @@ class SlurmCollector:
         self._node = config.node_name or socket.gethostname().split(".")[0]
         self._interval = list_interval_seconds or config.list_interval_seconds
         self._noise_floor = noise_floor_ratio
-        self._lock = threading.Lock()
-        self._listing: JobListing | None = None
-        self._result = CollectorResult(self.name, False, 0.0)
-        self._failure: str | None = None
+        self._listings = Listings(self.name, clock, self._list)
+        self._failure: FailureReason[str] = FailureReason()
         self._processes: dict[int, JobProcess | None] = {}  # readable PIDs only
         self._reclaimer = (
             None if config.reclaim_mode == "off" else Reclaimer(config, self._conf, self._environ)
@@ -119,15 +116,11 @@ class SlurmCollector:
     @property
     def result(self) -> CollectorResult:
         """How the last refresh went (success 0 before the first)."""
-        return self._result
+        return self._listings.result
 
     def refresh(self) -> None:
         """Ask slurmctld once (blocking I/O: the scheduler's job)."""
-        listing, result = timed(self.name, self._clock, self._list, failed=lambda: None)
-        with self._lock:
-            if listing is not None:
-                self._listing = listing
-            self._result = result
+        self._listings.refresh()
 
     def _list(self) -> JobListing:
         try:
@@ -139,7 +132,7 @@ class SlurmCollector:
                 self._config.timeout_seconds,
             )
         except SqueueError as exc:
-            if exc.reason != self._failure:
+            if self._failure.fail(exc.reason):
                 log.warning(
                     "squeue for node %s (SLURM_CONF=%s) failed: %s; job holds are kept, "
                     "marked stale after %d intervals",
@@ -148,11 +141,9 @@ class SlurmCollector:
                     exc,
                     STALE_LISTINGS,
                 )
-            self._failure = exc.reason
             raise CollectorFailedError(str(exc)) from exc
-        if self._failure is not None:
+        if self._failure.succeed():
             log.info("squeue for node %s answers again", self._node)
-        self._failure = None
         return JobListing(self._clock.time(), jobs, self._gres_minors())
 
     def _gres_minors(self) -> tuple[int, ...] | None:
@@ -177,8 +168,7 @@ class SlurmCollector:
 
     def current_listing(self) -> JobListing | None:
         """The newest listing (fresh or stale), else None."""
-        with self._lock:
-            return self._listing
+        return self._listings.current()
 
     def attribute(self, gpus: tuple[GpuSample, ...]) -> tuple[JobAttribution, CollectorResult]:
         """The tick's `JobAttribution` and the last refresh's result."""
@@ -210,7 +200,7 @@ class SlurmCollector:
             and self._clock.time() - listing.taken_at_seconds > STALE_LISTINGS * self._interval,
             reclaimed=() if self._reclaimer is None else self._reclaimer.recent(self._clock.time()),
         )
-        return attribution, self._result
+        return attribution, self._listings.result
 
     def _join(
         self,

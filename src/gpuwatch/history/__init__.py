@@ -7,8 +7,9 @@ the history off imports nothing more. `opening.open_history` opens
 from it (`restore.py`) and returns the writer the agent feeds its published snapshots to
 (`writer.py`); the agent imports it only when the history is on. `gpuwatch.report.local`
 reads the same file. Each table's row is a typed record (`rows.py`), its columns and
-migrations `schema.py`'s, the hour sums `rollup.py`'s. Never imported by the sampling
-path's modules (nvml, collectors, export); nothing here imports sqlite3 at module level.
+migrations `schema.py`'s, the hour sums `rollup.py`'s (one hour's row `hour_rows.py`'s).
+Never imported by the sampling path's modules (nvml, collectors, export); nothing here
+imports sqlite3 at module level.
 """
 
 from __future__ import annotations
