@@ -24,10 +24,11 @@ def cost_per_hour(title: str, description: str, *, label: str, counter: str,
 
 
 def cost_table(title: str, description: str, *, by: dict[str, str], selector: str,
-               cost: str, idle: str, share: bool = True, held: str | None = None,
-               sort_by: str, width: int) -> Panel:  # fmt: skip
+               cost: str, idle: str, held_cost: str | None = None, share: bool = True,
+               held: str | None = None, sort_by: str, width: int) -> Panel:  # fmt: skip
     """A table per `by` labels (label -> header) over the dashboard range: `cost $` and
-    `idle $` (increase of the `cost` and `idle` counters), then, when `share`, idle / cost
+    `idle $` (increase of the `cost` and `idle` counters), then, when `held_cost` (a
+    counter), `held $` (its increase), then, when `share`, idle / cost
     (`idle share`), then, when `held` (a series with uuid and the `by` label), the distinct
     GPUs (`GPUs held`) it counts. `sort_by`: the value field to sort on, descending."""
     labels = ", ".join(by)
@@ -37,6 +38,9 @@ def cost_table(title: str, description: str, *, by: dict[str, str], selector: st
 
     queries = [in_range(cost), in_range(idle)]
     headers = ["cost $", "idle $"]
+    if held_cost is not None:
+        queries.append(in_range(held_cost))
+        headers.append("held $")
     overrides = []
     if share:
         queries.append(f"{in_range(idle)}\n/ {in_range(cost)}")

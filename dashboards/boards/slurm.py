@@ -105,25 +105,29 @@ def slurm_panels() -> list[Panel]:
         ),
         cost_table(
             "Cost by account",
-            "Per selected account over the dashboard range: cost, idle cost and its share "
-            "(gpuwatch_slurm_account_cost_usd_total, …_idle_cost_usd_total), and the GPUs "
-            "its jobs hold now (gpuwatch_gpu_job_info).",
+            "Per selected account over the dashboard range: cost, idle cost, held cost (what "
+            "its jobs were charged while they held a GPU and ran nothing on it) and the idle "
+            "share (gpuwatch_slurm_account_cost_usd_total, …_idle_cost_usd_total, "
+            "…_held_cost_usd_total), and the GPUs its jobs hold now (gpuwatch_gpu_job_info).",
             by={"account": "account"},
             selector=ACCOUNT,
             cost=ACCOUNT_COST,
             idle=ACCOUNT_IDLE_COST,
+            held_cost="gpuwatch_slurm_account_held_cost_usd_total",
             held=jobs,
             sort_by="Value #B",
             width=12,
         ),
         cost_table(
             "Cost by user",
-            "Per selected user over the dashboard range: cost, idle cost and its share "
-            "(gpuwatch_slurm_user_cost_usd_total, …_idle_cost_usd_total).",
+            "Per selected user over the dashboard range: cost, idle cost, held cost and the "
+            "idle share (gpuwatch_slurm_user_cost_usd_total, …_idle_cost_usd_total, "
+            "…_held_cost_usd_total).",
             by={"user": "user"},
             selector=USER,
             cost="gpuwatch_slurm_user_cost_usd_total",
             idle="gpuwatch_slurm_user_idle_cost_usd_total",
+            held_cost="gpuwatch_slurm_user_held_cost_usd_total",
             sort_by="Value #B",
             width=12,
         ),
