@@ -156,8 +156,8 @@ def _start_agent(
 
 _POLL_WRAPPER = """\
 import sys
-import gpuwatch.simulate.stand_in as stand_in
-stand_in._POLL_SECONDS = float(sys.argv[1])
+import gpuwatch.simulate.stand_in.event_calls as event_calls
+event_calls._POLL_SECONDS = float(sys.argv[1])
 from gpuwatch.cli import main
 raise SystemExit(main(sys.argv[2:]))
 """
@@ -165,9 +165,9 @@ raise SystemExit(main(sys.argv[2:]))
 
 def _stand_in_polls() -> bool:
     """True when the stand-in has the poll period that the diagnostic agent changes."""
-    from gpuwatch.simulate import stand_in
+    from gpuwatch.simulate.stand_in import event_calls
 
-    return hasattr(stand_in, "_POLL_SECONDS")
+    return hasattr(event_calls, "_POLL_SECONDS")
 
 
 def _start_baseline(tmp: Path, metrics_file: Path, port: int, name: str) -> Process:
@@ -402,7 +402,7 @@ def attribute_cpu(scenario: str = SCENARIO) -> dict[str, float]:
     A tick, a /metrics render and a slow pass on a manual clock advanced one simulated
     second per tick (so each tick sees fresh process samples and GPM pairs), and the
     share of a core that the stand-in's `nvmlEventSetWait` spends polling (every
-    `stand_in._POLL_SECONDS`).
+    `stand_in.event_calls._POLL_SECONDS`).
     """
     from prometheus_client.exposition import generate_latest
 
@@ -444,9 +444,9 @@ def attribute_cpu(scenario: str = SCENARIO) -> dict[str, float]:
         with contextlib.suppress(poll_nv.NVMLError):  # NVMLError_Timeout every 500 ms
             poll_nv.nvmlEventSetWait(event_set, 500)
     poll_fraction = (time.thread_time() - cpu0) / (time.perf_counter() - wall0)
-    from gpuwatch.simulate import stand_in
+    from gpuwatch.simulate.stand_in import event_calls
 
-    poll_seconds = float(getattr(stand_in, "_POLL_SECONDS", float("nan")))
+    poll_seconds = float(getattr(event_calls, "_POLL_SECONDS", float("nan")))
     poll_nv.nvmlEventSetFree(event_set)
     poll_nv.nvmlShutdown()
     return {

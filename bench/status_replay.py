@@ -35,8 +35,9 @@ from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.status_json import encode, status_document
-from gpuwatch.simulate import SimulatedNvml, load_scenario, stand_in
+from gpuwatch.simulate import SimulatedNvml, load_scenario
 from gpuwatch.simulate.services import ScenarioServices
+from gpuwatch.simulate.stand_in import process_calls
 from gpuwatch.status.local import replay, replay_step
 
 DAY = 86400.0
@@ -47,9 +48,9 @@ TARGET_MONTH_SECONDS = 60.0
 
 def timed_replay(at: float, *, baseline: bool) -> tuple[float, float, Any]:
     """(CPU s, wall s, status document) of one in-process replay of demo to `at`."""
-    original = getattr(stand_in, "process_utilization_since")  # noqa: B009
+    original = getattr(process_calls, "process_utilization_since")  # noqa: B009
     if baseline:
-        setattr(stand_in, "process_utilization_since", process_utilization_one_by_one)  # noqa: B010
+        setattr(process_calls, "process_utilization_since", process_utilization_one_by_one)  # noqa: B010
     try:
         scenario = load_scenario("demo")
         clock = ManualClock()
@@ -78,7 +79,7 @@ def timed_replay(at: float, *, baseline: bool) -> tuple[float, float, Any]:
             services.stop()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
-        setattr(stand_in, "process_utilization_since", original)  # noqa: B010
+        setattr(process_calls, "process_utilization_since", original)  # noqa: B010
     return cpu, wall, json.loads(encode(status_document(snapshot, source="simulation")))
 
 

@@ -18,7 +18,8 @@ import pytest
 from gpuwatch.config import AgentConfig, Config
 from gpuwatch.core.clock import ManualClock
 from gpuwatch.export.status_json import encode, status_document
-from gpuwatch.simulate import SimulatedNvml, load_scenario, stand_in
+from gpuwatch.simulate import SimulatedNvml, load_scenario
+from gpuwatch.simulate.stand_in import process_calls
 from gpuwatch.status.local import replay, replay_step
 from tests.conftest import scenario_agent
 from tests.simulate.helpers import process_utilization_one_by_one
@@ -78,7 +79,7 @@ def test_the_replay_shows_what_the_agent_serves(
     )
     assert replay_step(at, interval) == interval  # the replay ticks as the agent does
     replayed = _replayed("demo", at, config)
-    monkeypatch.setattr(stand_in, "process_utilization_since", process_utilization_one_by_one)
+    monkeypatch.setattr(process_calls, "process_utilization_since", process_utilization_one_by_one)
     served = _served("demo", at, config)
     assert served.pop("source") == "agent"
     assert replayed.pop("source") == "simulation"
