@@ -271,8 +271,9 @@ def test_served_names_resolve_to_the_new_entries(served: str, name: str) -> None
 
 
 def test_size_command_says_vision_tower_and_global_cache(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # a pipe: no wrap (cli/console.py)
     assert gpuwatch_main(["size", "qwen3-vl-8b"]) == 0
     assert "vision tower 576M (counted, 16-bit)" in capsys.readouterr().out
     assert gpuwatch_main(["size", "gemma-4-31b"]) == 0
