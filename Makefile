@@ -77,7 +77,7 @@ test: $(BIN)/python prometheus report-tools image-tools slurm
 	$(BIN)/ruff format --check src tests bench dashboards
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 bench: $(BIN)/python
 	$(DROP_OLD_NAME)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 from gpuwatch.agent import Agent, AgentOptions
 from gpuwatch.config import AgentConfig, Config, ExporterConfig
@@ -29,6 +31,20 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("GPUWATCH_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """Each test starts with the loggers `configure_logging` sets as it found them: an
+    in-process `main([...])` points them at that test's captured stderr (closed after it)
+    and stops their propagation, which would change what a later test's caplog sees."""
+    loggers = [logging.getLogger(name) for name in ("gpuwatch", "apscheduler")]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    yield
+    for lg, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+        lg.propagate = propagate
 
 
 def simulated(scenario: str, clock: ManualClock | None = None) -> tuple[Any, ManualClock]:
@@ -129,3 +145,21 @@ def require_binary(name: str, *, installs: str = "Debian's prometheus") -> str:
     if path is None:
         pytest.fail(f"{name} is not installed: run `make test` (installs {installs})")
     return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (`make test` runs `-n 2`), one worker runs each test folder
+    (and each top-level file) whole, so a folder's session fixtures (a Prometheus, a
+    backfilled month, a rendered chart, the Slurm cluster) start once and no two Slurm
+    clusters run at once."""
+    return FolderScheduling(config, log)
+
+
+class FolderScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    """xdist's scope scheduling with a test folder (else a top-level file) as the scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        folder, _, rest = path.removeprefix("tests/").partition("/")
+        return folder if rest else path

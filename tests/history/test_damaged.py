@@ -463,7 +463,7 @@ def test_a_file_damaged_while_the_agent_runs_is_replaced_at_the_next_write(
         run.run(600.0)
         with caplog.at_level(logging.ERROR, logger="gpuwatch.history.writer"):
             assert writer.flush()
-        (line,) = [r.getMessage() for r in caplog.records]
+        (line,) = [r.getMessage() for r in caplog.records if r.name == "gpuwatch.history.writer"]
         aside = tmp_path / f"{HISTORY_FILE}.corrupt-20260101T004000Z"
         assert aside.read_bytes()[4096:8192] == b"\xa5" * 4096, "kept as it was"
         assert str(aside) in line
