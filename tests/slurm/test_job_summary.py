@@ -71,6 +71,21 @@ def _promql(url: str, query: str) -> list[dict[str, Any]]:
     return result
 
 
+def _wait_scraped_gone(url: str, job: str) -> None:
+    """Until a scrape no longer shows the job: the agent has stopped charging it, so the
+    counters in that scrape (and Prometheus's last samples of them) are final."""
+    deadline = time.monotonic() + 30
+    seen = False
+    while True:
+        shown = _promql(url, f'gpuwatch_gpu_job_info{{job_id="{job}"}}')
+        seen = seen or bool(shown)
+        if seen and not shown:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"Prometheus still shows job {job} (or never did)")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def finished(slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     """The job ended, the agent stopped (after Prometheus scraped it every second)."""
@@ -98,7 +113,8 @@ def finished(slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> I
             )
             slurm.wait_running(job)
             slurm.wait_ended(job, timeout_s=40.0)
-            time.sleep(3.0)  # a few ticks and scrapes after the end
+            _wait_scraped_gone(url, job)
+            time.sleep(1.0)  # a few more ticks and scrapes after the end
         finally:
             if job:
                 slurm.run(["scancel", job], check=False)
@@ -294,24 +310,32 @@ def test_the_monthly_report_groups_the_jobs_by_account_and_user(
 
 def test_the_agents_account_and_user_counters_are_the_historys_sums(finished: Finished) -> None:
     """The agent's per-account and per-user counters charge the same ticks as the
-    history's rows: after the job, their last values in Prometheus are the rows' sums
-    (cost, idle and held $), the job being the only one on the cluster."""
+    history's rows: once a scrape no longer shows the job (the fixture waits for it), the
+    last values of each counter, summed over its series, are the rows' sums (cost, idle
+    and held $), the job being the only one on the cluster. The series are the job's
+    account and user, and "" for the ticks before squeue named them (the job seen in its
+    process's environment only; the history keeps the name it learns later)."""
     rows = _rows(finished.history, finished.job)
     want = {role: sum(float(r[f"{role}cost_usd"]) for r in rows) for role in ("", "idle_", "held_")}
     assert 0 < want["held_"] < want[""], "one GPU busy, one held all along"
     for kind, name in (("account", "astro"), ("user", "root")):
         for role, total in want.items():
             metric = f"gpuwatch_slurm_{kind}_{role}cost_usd_total"
-            query = f'max_over_time({metric}{{{kind}="{name}"}}[1h])'
-            (last,) = _promql(finished.prometheus, query)
-            assert float(last["value"][1]) == pytest.approx(total, rel=1e-9), metric
+            last = {
+                r["metric"].get(kind, ""): float(r["value"][1])  # "" is no label
+                for r in _promql(finished.prometheus, f"max_over_time({metric}[1h])")
+            }
+            assert set(last) <= {name, ""}, metric
+            assert sum(last.values()) == pytest.approx(total, rel=1e-9), metric
+            assert last[name] > total / 2, metric
 
 
 def test_the_monthly_report_from_prometheus_has_the_held_cost(
     finished: Finished, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The fleet report's account and user lines read the held counter: held $ is the
-    history's (the counter's whole growth: it started at 0 with the agent), not n/a."""
+    """The fleet report's account and user lines read the held counter, not n/a: its
+    growth from its first sample, as `increase()` counts a new series, so the history's
+    held $ less what the counter already held at its first scrape (docs/slurm.md)."""
     rows = _rows(finished.history, finished.job)
     day = datetime.fromtimestamp(rows[0]["hour_start"], UTC).strftime("%Y-%m-%d")
     flags = ["--prometheus", finished.prometheus, "--prometheus-scrape-interval", "1"]
@@ -319,8 +343,13 @@ def test_the_monthly_report_from_prometheus_has_the_held_cost(
     assert main(["report", *period, *flags, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     held = sum(float(r["held_cost_usd"]) for r in rows)
-    for lines, name in ((report["slurm_accounts"], "astro"), (report["slurm_users"], "root")):
+    for lines, kind, name in (
+        (report["slurm_accounts"], "account", "astro"),
+        (report["slurm_users"], "user", "root"),
+    ):
         (line,) = lines
         assert line["name"] == name
-        assert line["held_cost_usd"] == pytest.approx(held, rel=1e-9)
+        counter = f'gpuwatch_slurm_{kind}_held_cost_usd_total{{{kind}="{name}"}}'
+        (first,) = _promql(finished.prometheus, f"min_over_time({counter}[1h])")
+        assert line["held_cost_usd"] == pytest.approx(held - float(first["value"][1]), rel=1e-9)
         assert 0 < line["held_cost_usd"] < line["cost_usd"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pynvml
@@ -23,33 +22,14 @@ from gpuwatch.core.clock import ManualClock
 from gpuwatch.core.snapshot import FleetSnapshot
 from gpuwatch.slurm.config import SlurmConfig
 from tests.conftest import scenario_agent, simulated
-from tests.slurm.agent_helpers import holds, series, tick
+from tests.slurm.agent_helpers import Jobs, busy_and_idle_jobs, holds, series, tick
 from tests.slurm_cluster import SlurmCluster
-
-
-@dataclass(frozen=True)
-class Jobs:
-    busy: str
-    idle: str
 
 
 @pytest.fixture(scope="module")
 def jobs(slurm: SlurmCluster) -> Iterator[Jobs]:
-    busy = slurm.sbatch("--gres=gpu:2", "--account=physics", wrap="sleep 600")
-    idle = slurm.sbatch(
-        "--gres=gpu:1",
-        "--account=chem",
-        wrap="exec env -u SLURM_JOB_GPUS -u SLURM_STEP_GPUS sleep 600",
-    )
-    try:
-        slurm.wait_running(busy)
-        slurm.wait_running(idle)
-        yield Jobs(busy, idle)
-    finally:
-        for job in (busy, idle):
-            slurm.run(["scancel", job], check=False)
-        for job in (busy, idle):
-            slurm.wait_ended(job)
+    with busy_and_idle_jobs(slurm, busy_gpus=2) as submitted:
+        yield submitted
 
 
 def _minor_of(snapshot: FleetSnapshot, uuid: str) -> int | None:

@@ -18,7 +18,6 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +34,7 @@ from gpuwatch.history.store import HISTORY_FILE
 from gpuwatch.slurm.config import SlurmConfig
 from gpuwatch.slurm.reclaim import RECLAIM_CREDIT_CAP_HOURS
 from tests.conftest import scenario_agent, simulated
-from tests.slurm.agent_helpers import holds, series, tick
+from tests.slurm.agent_helpers import Jobs, busy_and_idle_jobs, holds, series, tick
 from tests.slurm_cluster import SlurmCluster
 
 WARN_S = 60.0
@@ -43,30 +42,10 @@ CANCEL_S = 120.0
 TIME_LIMIT_MIN = 90  # the idle job's --time: 1.5 h left when it is cancelled, under the cap
 
 
-@dataclass(frozen=True)
-class Jobs:
-    busy: str
-    idle: str
-
-
 @pytest.fixture
 def jobs(slurm: SlurmCluster) -> Iterator[Jobs]:
-    busy = slurm.sbatch("--gres=gpu:1", "--account=physics", wrap="sleep 600")
-    idle = slurm.sbatch(
-        "--gres=gpu:1",
-        "--account=chem",
-        f"--time={TIME_LIMIT_MIN}",
-        wrap="exec env -u SLURM_JOB_GPUS -u SLURM_STEP_GPUS sleep 600",
-    )
-    try:
-        slurm.wait_running(busy)
-        slurm.wait_running(idle)
-        yield Jobs(busy, idle)
-    finally:
-        for job in (busy, idle):
-            slurm.run(["scancel", job], check=False)
-        for job in (busy, idle):
-            slurm.wait_ended(job)
+    with busy_and_idle_jobs(slurm, idle_args=(f"--time={TIME_LIMIT_MIN}",)) as submitted:
+        yield submitted
 
 
 def reclaim_agent(

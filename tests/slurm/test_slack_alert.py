@@ -16,6 +16,7 @@ import pytest
 from tests.agent_process import start_agent
 from tests.alerts.conftest import FakeSlack
 from tests.conftest import free_port
+from tests.slurm.agent_helpers import busy_and_idle_jobs
 from tests.slurm_cluster import SlurmCluster
 
 DEADLINE_SECONDS = 60
@@ -41,34 +42,25 @@ def test_an_allocated_idle_job_is_named_in_the_slack_alert(
     config.write_text(
         f'[agent]\nstate_dir = "{tmp_path}"\n\n[slurm]\nlist_interval_seconds = 1.0\n'
     )
-    busy = slurm.sbatch("--gres=gpu:1", "--account=physics", wrap="sleep 600")
-    idle = slurm.sbatch(
-        "--gres=gpu:1",
-        "--account=chem",
-        wrap="exec env -u SLURM_JOB_GPUS -u SLURM_STEP_GPUS sleep 600",
-    )
-    proc = start_agent(
-        ["--simulate", "slurm", "--speed", "120", "--config", str(config)], free_port()
-    )
-    try:
-        slurm.wait_running(busy)
-        slurm.wait_running(idle)
-        (idle_gpu,) = slurm.gres_indexes(idle)
-        wanted = f"job `{idle}` of `root` (account `chem`) (holds it, runs nothing)"
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        bodies = ""
-        while time.monotonic() < deadline and wanted not in bodies:
-            time.sleep(0.5)
-            bodies = json.dumps([p.body for p in slack.delivered()])
-    finally:
-        for job in (busy, idle):
-            slurm.run(["scancel", job], check=False)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=15)
+    with busy_and_idle_jobs(slurm) as jobs:
+        proc = start_agent(
+            ["--simulate", "slurm", "--speed", "120", "--config", str(config)], free_port()
+        )
+        try:
+            (idle_gpu,) = slurm.gres_indexes(jobs.idle)
+            wanted = f"job `{jobs.idle}` of `root` (account `chem`) (holds it, runs nothing)"
+            deadline = time.monotonic() + DEADLINE_SECONDS
+            bodies = ""
+            while time.monotonic() < deadline and wanted not in bodies:
+                time.sleep(0.5)
+                bodies = json.dumps([p.body for p in slack.delivered()])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=15)
     assert proc.returncode == 0, err.decode()
     assert wanted in bodies, bodies
     assert f"GPU {idle_gpu} (" in bodies
     assert "/h" in bodies, "the alert carries the GPU's price"
-    assert f"job `{busy}` of `root` (account `physics`) (holds it" not in bodies, (
+    assert f"job `{jobs.busy}` of `root` (account `physics`) (holds it" not in bodies, (
         "a job whose process runs on its GPU is never said to run nothing"
     )
