@@ -12,11 +12,13 @@ names and accounts over 10. Measured:
    series at the end (jobs still on the node);
 2. a real Prometheus scraping the same agent every second for the first `--prom-jobs`
    jobs (each wave held 1.6 s of real time so every job is scraped): TSDB head series
-   (`/api/v1/status/tsdb`) before and after, and the distinct job series it stored. The
-   head's growth per job, times 10,000, is the head series 10,000 jobs add within one
-   head block (2 h; they leave the head at the next compaction).
+   (`/api/v1/status/tsdb`) before, and at each of `--checkpoints` (scraped jobs, default
+   only `--prom-jobs`) the head series and the distinct job series it stored. The
+   least-squares slope of head series over scraped jobs, times 10,000, plus its
+   intercept, is the head series 10,000 jobs leave within one head block (2 h; they
+   leave the head at the next compaction).
 
-    python bench/slurm_cardinality.py [--jobs 10000] [--prom-jobs 200]
+    python bench/slurm_cardinality.py [--jobs 10000] [--prom-jobs 200] [--checkpoints 200,500]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from benchlib import REPO_ROOT, format_table
 
@@ -110,11 +113,90 @@ def query_value(url: str, query: str) -> float:
     return float(result[0]["value"][1]) if result else 0.0
 
 
+class Checkpoint(NamedTuple):
+    """Prometheus after `jobs` scraped jobs: head series and distinct per-job series."""
+
+    jobs: int
+    head: int
+    info: int
+    idle: int
+
+
+def checkpoint(url: str, jobs: int) -> Checkpoint:
+    """Read the settled head series and the distinct job series stored so far."""
+    head = settled_head_series(url)
+    info = query_value(url, "count(count_over_time(gpuwatch_gpu_job_info[1h]))")
+    idle = query_value(url, "count(count_over_time(gpuwatch_gpu_job_allocated_idle[1h]))")
+    return Checkpoint(jobs, head, round(info), round(idle))
+
+
+def fit(points: list[Checkpoint]) -> tuple[float, float]:
+    """Least-squares (slope in head series per job, intercept in head series)."""
+    if len(points) == 1:
+        return 0.0, float(points[0].head)
+    n = len(points)
+    mean_x = sum(p.jobs for p in points) / n
+    mean_y = sum(p.head for p in points) / n
+    sxx = sum((p.jobs - mean_x) ** 2 for p in points)
+    sxy = sum((p.jobs - mean_x) * (p.head - mean_y) for p in points)
+    slope = sxy / sxx
+    return slope, mean_y - slope * mean_x
+
+
+def wave(agent: Agent, clock: ManualClock) -> None:
+    """One list interval: two 10 s ticks with a fresh squeue answer first."""
+    for _ in range(2):
+        clock.advance(10.0)
+        agent.refresh_jobs()
+        agent.tick()
+
+
+def checkpoint_rows(before: int, points: list[Checkpoint], jobs: int) -> list[list[str]]:
+    """One row per checkpoint, then the fit and its value at `jobs` jobs."""
+    rows = [["Prometheus: head series before the jobs", f"{before:,}"]]
+    previous = Checkpoint(0, before, 0, 0)
+    for point in points:
+        slope = (point.head - previous.head) / (point.jobs - previous.jobs)
+        rows.append(
+            [
+                f"Prometheus: head series after {point.jobs:,} scraped jobs "
+                f"(job_info / allocated_idle distinct; slope since previous)",
+                f"{point.head:,} ({point.info:,} / {point.idle:,}; {slope:.3f}/job)",
+            ]
+        )
+        previous = point
+    last = points[-1]
+    bounded = last.head - before - last.info - last.idle  # account and user counters
+    slope, intercept = fit(points)
+    rows += [
+        ["  account and user counters at the last checkpoint (bounded)", f"{bounded:,}"],
+        [
+            "Prometheus: per-job head series per job at the last checkpoint",
+            f"{(last.info + last.idle) / last.jobs:.3f}",
+        ],
+        ["Prometheus: least-squares slope over the checkpoints (head series/job)", f"{slope:.4f}"],
+        ["  intercept (head series at 0 jobs)", f"{intercept:,.1f}"],
+        [
+            f"head series for {jobs:,} jobs in one head block (intercept + slope x jobs)",
+            f"{intercept + slope * jobs:,.0f}",
+        ],
+    ]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--prom-jobs", type=int, default=200)
+    parser.add_argument(
+        "--checkpoints",
+        default="",
+        help="comma-separated scraped-job counts to read the head at (rounded down to 4s)",
+    )
     args = parser.parse_args()
+    prom_jobs = args.prom_jobs - args.prom_jobs % GPUS
+    wanted = {int(text) for text in args.checkpoints.split(",") if text.strip()}
+    marks = sorted({n - n % GPUS for n in wanted if GPUS <= n <= prom_jobs} | {prom_jobs})
     with tempfile.TemporaryDirectory(prefix="gpuwatch-slurm-card-") as tmp:
         root = Path(tmp)
         answer = root / "squeue.json"
@@ -127,7 +209,7 @@ def main() -> None:
                 agent.tick()
             port = free_port()
             server, _thread = start_http_server(port, "127.0.0.1", agent.registry)
-            rows = []
+            points: list[Checkpoint] = []
             with running_prometheus(root, scrape_config([port])) as url:
                 before = settled_head_series(url)
                 job = 1
@@ -135,51 +217,25 @@ def main() -> None:
                 started = time.perf_counter()
                 while job <= args.jobs:
                     answer.write_text(squeue_document(job))
-                    for _ in range(2):
-                        clock.advance(10.0)
-                        agent.refresh_jobs()
-                        agent.tick()
+                    wave(agent, clock)
                     job += GPUS
                     peak = max(peak, samples(agent)[0])
-                    if job <= args.prom_jobs + 1:
+                    if job - 1 <= prom_jobs:
                         time.sleep(1.6)
-                        if job + GPUS > args.prom_jobs + 1:
-                            after_prom = settled_head_series(url)
-                            distinct = query_value(
-                                url, "count(count_over_time(gpuwatch_gpu_job_info[1h]))"
-                            )
-                            distinct_idle = query_value(
-                                url,
-                                "count(count_over_time(gpuwatch_gpu_job_allocated_idle[1h]))",
-                            )
+                        if job - 1 in marks:
+                            points.append(checkpoint(url, job - 1))
+                            print(f"checkpoint {points[-1]}", file=sys.stderr, flush=True)
                 answer.write_text(json.dumps({"jobs": []}))
-                for _ in range(2):
-                    clock.advance(10.0)
-                    agent.refresh_jobs()
-                    agent.tick()
+                wave(agent, clock)
                 elapsed = time.perf_counter() - started
                 end_total, end_info = samples(agent)
             server.shutdown()
-            prom_jobs = args.prom_jobs - args.prom_jobs % GPUS
-            job_series = distinct + distinct_idle
-            per_job = job_series / prom_jobs
-            bounded = after_prom - before - job_series  # account and user counters
             rows = [
                 ["jobs through the agent", f"{job - 1:,}"],
                 ["agent: largest exposition after a wave (samples)", f"{peak:,}"],
                 ["agent: exposition after the last job ended (samples)", f"{end_total:,}"],
                 ["agent: gpuwatch_gpu_job_info series at the end", f"{end_info}"],
-                ["Prometheus: head series before the jobs", f"{before:,}"],
-                [f"Prometheus: head series after {prom_jobs} scraped jobs", f"{after_prom:,}"],
-                ["  of which gpuwatch_gpu_job_info (distinct)", f"{distinct:.0f}"],
-                ["  of which gpuwatch_gpu_job_allocated_idle (distinct)", f"{distinct_idle:.0f}"],
-                ["  of which account and user counters (bounded)", f"{bounded:.0f}"],
-                ["Prometheus: per-job head series per job", f"{per_job:.2f}"],
-                [
-                    f"head series for {args.jobs:,} jobs in one head block "
-                    "(before + bounded + per job x jobs)",
-                    f"{before + bounded + per_job * args.jobs:,.0f}",
-                ],
+                *checkpoint_rows(before, points, args.jobs),
                 ["wall time (s)", f"{elapsed:.1f}"],
             ]
             print(format_table(["measure", "value"], rows))
