@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,3 +68,15 @@ def busy_and_idle_jobs(
             slurm.run(["scancel", job], check=False)
         for job in (busy, idle):
             slurm.wait_ended(job)
+
+
+def job_rows(history: Path, job_id: str) -> list[dict[str, Any]]:
+    """The job's `job_hours` rows in the history file, as dicts."""
+    conn = sqlite3.connect(history)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [
+            dict(r) for r in conn.execute("SELECT * FROM job_hours WHERE job_id = ?", (job_id,))
+        ]
+    finally:
+        conn.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import time
 import urllib.parse
 import urllib.request
@@ -28,18 +27,8 @@ from gpuwatch.history.store import HISTORY_FILE
 from tests.agent_process import start_agent
 from tests.conftest import free_port
 from tests.prometheus_process import running_prometheus, scrape_config
+from tests.slurm.agent_helpers import job_rows
 from tests.slurm_cluster import SlurmCluster
-
-
-def _rows(path: Path, job_id: str) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [
-            dict(r) for r in conn.execute("SELECT * FROM job_hours WHERE job_id = ?", (job_id,))
-        ]
-    finally:
-        conn.close()
 
 
 @dataclass(frozen=True)
@@ -134,7 +123,7 @@ def test_the_summary_is_the_stored_rows_summed_by_hand(
     finished: Finished, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job, config, history = finished.job, finished.config, finished.history
-    rows = _rows(history, job)
+    rows = job_rows(history, job)
     assert rows, "the history recorded the job"
     code, out, err = _job([job, "--config", str(config), "--format", "json"], capsys)
     assert code == 0, err
@@ -252,7 +241,7 @@ def test_from_prometheus_the_same_job_within_a_scrape(
     # GPU alone) telescope over each GPU's held span, whose first scrape has no scrape
     # before it in that span: rent x (the samples - one per GPU) x 1 s. Measured within
     # 0.1 % (5 runs); 5 % leaves a quarter second of tick jitter at the spans' ends
-    (price,) = {float(r["price_usd_per_hour"]) for r in _rows(finished.history, job)}
+    (price,) = {float(r["price_usd_per_hour"]) for r in job_rows(finished.history, job)}
     priced = (samples - len(fleet["gpus"])) / 3600
     assert fleet["cost_usd"] == pytest.approx(price * priced, rel=0.05)
     # idle $: the unused GPU's scrapes without a step, and the busy one's before its
@@ -273,7 +262,7 @@ def test_from_prometheus_the_same_job_within_a_scrape(
 def test_the_monthly_report_groups_the_jobs_by_account_and_user(
     finished: Finished, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    rows = _rows(finished.history, finished.job)
+    rows = job_rows(finished.history, finished.job)
     day = datetime.fromtimestamp(rows[0]["hour_start"], UTC).strftime("%Y-%m-%d")
     period = ["--from", day, "--to", day, "--config", str(finished.config)]
     assert main(["report", *period, "--format", "json"]) == 0
@@ -314,7 +303,7 @@ def test_the_agents_account_and_user_counters_are_the_historys_sums(finished: Fi
     last value of each counter is the rows' sum (cost, idle and held $), the job being the
     only one on the cluster; ticks before squeue named the job waited and went to its
     account and user too (tests/slurm/test_unnamed_jobs.py), so there is no "" series."""
-    rows = _rows(finished.history, finished.job)
+    rows = job_rows(finished.history, finished.job)
     want = {role: sum(float(r[f"{role}cost_usd"]) for r in rows) for role in ("", "idle_", "held_")}
     assert 0 < want["held_"] < want[""], "one GPU busy, one held all along"
     for kind, name in (("account", "astro"), ("user", "root")):
@@ -334,7 +323,7 @@ def test_the_monthly_report_from_prometheus_has_the_held_cost(
     growth from its first sample to its last, as `increase()` counts a new series, so at
     most the history's held $ (docs/slurm.md: less what the series held at its first
     scrape, and less what was charged to "" before squeue named the job)."""
-    rows = _rows(finished.history, finished.job)
+    rows = job_rows(finished.history, finished.job)
     day = datetime.fromtimestamp(rows[0]["hour_start"], UTC).strftime("%Y-%m-%d")
     flags = ["--prometheus", finished.prometheus, "--prometheus-scrape-interval", "1"]
     period = ["--from", day, "--to", day, "--config", str(finished.config)]

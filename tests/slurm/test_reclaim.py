@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 
@@ -34,7 +33,7 @@ from gpuwatch.history.store import HISTORY_FILE
 from gpuwatch.slurm.config import SlurmConfig
 from gpuwatch.slurm.reclaim import RECLAIM_CREDIT_CAP_HOURS
 from tests.conftest import scenario_agent, simulated
-from tests.slurm.agent_helpers import Jobs, busy_and_idle_jobs, holds, series, tick
+from tests.slurm.agent_helpers import Jobs, busy_and_idle_jobs, holds, job_rows, series, tick
 from tests.slurm_cluster import SlurmCluster
 
 WARN_S = 60.0
@@ -71,17 +70,6 @@ def reclaim_agent(
     if state_dir is not None:
         assert agent.open_history()
     return agent, clock
-
-
-def job_rows(history: Path, job_id: str) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(history)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [
-            dict(r) for r in conn.execute("SELECT * FROM job_hours WHERE job_id = ?", (job_id,))
-        ]
-    finally:
-        conn.close()
 
 
 def actions(agent: Agent) -> dict[tuple[str, str], float]:

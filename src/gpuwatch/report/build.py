@@ -221,31 +221,21 @@ def _slurm_lines(
         return _slurm_group_lines(data, total_cost_usd, by_user=by_user)
     sums: dict[str, list[float]] = {}
     jobs: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    reclaimed: dict[str, float] = {}  # only where the source knows it
+    reclaimed_known: set[str] = set()  # only where the source knows it
     for row in data.job_days:
         name = row.user if by_user else row.account
-        line = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+        line = sums.setdefault(name, [0.0] * 5)
         line[0] += row.held_seconds / HOUR_SECONDS
         line[1] += row.cost_usd
         line[2] += row.idle_cost_usd
         line[3] += row.held_cost_usd
         jobs[name].add((row.host, row.job_id))
         if row.reclaimed_usd is not None:
-            reclaimed[name] = reclaimed.get(name, 0.0) + row.reclaimed_usd
-    lines = [
-        SlurmLine(
-            name,
-            len(jobs[name]),
-            hours,
-            cost,
-            idle,
-            held,
-            _ratio(cost, total_cost_usd),
-            reclaimed.get(name),
-        )
-        for name, (hours, cost, idle, held) in sums.items()
-    ]
-    return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))
+            line[4] += row.reclaimed_usd
+            reclaimed_known.add(name)
+    return _sorted_slurm_lines(
+        sums, jobs, total_cost_usd, held_unknown=set(), reclaimed_known=reclaimed_known
+    )
 
 
 def _slurm_group_lines(
@@ -260,16 +250,32 @@ def _slurm_group_lines(
     for row in data.slurm_days:
         if row.kind != kind:
             continue
-        line = sums.setdefault(row.name, [0.0, 0.0, 0.0, 0.0, 0.0])
+        line = sums.setdefault(row.name, [0.0] * 5)
         line[0] += row.gpu_seconds / HOUR_SECONDS
         line[1] += row.cost_usd
         line[2] += row.idle_cost_usd
-        line[3] += row.reclaimed_usd
         if row.held_cost_usd is None:
             held_unknown.add(row.name)
         else:
-            line[4] += row.held_cost_usd
+            line[3] += row.held_cost_usd
+        line[4] += row.reclaimed_usd
         jobs[row.name].update((row.host, job_id) for job_id in row.job_ids)
+    return _sorted_slurm_lines(
+        sums, jobs, total_cost_usd, held_unknown=held_unknown, reclaimed_known=set(sums)
+    )
+
+
+def _sorted_slurm_lines(
+    sums: dict[str, list[float]],
+    jobs: dict[str, set[tuple[str, str]]],
+    total_cost_usd: float,
+    *,
+    held_unknown: set[str],
+    reclaimed_known: set[str],
+) -> tuple[SlurmLine, ...]:
+    """One line per name from its sums [GPU-hours, cost, idle, held, reclaimed] (USD) and
+    its (host, job) pairs; held $ None for `held_unknown`, $ reclaimed None outside
+    `reclaimed_known`; by cost, descending, then name."""
     lines = [
         SlurmLine(
             name,
@@ -279,9 +285,9 @@ def _slurm_group_lines(
             idle,
             None if name in held_unknown else held,
             _ratio(cost, total_cost_usd),
-            reclaimed,
+            reclaimed if name in reclaimed_known else None,
         )
-        for name, (hours, cost, idle, reclaimed, held) in sums.items()
+        for name, (hours, cost, idle, held, reclaimed) in sums.items()
     ]
     return tuple(sorted(lines, key=lambda n: (-n.cost_usd, n.name)))
 

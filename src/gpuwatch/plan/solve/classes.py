@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from gpuwatch.plan.solve.clock import Clock
 from gpuwatch.plan.solve.columns import Model, shared_options, undominated
-from gpuwatch.plan.solve.fit import PREFER, TOLERANCE, Fit, Unit, most_items, within
+from gpuwatch.plan.solve.fit import PREFER, TOLERANCE, Fit, Unit, fewest_moves, most_items, within
 from gpuwatch.sizing import GpuSpec
 
 MAX_REPLICAS = 16
@@ -156,17 +156,4 @@ def class_model(gpu: GpuSpec, hosted: list[Unit], replicas: int, fit: Fit) -> Gp
             [fit.shared_sizes(u, other) for u in hosted], replicas
         )
 
-    def moves(model: GpuSpec) -> int:
-        return sum(unit.current.id != model.id for unit in hosted)
-
-    best = gpu
-    for unit in hosted:
-        other = unit.current
-        if (
-            other.id != best.id
-            and abs(other.rent_usd_per_hour - gpu.rent_usd_per_hour) <= TOLERANCE
-            and moves(other) < moves(best)
-            and holds(other)
-        ):
-            best = other
-    return best
+    return fewest_moves(gpu, hosted, holds)

@@ -9,7 +9,7 @@ priced model a GPU's units already run on. No MILP and no HiGHS here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gpuwatch.plan.mig import MigTable, mig_table
@@ -204,10 +204,18 @@ def prefer_current(
             for unit, k in zip(hosted, profiles, strict=True)
         )
 
+    best = fewest_moves(gpu, hosted, holds)
+    return best, table if best.id == gpu.id else mig_table(best.id)
+
+
+def fewest_moves(gpu: GpuSpec, hosted: list[Unit], holds: Callable[[GpuSpec], bool]) -> GpuSpec:
+    """`gpu`, or the units' current model at its price (within TOLERANCE $/h) that `holds`
+    them and that more of them run on now (fewer moves), the first found in unit order."""
+
     def moves(model: GpuSpec) -> int:
         return sum(unit.current.id != model.id for unit in hosted)
 
-    best, best_table = gpu, table
+    best = gpu
     for unit in hosted:
         other = unit.current
         if (
@@ -216,8 +224,8 @@ def prefer_current(
             and moves(other) < moves(best)
             and holds(other)
         ):
-            best, best_table = other, mig_table(other.id)
-    return best, best_table
+            best = other
+    return best
 
 
 def smallest_profiles(
