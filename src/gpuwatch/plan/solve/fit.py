@@ -182,20 +182,17 @@ def prefer_current(
     gpu: GpuSpec, hosted: list[Unit], profiles: list[int] | None, fit: Fit
 ) -> tuple[GpuSpec, MigTable | None]:
     """`gpu`, or a model at the same price that holds the same units the same way and
-    that more of them run on now (fewer moves), with its MIG table."""
+    that more of them run on now (fewer moves), with its MIG table. `profiles`: each
+    unit's MIG profile; None: one unit on the whole GPU."""
     table = mig_table(gpu.id)
     layout = None if table is None else mig_layout(table)
 
     def holds(other: GpuSpec) -> bool:
         if not all(other in unit.candidates for unit in hosted):
             return False
-        if profiles is None:
-            if len(hosted) == 1:
-                return fit.alone(hosted[0], other)
-            sizes = [fit.shared_sizes(unit, other) for unit in hosted]
-            return all(fit.whole(unit, other) for unit in hosted) and all(
-                within(sum(size[k] for size in sizes), 1.0) for k in range(3)
-            )
+        if profiles is None:  # one unit on the whole GPU (time-sliced GPUs: class_model)
+            (unit,) = hosted
+            return fit.alone(unit, other)
         other_table = mig_table(other.id)
         if other_table is None or mig_layout(other_table) != layout:
             return False
